@@ -1,0 +1,26 @@
+"""Host-memory buffers, shared by the CPU and interpreter runtimes."""
+from __future__ import annotations
+
+import numpy as np
+
+from .buffer import Buffer, elem_of_dtype
+
+
+class HostBuffer(Buffer):
+    def __init__(self, rt, array: np.ndarray, elem=None):
+        array = np.ascontiguousarray(array)
+        super().__init__(rt, array.shape, elem or elem_of_dtype(array.dtype))
+        self.array = array.reshape(-1)  # flat; kernels index linearly
+        self.ptr = self.array.ctypes.data
+
+    def numpy(self) -> np.ndarray:
+        return self.array.reshape(self.shape).copy()
+
+
+class HostMemoryMixin:
+    def from_numpy(self, arr) -> HostBuffer:
+        return HostBuffer(self, np.array(arr, copy=True))
+
+    def empty(self, shape, dtype=np.float32) -> HostBuffer:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return HostBuffer(self, np.empty(shape, dtype))
