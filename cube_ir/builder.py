@@ -106,12 +106,20 @@ class Builder:
         self.emit(ir.Unary(dst, op, a))
         return dst
 
+    def to_type(self, x: Value, t: Type) -> Value:
+        """x converted to t: constants are retyped, anything else gets a Cast."""
+        if x.type == t:
+            return x
+        if isinstance(x, Const):
+            return self.const(x.value, t)
+        return self.cast(x, t)
+
     def binary(self, op: str, a, b, t: Type | None = None) -> Var:
         a, b = self._pair(a, b)
+        operand_t = promote(a.type, b.type)
+        a, b = self.to_type(a, operand_t), self.to_type(b, operand_t)
         if t is None:
-            t = promote(a.type, b.type)
-            if op in ir.COMPARE_OPS:
-                t = with_elem(t, boolean)
+            t = with_elem(operand_t, boolean) if op in ir.COMPARE_OPS else operand_t
         dst = self.var(t)
         self.emit(ir.Binary(dst, op, a, b))
         return dst
@@ -119,14 +127,21 @@ class Builder:
     def ternary(self, op: str, a, b, c) -> Var:
         ref = next((x.type for x in (a, b, c) if isinstance(x, (Var, Const))), f32)
         a, b, c = (self._coerce(x, ref) for x in (a, b, c))
-        dst = self.var(promote(promote(a.type, b.type), c.type))
+        t = promote(promote(a.type, b.type), c.type)
+        a, b, c = (self.to_type(x, t) for x in (a, b, c))
+        dst = self.var(t)
         self.emit(ir.Ternary(dst, op, a, b, c))
         return dst
 
     def select(self, cond, a, b) -> Var:
         a, b = self._pair(a, b)
-        dst = self.var(promote(a.type, b.type))
-        self.emit(ir.Select(dst, self._coerce(cond, boolean), a, b))
+        t = promote(a.type, b.type)
+        a, b = self.to_type(a, t), self.to_type(b, t)
+        cond = self._coerce(cond, boolean)
+        if t.lanes > 1 and cond.type.lanes == 1 and isinstance(cond, Var):
+            pass  # a scalar condition selects whole lines; backends accept it
+        dst = self.var(t)
+        self.emit(ir.Select(dst, cond, a, b))
         return dst
 
     def cast(self, a, t: Type) -> Var:

@@ -10,6 +10,8 @@ Semantics every backend and the interpreter share:
   lowers Python's `//` and `%` (floor semantics) into these.
 - `shr` is arithmetic for signed ints, logical for unsigned; shift counts are taken modulo the
   bit width.
+- `Binary`, `Ternary` and `Select` operands all have one type (the dst's type; for comparisons
+  the dst is bool-shaped): the builder inserts the `Cast`s (widening, scalar->line splats).
 - comparisons yield `bool` (or a line of bool for lines).
 - `Cast` from a scalar to a line splats; float->int truncates toward zero (saturating is not
   promised); int->bool and float->bool are `!= 0`.
@@ -175,7 +177,7 @@ class Ternary:
 @dataclass(eq=False, slots=True)
 class Select:
     dst: Var
-    cond: Value  # bool, or a line of bool of the same lanes as dst
+    cond: Value  # bool (selects whole values), or a line of bool of the same lanes as dst
     a: Value  # taken where cond is true
     b: Value
     loc: Loc = None
