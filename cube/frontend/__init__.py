@@ -1,0 +1,1 @@
+"""AST -> IR translation of @cube functions."""

@@ -1,0 +1,218 @@
+"""Typed arithmetic on frontend values: compile-time Python values fold in Python, runtime
+values emit IR through the builder, and literals take the type of the other operand."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from cube_ir import ir
+from cube_ir.builder import Builder
+from cube_ir.types import PromotionError, Scalar, Type, boolean, f32, i32, promote, with_elem
+
+
+class ArithError(Exception):
+    """Raised with a user-level message; the translator attaches the location."""
+
+
+def is_runtime(x) -> bool:
+    return isinstance(x, (ir.Var, ir.Const))
+
+
+def is_number(x) -> bool:
+    return isinstance(x, (bool, int, float, np.number, np.bool_))
+
+
+def _check_int_range(v: int, t: Scalar) -> None:
+    if t.kind == "uint":
+        lo, hi = 0, (1 << t.bits) - 1
+    else:
+        lo, hi = -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    if not lo <= v <= hi:
+        raise ArithError(f"the literal {v} does not fit in {t}")
+
+
+def literal(b: Builder, x, like: Type | None = None) -> ir.Const:
+    """A Python number as a constant, taking the type `like` where given (weak typing)."""
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, bool):
+        if like is not None and not like.elem.is_bool:
+            raise ArithError(f"cannot combine a bool literal with {like}")
+        return ir.Const(x, like or boolean)
+    if isinstance(x, int):
+        if like is None:
+            _check_int_range(x, i32)
+            return ir.Const(x, i32)
+        if like.elem.is_bool:
+            raise ArithError(f"cannot combine the number {x} with a bool value")
+        if like.elem.is_int:
+            _check_int_range(x, like.elem)
+        return b.const(x, like)
+    if isinstance(x, float):
+        if like is None:
+            return ir.Const(x, f32)
+        if not like.elem.is_float:
+            raise ArithError(
+                f"cannot combine the float literal {x} with {like}: cast the integer first, "
+                f"e.g. f32(n) * {x}")
+        return b.const(x, like)
+    raise ArithError(f"expected a number, got {type(x).__name__} {x!r}")
+
+
+def as_runtime(b: Builder, x, like: Type | None = None):
+    return x if is_runtime(x) else literal(b, x, like)
+
+
+_PY_BINOPS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "and": operator.and_, "or": operator.or_, "xor": operator.xor, "shl": operator.lshift,
+    "shr": operator.rshift, "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
+    "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+}
+
+
+def pair(b: Builder, x, y):
+    if is_runtime(x) and not is_runtime(y):
+        y = literal(b, y, x.type)
+    elif is_runtime(y) and not is_runtime(x):
+        x = literal(b, x, y.type)
+    try:
+        t = promote(x.type, y.type)
+    except PromotionError as e:
+        raise ArithError(str(e)) from None
+    return b.to_type(x, t), b.to_type(y, t), t
+
+
+def binop(b: Builder, op: str, x, y):
+    if not is_runtime(x) and not is_runtime(y):
+        return _PY_BINOPS[op](x, y)
+    if op == "pow" and is_number(y) and not is_runtime(y) and float(y) == int(y) \
+            and 0 <= int(y) <= 4 and is_runtime(x):
+        return _int_power(b, x, int(y))
+    x, y, t = pair(b, x, y)
+    e = t.elem
+    if op == "truediv":
+        if not e.is_float:
+            raise ArithError(f"'/' on {t} is not defined: use '//' for integer division, or "
+                             f"cast to a float type first")
+        return b.binary("div", x, y)
+    if op == "floordiv":
+        return _floordiv(b, x, y, t)
+    if op == "mod":
+        return _mod(b, x, y, t)
+    if op == "pow":
+        if not e.is_float:
+            raise ArithError(f"'**' on {t} needs a float type or a small constant exponent")
+        return b.binary("pow", x, y)
+    if op in ("and", "or", "xor"):
+        if e.is_float:
+            raise ArithError(f"bitwise '{op}' is not defined on {t}")
+        return b.binary(op, x, y)
+    if op in ("shl", "shr"):
+        if not e.is_int:
+            raise ArithError(f"shift is not defined on {t}")
+        return b.binary(op, x, y)
+    if op in ir.COMPARE_OPS or op in ("add", "sub", "mul", "min", "max"):
+        if e.is_bool and op in ("add", "sub", "mul"):
+            raise ArithError(f"arithmetic '{op}' is not defined on bool; cast to an int first")
+        return b.binary(op, x, y)
+    raise ArithError(f"unsupported operator {op}")
+
+
+def _int_power(b: Builder, x, n: int):
+    if n == 0:
+        return b.const(1, x.type)
+    acc = x
+    for _ in range(n - 1):
+        acc = b.binary("mul", acc, x)
+    return acc
+
+
+def _floordiv(b: Builder, x, y, t: Type):
+    if t.elem.is_float:
+        return b.unary("floor", b.binary("div", x, y))
+    q = b.binary("div", x, y)
+    if t.elem.kind == "uint":
+        return q
+    # floor division = truncated quotient - 1 where the remainder is nonzero and signs differ
+    r = b.binary("rem", x, y)
+    fix = b.binary("and", b.binary("ne", r, 0), b.binary("lt", b.binary("xor", r, y), 0))
+    return b.select(fix, b.binary("sub", q, 1), q)
+
+
+def _mod(b: Builder, x, y, t: Type):
+    r = b.binary("rem", x, y)
+    if t.elem.kind == "uint":
+        return r
+    # Python's modulo takes the divisor's sign
+    zero = b.const(0, t)
+    fix = b.binary("and", b.binary("ne", r, zero),
+                   b.binary("ne", b.binary("lt", r, zero), b.binary("lt", y, zero)))
+    return b.select(fix, b.binary("add", r, y), r)
+
+
+def unop(b: Builder, op: str, x):
+    if not is_runtime(x):
+        return {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
+                "not": operator.not_}[op](x)
+    e = x.type.elem
+    if op == "pos":
+        return x
+    if op == "neg":
+        if e.is_bool:
+            raise ArithError("cannot negate a bool")
+        return b.unary("neg", x)
+    if op == "invert":
+        if e.is_float:
+            raise ArithError(f"'~' is not defined on {x.type}")
+        return b.unary("not" if e.is_bool else "bitnot", x)
+    if op == "not":
+        return b.unary("not", truth(b, x))
+    raise ArithError(op)
+
+
+def truth(b: Builder, x):
+    """A runtime condition as bool (ints compare != 0; floats and lines are rejected)."""
+    if not is_runtime(x):
+        return bool(x)
+    t = x.type
+    if t.lanes != 1:
+        raise ArithError(f"a condition must be a scalar bool, got {t}")
+    if t.elem.is_bool:
+        return x
+    if t.elem.is_int:
+        return b.binary("ne", x, 0)
+    raise ArithError(f"a condition must be bool, got {t} (compare it, e.g. x != 0.0)")
+
+
+def math1(b: Builder, op: str, x):
+    x = as_runtime(b, x)
+    if op in ir.FLOAT_ONLY_UNARY and not x.type.elem.is_float:
+        raise ArithError(f"{op} needs a float argument, got {x.type}; cast it first")
+    if op == "abs" and x.type.elem.kind == "uint":
+        return x
+    return b.unary(op, x)
+
+
+def minmax(b: Builder, op: str, x, y):
+    if not is_runtime(x) and not is_runtime(y):
+        return (min if op == "min" else max)(x, y)
+    x, y, t = pair(b, x, y)
+    return b.binary(op, x, y)
+
+
+def cast(b: Builder, x, t: Type):
+    if not is_runtime(x):
+        x = literal(b, x, t if t.lanes == 1 else t.elem)
+        if x.type == t:
+            return x
+    if x.type == t:
+        return x
+    if x.type.lanes != 1 and x.type.lanes != t.lanes:
+        if t.lanes == 1:  # f32(line) converts each lane: keep the line's size
+            t = with_elem(x.type, t.elem)
+        else:
+            raise ArithError(f"cannot cast {x.type} to {t}: line sizes differ")
+    return b.cast(x, t)

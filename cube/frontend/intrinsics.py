@@ -1,0 +1,232 @@
+"""Calls to the language's functions: math, casts, memory, barriers, atomics, plane ops.
+
+Each intrinsic is keyed by the identity of the Python object a kernel calls (`cb.sqrt`,
+`math.sqrt`, `abs`, ...). With only compile-time arguments the Python function runs."""
+from __future__ import annotations
+
+import builtins
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from cube_ir import ir
+from cube_ir.types import boolean, u32
+
+from .. import lang
+from .arith import ArithError, as_runtime, is_runtime
+from .values import MemRef
+
+
+@dataclass
+class Intrinsic:
+    fn: object
+    handler: Callable
+
+
+INTRINSICS: dict[int, Intrinsic] = {}
+
+
+def _register(fns, handler):
+    for fn in fns:
+        INTRINSICS[id(fn)] = Intrinsic(fn, handler)
+
+
+def _nargs(tr, args, kwargs, node, n, name):
+    if kwargs or len(args) != n:
+        raise tr.error(f"{name} takes {n} argument{'s' if n != 1 else ''}", node)
+
+
+def _all_comptime(args) -> bool:
+    return not any(is_runtime(a) or isinstance(a, MemRef) for a in args)
+
+
+def _unary(op, pyfn):
+    def handler(tr, args, kwargs, node):
+        _nargs(tr, args, kwargs, node, 1, op)
+        if _all_comptime(args):
+            return pyfn(*args)
+        from . import arith
+        return arith.math1(tr.b, op, args[0])
+    return handler
+
+
+_MATH1 = {
+    "sqrt": (lang.sqrt, math.sqrt), "rsqrt": (lang.rsqrt,), "exp": (lang.exp, math.exp),
+    "log": (lang.log, math.log), "log1p": (lang.log1p, math.log1p),
+    "sin": (lang.sin, math.sin), "cos": (lang.cos, math.cos), "tanh": (lang.tanh, math.tanh),
+    "erf": (lang.erf, math.erf), "floor": (lang.floor, math.floor),
+    "ceil": (lang.ceil, math.ceil), "round": (lang.round, builtins.round),
+    "abs": (lang.abs, builtins.abs, math.fabs),
+}
+for _op, _fns in _MATH1.items():
+    _register(_fns, _unary(_op, _fns[0]))
+
+
+def _minmax(op):
+    def handler(tr, args, kwargs, node):
+        _nargs(tr, args, kwargs, node, 2, op)
+        from . import arith
+        return arith.minmax(tr.b, op, args[0], args[1])
+    return handler
+
+
+_register((lang.min, builtins.min), _minmax("min"))
+_register((lang.max, builtins.max), _minmax("max"))
+
+
+def _pow(tr, args, kwargs, node):
+    _nargs(tr, args, kwargs, node, 2, "pow")
+    from . import arith
+    return arith.binop(tr.b, "pow", args[0], args[1])
+
+
+_register((lang.pow, math.pow), _pow)
+
+
+def _ternary(op):
+    def handler(tr, args, kwargs, node):
+        _nargs(tr, args, kwargs, node, 3, op)
+        if _all_comptime(args):
+            return getattr(lang, op)(*args)
+        from . import arith
+        ref = next(a for a in args if is_runtime(a))
+        vals = [as_runtime(tr.b, a, ref.type) for a in args]
+        if op == "fma" and not all(v.type.elem.is_float for v in vals):
+            raise ArithError("fma needs float arguments")
+        x, y, _ = arith.pair(tr.b, vals[0], vals[1])
+        x, z, _ = arith.pair(tr.b, x, vals[2])
+        y, z, _ = arith.pair(tr.b, y, z)
+        return tr.b.ternary(op, x, y, z)
+    return handler
+
+
+_register((lang.fma,), _ternary("fma"))
+_register((lang.clamp,), _ternary("clamp"))
+
+
+def _select(tr, args, kwargs, node):
+    _nargs(tr, args, kwargs, node, 3, "select")
+    cond, a, b = args
+    if not is_runtime(cond):
+        return a if cond else b
+    from . import arith
+    if cond.type.elem != boolean:
+        cond = arith.truth(tr.b, cond)
+    if not is_runtime(a) and not is_runtime(b):
+        a = arith.literal(tr.b, a)
+    x, y, _ = arith.pair(tr.b, a, b)
+    if cond.type.lanes not in (1, x.type.lanes):
+        raise ArithError(f"select condition {cond.type} does not match {x.type}")
+    return tr.b.select(cond, x, y)
+
+
+_register((lang.select,), _select)
+
+
+def _cast(tr, args, kwargs, node):
+    _nargs(tr, args, kwargs, node, 2, "cast")
+    from . import arith
+    return arith.cast(tr.b, args[0], tr._resolve_type(args[1], node))
+
+
+_register((lang.cast,), _cast)
+
+
+def _alloc(kind):
+    def handler(tr, args, kwargs, node):
+        if kwargs or len(args) != 2:
+            raise tr.error(f"cb.{kind}(T, n) takes an element type and a size", node)
+        t = tr._resolve_type(args[0], node)
+        n = args[1]
+        if is_runtime(n):
+            raise tr.error(f"the size of cb.{kind} must be known at compile time (use a "
+                           f"Comptime parameter)", node)
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise tr.error(f"the size of cb.{kind} must be a positive integer, got {n!r}",
+                           node)
+        mem = (tr.b.shared if kind == "SharedMemory" else tr.b.local)(t, n)
+        feats = tr.target.features
+        if kind == "SharedMemory" and feats is not None:
+            total = sum(s.size * (s.type.elem.bits // 8) * s.type.lanes
+                        for s in tr.b.kernel.shared)
+            if total > feats.max_shared_bytes:
+                raise tr.error(f"shared memory of {total} bytes exceeds the {tr.target.name} "
+                               f"limit of {feats.max_shared_bytes} bytes", node)
+        return MemRef(mem)
+    return handler
+
+
+_register((lang.SharedMemory,), _alloc("SharedMemory"))
+_register((lang.LocalArray,), _alloc("LocalArray"))
+
+
+def _sync(tr, args, kwargs, node):
+    _nargs(tr, args, kwargs, node, 0, "sync_cube")
+    tr.b.sync_cube()
+
+
+_register((lang.sync_cube,), _sync)
+
+
+def _atomic(op):
+    def handler(tr, args, kwargs, node):
+        n = 4 if op == "cas" else 3
+        if kwargs or len(args) != n:
+            sig = "(array, index, compare, value)" if op == "cas" else "(array, index, value)"
+            raise tr.error(f"cb.atomic_{op}{sig}", node)
+        ref = args[0]
+        if not isinstance(ref, MemRef):
+            raise tr.error(f"the first argument of cb.atomic_{op} must be an array", node)
+        t = ref.type
+        if t.lanes != 1:
+            raise tr.error(f"atomics work on scalar elements, not {t}", node)
+        feats = tr.target.features
+        if feats is not None and t.name not in feats.atomic_types:
+            raise tr.error(f"atomic_{op} on {t} is not supported by the {tr.target.name} target "
+                           f"(it supports {', '.join(sorted(feats.atomic_types))})", node)
+        if op in ("and", "or", "xor") and not t.elem.is_int:
+            raise tr.error(f"atomic_{op} needs an integer array, got {t}", node)
+        idx = tr._index(args[1], node)
+        if op == "cas":
+            cmp = tr._convert_store(args[2], t, node)
+            value = tr._convert_store(args[3], t, node)
+        else:
+            cmp, value = None, tr._convert_store(args[2], t, node)
+        return tr.b.atomic(op, ref.mem, idx, value, cmp)
+    return handler
+
+
+for _op in ("add", "sub", "min", "max", "and", "or", "xor", "exchange", "cas"):
+    _register((getattr(lang, "atomic_" + _op),), _atomic(_op))
+
+
+def _plane(op):
+    with_lane = op in ir.PLANE_OPS_WITH_LANE
+
+    def handler(tr, args, kwargs, node):
+        n = 2 if with_lane else 1
+        _nargs(tr, args, kwargs, node, n, "plane_" + op)
+        feats = tr.target.features
+        if feats is not None and not feats.plane_ops:
+            raise tr.error(f"plane_{op} needs plane (warp/subgroup) operations, which the "
+                           f"{tr.target.name} target does not support", node)
+        value = as_runtime(tr.b, args[0])
+        if op in ("all", "any"):
+            if value.type.elem != boolean:
+                from . import arith
+                value = arith.truth(tr.b, value)
+        elif value.type.elem.is_bool:
+            raise tr.error(f"plane_{op} needs a numeric value, got bool", node)
+        lane = None
+        if with_lane:
+            lane = as_runtime(tr.b, args[1], u32)
+            if not lane.type.elem.is_int or lane.type.lanes != 1:
+                raise tr.error("the lane argument must be an integer", node)
+            if lane.type != u32:
+                lane = tr.b.cast(lane, u32)
+        return tr.b.plane(op, value, lane)
+    return handler
+
+
+for _op in ir.PLANE_OPS:
+    _register((getattr(lang, "plane_" + _op),), _plane(_op))

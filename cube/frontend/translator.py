@@ -1,0 +1,890 @@
+"""Walk a @cube function's AST once per specialisation and emit IR.
+
+Expressions evaluate either to compile-time Python values (folded here) or to runtime IR
+values (`ir.Var`/`ir.Const`); memories are `MemRef`s. Helpers (`@cube` functions called from a
+kernel) are inlined with their own frame. Every error is a `CompileError` located at the
+offending node of the user's file."""
+from __future__ import annotations
+
+import ast
+import builtins
+import typing
+from dataclasses import dataclass, field
+
+from cube_ir import ir
+from cube_ir.builder import Builder
+from cube_ir.errors import IRError
+from cube_ir.types import PromotionError, Scalar, Type, boolean, f32, i32, u32, vec
+
+from .. import lang
+from ..errors import CompileError
+from . import arith
+from .arith import ArithError, is_number, is_runtime
+from .intrinsics import INTRINSICS, Intrinsic
+from .scan import mutable_names
+from .source import FunctionSource
+from .values import BoundMethod, MemRef
+
+_UNSUPPORTED = {
+    ast.Lambda: "lambda", ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.JoinedStr: "f-strings", ast.Yield: "yield", ast.YieldFrom: "yield from",
+    ast.Await: "await", ast.Starred: "star arguments", ast.NamedExpr: "':=' assignments",
+    ast.Dict: "dict literals", ast.Set: "set literals",
+    ast.Try: "try statements", ast.With: "with statements", ast.ClassDef: "class definitions",
+    ast.FunctionDef: "nested function definitions", ast.AsyncFunctionDef: "async functions",
+    ast.Raise: "raise", ast.Import: "import", ast.ImportFrom: "import", ast.Global: "global",
+    ast.Nonlocal: "nonlocal", ast.Delete: "del", ast.Assert: "assert",
+    ast.AsyncFor: "async for", ast.AsyncWith: "async with",
+}
+if hasattr(ast, "TryStar"):
+    _UNSUPPORTED[ast.TryStar] = "try statements"
+if hasattr(ast, "Match"):
+    _UNSUPPORTED[ast.Match] = "match statements"
+
+_BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
+    ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and",
+    ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "shl", ast.RShift: "shr",
+}
+_CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
+           ast.GtE: "ge"}
+_UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
+
+
+class _Terminated(Exception):
+    """Internal: the rest of a statement list is unreachable."""
+
+
+@dataclass
+class Target:
+    """What the kernel is specialised for: target name, plane size, features."""
+
+    name: str = "ir"
+    plane_size: int = 1
+    features: typing.Any = None
+
+
+@dataclass
+class Frame:
+    src: FunctionSource
+    fn: typing.Any
+    names: dict = field(default_factory=dict)
+    mutable: set = field(default_factory=set)
+    vars: dict = field(default_factory=dict)  # mutable name -> Var
+    is_kernel: bool = False
+    loops: list = field(default_factory=list)  # runtime loops open in this frame
+    runtime_depth: int = 0  # runtime ifs/loops open in this frame
+    # helpers with returns inside runtime control flow use a flag and a result var
+    ret_flag: ir.Var | None = None
+    ret_var: ir.Var | None = None
+    ret_value: typing.Any = None
+    returned: bool = False
+
+
+def _has_nested_return(fdef: ast.FunctionDef) -> bool:
+    for stmt in fdef.body:
+        if isinstance(stmt, (ast.If, ast.For, ast.While)):
+            if any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                return True
+    return False
+
+
+def _contains_return(node) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+class Translator:
+    def __init__(self, builder: Builder, target: Target):
+        self.b = builder
+        self.target = target
+        self.frames: list[Frame] = []
+        self.entry = ir.Block()  # hoisted builtins / metadata / scalar loads
+        self._builtins: dict[str, ir.Var] = {}
+        self._lens: dict[int, ir.Var] = {}
+        self.inlined: list = []  # CubeFunctions inlined (for cache keys)
+        self._node = None
+
+    # ---- entry points ------------------------------------------------------------------
+    def translate(self, cube_fn, bindings: dict) -> ir.Kernel:
+        """Translate a kernel; `bindings` maps parameter names to their frontend values."""
+        src = cube_fn.source_info()
+        frame = Frame(src=src, fn=cube_fn.fn, is_kernel=True, mutable=mutable_names(src.tree))
+        for name, value in bindings.items():
+            self._bind_param(frame, name, value)
+        self.frames.append(frame)
+        try:
+            self._block(src.tree.body)
+        finally:
+            self.frames.pop()
+        k = self.b.finish()
+        k.body[:0] = self.entry
+        return k
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    # ---- errors ------------------------------------------------------------------------
+    def loc(self, node=None):
+        node = node if node is not None else self._node
+        if node is None or not self.frames:
+            return None
+        return self.frame.src.loc(node)
+
+    def error(self, msg: str, node=None) -> CompileError:
+        return CompileError(msg, self.loc(node))
+
+    # ---- statements --------------------------------------------------------------------
+    def _block(self, stmts) -> bool:
+        """Translate statements; True if the list ended in an unconditional exit."""
+        for i, stmt in enumerate(stmts):
+            try:
+                self._stmt(stmt)
+            except _Terminated:
+                return True
+            f = self.frame
+            if f.ret_flag is not None and not f.is_kernel and _contains_return(stmt) \
+                    and isinstance(stmt, (ast.If, ast.For, ast.While)) and i + 1 < len(stmts):
+                # a helper may have returned inside: run the rest only if it did not
+                if f.loops:
+                    with self.b.if_(f.ret_flag):
+                        self.b.break_()
+                    self._block(stmts[i + 1:])
+                else:
+                    done = self.b.unary("not", f.ret_flag)
+                    with self.b.if_(done):
+                        f.runtime_depth += 1
+                        try:
+                            self._block(stmts[i + 1:])
+                        finally:
+                            f.runtime_depth -= 1
+                return False
+        return False
+
+    def _stmt(self, node):
+        self._node = node
+        self.b.loc = self.loc(node)
+        kind = type(node)
+        if kind in _UNSUPPORTED:
+            raise self.error(f"{_UNSUPPORTED[kind]} are not supported in a @cube function"
+                             if _UNSUPPORTED[kind].endswith("s")
+                             else f"'{_UNSUPPORTED[kind]}' is not supported in a @cube function",
+                             node)
+        method = getattr(self, "_s_" + kind.__name__, None)
+        if method is None:
+            raise self.error(f"{kind.__name__} statements are not supported in a @cube function",
+                             node)
+        try:
+            method(node)
+        except (_Terminated, CompileError):
+            raise
+        except ArithError as e:
+            raise self.error(str(e), self._node or node) from None
+        except PromotionError as e:
+            raise self.error(str(e), self._node or node) from None
+        except IRError as e:
+            raise CompileError(e.message, e.loc or self.loc(node)) from None
+
+    def _s_Pass(self, node):
+        pass
+
+    def _s_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def _s_Assign(self, node):
+        value = self.expr(node.value)
+        forced = self._is_comptime_call(node.value)
+        for target in node.targets:
+            self._assign(target, value, node, forced)
+
+    def _s_AnnAssign(self, node):
+        if node.value is None:
+            raise self.error("a declaration needs a value, e.g. `x: f32 = 0.0`", node)
+        t = self._resolve_type(self.expr(node.annotation), node.annotation)
+        value = arith.cast(self.b, self.expr(node.value), t)
+        self._assign(node.target, value, node, False)
+
+    def _s_AugAssign(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error("unsupported augmented assignment", node)
+        if isinstance(node.target, ast.Subscript):
+            base = self.expr(node.target.value)
+            if isinstance(base, MemRef):
+                idx = self.expr(node.target.slice)
+                cur = self._load(base, idx, node.target)
+                self._store(base, idx, arith.binop(self.b, op, cur, self.expr(node.value)),
+                            node)
+                return
+        cur = self.expr(node.target)
+        new = arith.binop(self.b, op, cur, self.expr(node.value))
+        self._assign(node.target, new, node, False)
+
+    def _s_If(self, node):
+        cond = self.expr(node.test)
+        if not is_runtime(cond):
+            return self._comptime_branch(node, bool(cond))
+        cond = arith.truth(self.b, cond)
+        f = self.frame
+        with self.b.if_(cond) as h:
+            f.runtime_depth += 1
+            try:
+                self._block(node.body)
+            finally:
+                f.runtime_depth -= 1
+            if node.orelse:
+                with h.else_():
+                    f.runtime_depth += 1
+                    try:
+                        self._block(node.orelse)
+                    finally:
+                        f.runtime_depth -= 1
+
+    def _comptime_branch(self, node, cond: bool):
+        body = node.body if cond else node.orelse
+        if self._block(body):
+            raise _Terminated
+
+    def _s_While(self, node):
+        if node.orelse:
+            raise self.error("while/else is not supported", node)
+        f = self.frame
+        first = self.expr(node.test)
+        if not is_runtime(first) and not first:
+            return
+        with self.b.loop():
+            f.loops.append(node)
+            f.runtime_depth += 1
+            try:
+                if is_runtime(first) or node.test is not None:
+                    cond = self.expr(node.test) if is_runtime(first) else first
+                    if is_runtime(cond):
+                        stop = self.b.unary("not", arith.truth(self.b, cond))
+                        with self.b.if_(stop):
+                            self.b.break_()
+                self._block(node.body)
+            finally:
+                f.loops.pop()
+                f.runtime_depth -= 1
+
+    def _s_For(self, node):
+        if node.orelse:
+            raise self.error("for/else is not supported", node)
+        it = node.iter
+        f = self.frame
+        if isinstance(it, ast.Call):
+            fn = self.expr(it.func)
+            if fn is builtins.range or fn is lang.range:
+                return self._range_loop(node, it, unroll_default=False,
+                                        is_cb_range=fn is lang.range)
+        seq = self.expr(it)
+        if isinstance(seq, (tuple, list, builtins.range)):
+            for v in seq:  # a compile-time sequence: unrolled
+                self._assign(node.target, v, node, True)
+                self._unrolled_body(node)
+            return
+        raise self.error("a for loop must iterate over range(...), cb.range(...) or a "
+                         "compile-time tuple", it)
+        del f
+
+    def _unrolled_body(self, node):
+        for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(n, (ast.Break, ast.Continue)):
+                raise self.error("break/continue inside an unrolled loop is not supported", n)
+        if self._block(node.body):
+            raise _Terminated
+
+    def _range_loop(self, node, call, unroll_default, is_cb_range):
+        args = [self.expr(a) for a in call.args]
+        unroll = unroll_default
+        for kw in call.keywords:
+            if kw.arg == "unroll" and is_cb_range:
+                unroll = self.expr(kw.value)
+                if is_runtime(unroll):
+                    raise self.error("unroll= must be known at compile time", kw.value)
+            else:
+                raise self.error(f"unexpected keyword '{kw.arg}' for range", call)
+        if not 1 <= len(args) <= 3:
+            raise self.error("range takes 1 to 3 arguments", call)
+        start, end, step = (0, args[0], 1) if len(args) == 1 else \
+            (args[0], args[1], args[2] if len(args) == 3 else 1)
+        if is_runtime(step):
+            raise self.error("the step of a range must be known at compile time", call)
+        if step == 0:
+            raise self.error("range step must not be zero", call)
+        if unroll:
+            if is_runtime(start) or is_runtime(end):
+                raise self.error("an unrolled range needs compile-time bounds; use "
+                                 "cb.comptime(...) or drop unroll=True", call)
+            for v in builtins.range(int(start), int(end), int(step)):
+                self._assign(node.target, v, node, True)
+                self._unrolled_body(node)
+            return
+        if not isinstance(node.target, ast.Name):
+            raise self.error("a range loop needs a single loop variable", node.target)
+        for v, n in ((start, call), (end, call)):
+            if not is_runtime(v) and not isinstance(v, int):
+                raise self.error(f"range bounds must be integers, got {v!r}", n)
+            if is_runtime(v) and not v.type.elem.is_int:
+                raise self.error(f"range bounds must be integers, got {v.type}", n)
+        if not is_runtime(start) and not is_runtime(end):
+            t = i32
+        else:
+            s, e, t = arith.pair(self.b, arith.as_runtime(self.b, start, None if is_runtime(
+                start) else (end.type if is_runtime(end) else None)), arith.as_runtime(
+                self.b, end, start.type if is_runtime(start) else None))
+            start, end = s, e
+        start = arith.as_runtime(self.b, start, t)
+        end = arith.as_runtime(self.b, end, t)
+        f = self.frame
+        name = node.target.id
+        with self.b.range(start, end, int(step), t=t) as var:
+            var.name = name
+            f.loops.append(node)
+            f.runtime_depth += 1
+            try:
+                if name in f.mutable:
+                    self._assign(node.target, var, node, False)
+                else:
+                    f.names[name] = var
+                self._block(node.body)
+            finally:
+                f.loops.pop()
+                f.runtime_depth -= 1
+
+    def _s_Break(self, node):
+        if not self.frame.loops:
+            raise self.error("'break' outside a runtime loop", node)
+        self.b.break_()
+        raise _Terminated
+
+    def _s_Continue(self, node):
+        if not self.frame.loops:
+            raise self.error("'continue' outside a runtime loop", node)
+        self.b.continue_()
+        raise _Terminated
+
+    def _s_Return(self, node):
+        f = self.frame
+        if f.is_kernel:
+            if node.value is not None:
+                raise self.error("a kernel cannot return a value; write to an output array",
+                                 node)
+            self.b.return_()
+            raise _Terminated
+        value = None if node.value is None else self.expr(node.value)
+        if f.ret_flag is None:
+            f.ret_value = value
+            f.returned = True
+            raise _Terminated
+        if value is not None:
+            if f.ret_var is None:
+                v = arith.as_runtime(self.b, value)
+                f.ret_var = self.b.var(v.type, "ret")
+            v = arith.as_runtime(self.b, value, f.ret_var.type)
+            if v.type != f.ret_var.type:
+                raise self.error(f"this return gives {v.type} but an earlier one gave "
+                                 f"{f.ret_var.type}", node)
+            self.b.assign(f.ret_var, v)
+        self.b.assign(f.ret_flag, True)
+        if f.loops:
+            self.b.break_()
+        raise _Terminated
+
+    # ---- assignment --------------------------------------------------------------------
+    def _is_comptime_call(self, node) -> bool:
+        if isinstance(node, ast.Call):
+            try:
+                return self._peek(node.func) is lang.comptime
+            except CompileError:
+                return False
+        return False
+
+    def _peek(self, node):
+        if isinstance(node, ast.Name):
+            return self._lookup(node.id, node)
+        if isinstance(node, ast.Attribute):
+            base = self._peek(node.value)
+            return getattr(base, node.attr, None)
+        return None
+
+    def _assign(self, target, value, node, comptime_ok: bool):
+        if isinstance(target, ast.Name):
+            return self._assign_name(target.id, value, target, comptime_ok)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
+                raise self.error("cannot unpack this value here", node)
+            for t, v in zip(target.elts, value):
+                self._assign(t, v, node, comptime_ok)
+            return
+        if isinstance(target, ast.Subscript):
+            base = self.expr(target.value)
+            idx = self.expr(target.slice)
+            if isinstance(base, MemRef):
+                return self._store(base, idx, value, target)
+            if is_runtime(base) and base.type.lanes > 1 and isinstance(target.value, ast.Name):
+                lane = self._lane_index(idx, base.type, target.slice)
+                new = self.b.insert(base, lane, self._to_elem(value, base.type.elem, target))
+                return self._assign_name(target.value.id, new, target.value, False)
+            raise self.error("only arrays, shared/local memory and lines can be assigned "
+                             "by index", target)
+        if isinstance(target, ast.Attribute):
+            raise self.error("attributes cannot be assigned in a @cube function", target)
+        raise self.error("unsupported assignment target", target)
+
+    def _assign_name(self, name: str, value, node, comptime_ok: bool):
+        f = self.frame
+        if name in lang.BUILTINS:
+            raise self.error(f"'{name}' is a builtin and cannot be assigned", node)
+        numeric = is_runtime(value) or is_number(value)
+        runtime_var = name in f.mutable and numeric and (is_runtime(value) or not comptime_ok)
+        if not runtime_var:
+            if name in f.vars and numeric:
+                runtime_var = True  # already a runtime variable: stays one
+            elif name in f.vars:
+                raise self.error(f"'{name}' holds a runtime {f.vars[name].type} value and "
+                                 f"cannot be rebound to {type(value).__name__}", node)
+            else:
+                if isinstance(value, ir.Var) and value in self._named_vars():
+                    value = self._copy(value)  # the source variable may change later
+                f.names[name] = value
+                return
+        var = f.vars.get(name)
+        if var is None:
+            v = arith.as_runtime(self.b, value)
+            var = self.b.var(v.type, name)
+            f.vars[name] = var
+            f.names[name] = var
+            self.b.assign(var, v)
+            return
+        v = arith.as_runtime(self.b, value, var.type)
+        if v.type != var.type:
+            raise self.error(f"variable '{name}' changes type from {var.type} to {v.type}; "
+                             f"cast explicitly (e.g. {var.type.elem.name}(...))", node)
+        f.names[name] = var
+        self.b.assign(var, v)
+
+    def _named_vars(self) -> set:
+        out = set()
+        for fr in self.frames:
+            out.update(fr.vars.values())
+        return out
+
+    def _copy(self, v: ir.Var) -> ir.Var:
+        c = self.b.var(v.type)
+        self.b.assign(c, v)
+        return c
+
+    # ---- memory ------------------------------------------------------------------------
+    def _index(self, idx, node):
+        if is_runtime(idx):
+            if idx.type.lanes != 1 or not idx.type.elem.is_int:
+                raise self.error(f"an index must be an integer, got {idx.type}", node)
+            return idx
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            if hasattr(idx, "__index__") and not isinstance(idx, bool):
+                idx = int(idx)
+            else:
+                raise self.error(f"an index must be an integer, got {idx!r}", node)
+        return ir.Const(idx, u32 if idx >= 0 else i32)
+
+    def _load(self, ref: MemRef, idx, node):
+        if isinstance(idx, tuple):
+            raise self.error("arrays take one linear index (use t.stride(d) to compute it)",
+                             node)
+        return self.b.load(ref.mem, self._index(idx, node))
+
+    def _store(self, ref: MemRef, idx, value, node):
+        if isinstance(ref.mem, ir.Param) and ref.mem.kind == "scalar":
+            raise self.error("scalar arguments are read-only", node)
+        idx = self._index(idx, node)
+        self.b.store(ref.mem, idx, self._convert_store(value, ref.type, node))
+
+    def _convert_store(self, value, t: Type, node):
+        """Values stored into memory convert implicitly within a kind (f32 -> f16, i64 ->
+        i32) and scalars splat into lines; anything else must be cast explicitly."""
+        if not is_runtime(value):
+            return arith.literal(self.b, value, t)
+        vt = value.type
+        if vt == t:
+            return value
+        same_kind = vt.elem.kind == t.elem.kind or (vt.elem.is_int and t.elem.is_int)
+        if same_kind and (vt.lanes == t.lanes or vt.lanes == 1):
+            return self.b.cast(value, t)
+        raise self.error(f"cannot store a {vt} value into memory of {t}; cast it explicitly",
+                         node)
+
+    def _to_elem(self, value, elem: Scalar, node):
+        if not is_runtime(value):
+            return arith.literal(self.b, value, elem)
+        if value.type == elem:
+            return value
+        if value.type.lanes == 1 and value.type.elem.kind == elem.kind:
+            return self.b.cast(value, elem)
+        raise self.error(f"cannot put a {value.type} into a lane of {elem}", node)
+
+    def _lane_index(self, idx, t: Type, node) -> int:
+        if is_runtime(idx):
+            raise self.error("a line lane index must be known at compile time", node)
+        if not 0 <= int(idx) < t.lanes:
+            raise self.error(f"lane {idx} is out of range for {t}", node)
+        return int(idx)
+
+    # ---- params ------------------------------------------------------------------------
+    def _bind_param(self, frame: Frame, name: str, value):
+        frame.names[name] = value
+
+    def builtin(self, name: str) -> ir.Var:
+        v = self._builtins.get(name)
+        if v is None:
+            with self.b.into(self.entry):
+                v = self.b.builtin(name)
+            self._builtins[name] = v
+        return v
+
+    def mem_len(self, ref: MemRef):
+        if isinstance(ref.mem, (ir.SharedArray, ir.LocalArray)):
+            return ref.mem.size
+        key = id(ref.mem)
+        v = self._lens.get(key)
+        if v is None:
+            with self.b.into(self.entry):
+                v = self.b.len(ref.mem)
+            self._lens[key] = v
+        return v
+
+    # ---- expressions -------------------------------------------------------------------
+    def expr(self, node):
+        kind = type(node)
+        if kind in _UNSUPPORTED:
+            raise self.error(f"{_UNSUPPORTED[kind]} are not supported in a @cube function",
+                             node)
+        method = getattr(self, "_e_" + kind.__name__, None)
+        if method is None:
+            raise self.error(f"{kind.__name__} expressions are not supported in a @cube "
+                             f"function", node)
+        saved, saved_loc = self._node, self.b.loc
+        self._node = node
+        self.b.loc = self.loc(node)
+        try:
+            return method(node)
+        except (CompileError, _Terminated):
+            raise
+        except (ArithError, PromotionError) as e:
+            raise self.error(str(e), node) from None
+        except IRError as e:
+            raise CompileError(e.message, e.loc or self.loc(node)) from None
+        finally:
+            self._node, self.b.loc = saved, saved_loc
+
+    def _e_Constant(self, node):
+        return node.value
+
+    def _e_Tuple(self, node):
+        return tuple(self.expr(e) for e in node.elts)
+
+    _e_List = _e_Tuple
+
+    def _lookup(self, name: str, node):
+        for fr in (self.frame,):
+            if name in fr.names:
+                return fr.names[name]
+        fn = self.frame.fn
+        code = getattr(fn, "__code__", None)
+        if code is not None and name in code.co_freevars and fn.__closure__:
+            cell = fn.__closure__[code.co_freevars.index(name)]
+            try:
+                return cell.cell_contents
+            except ValueError:
+                pass
+        g = getattr(fn, "__globals__", {})
+        if name in g:
+            return g[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(f"unknown name '{name}'", node)
+
+    def _e_Name(self, node):
+        v = self._lookup(node.id, node)
+        if isinstance(v, lang.BuiltinVar):
+            return self._builtin_value(v.name, node)
+        if isinstance(v, typing.TypeVar):
+            raise self.error(f"type variable {v.__name__} is not bound in this "
+                             f"specialisation", node)
+        return v
+
+    def _builtin_value(self, name: str, node):
+        if name == "PLANE_DIM":
+            return ir.Const(self.target.plane_size, u32)
+        if name == "UNIT_POS_PLANE" and self.target.plane_size == 1:
+            return ir.Const(0, u32)
+        return self.builtin(name)
+
+    def _e_Attribute(self, node):
+        base = self.expr(node.value)
+        attr = node.attr
+        if isinstance(base, MemRef):
+            if attr in ("len", "shape", "stride", "rank", "line_size", "buffer_len"):
+                return BoundMethod(base, attr)
+            raise self.error(f"{base.describe()} has no attribute '{attr}' (it has len(), "
+                             f"shape(d), stride(d), rank(), line_size())", node)
+        if is_runtime(base):
+            if attr in ("size", "line_size"):
+                return base.type.lanes
+            if attr == "dtype":
+                return base.type.elem
+            raise self.error(f"a {base.type} value has no attribute '{attr}'", node)
+        try:
+            return getattr(base, attr)
+        except AttributeError:
+            raise self.error(f"{type(base).__name__} has no attribute '{attr}'", node) \
+                from None
+
+    def _e_Subscript(self, node):
+        base = self.expr(node.value)
+        idx = self.expr(node.slice)
+        if isinstance(base, MemRef):
+            return self._load(base, idx, node)
+        if is_runtime(base):
+            if base.type.lanes == 1:
+                raise self.error(f"a {base.type} value cannot be indexed", node)
+            return self.b.extract(base, self._lane_index(idx, base.type, node.slice))
+        if is_runtime(idx):
+            raise self.error("a compile-time value cannot be indexed by a runtime value", node)
+        try:
+            return base[idx]
+        except Exception as e:
+            raise self.error(f"cannot index {type(base).__name__}: {e}", node) from None
+
+    def _e_BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error("unsupported operator", node)
+        return arith.binop(self.b, op, self.expr(node.left), self.expr(node.right))
+
+    def _e_UnaryOp(self, node):
+        return arith.unop(self.b, _UNOPS[type(node.op)], self.expr(node.operand))
+
+    def _e_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        acc = None
+        for v in node.values:
+            x = self.expr(v)
+            if not is_runtime(x):
+                if is_and and not x:
+                    return False if acc is None else self._bool_combine(acc, False, is_and)
+                if not is_and and x:
+                    return True
+                continue
+            x = arith.truth(self.b, x)
+            acc = x if acc is None else self.b.binary("and" if is_and else "or", acc, x)
+        return (is_and) if acc is None else acc
+
+    def _bool_combine(self, acc, value, is_and):
+        return self.b.binary("and" if is_and else "or", acc, value)
+
+    def _e_Compare(self, node):
+        left = self.expr(node.left)
+        acc = None
+        for op, right_node in zip(node.ops, node.comparators):
+            name = _CMPOPS.get(type(op))
+            if name is None:
+                raise self.error("only ==, !=, <, <=, >, >= comparisons are supported "
+                                 "(no 'is'/'in')", node)
+            right = self.expr(right_node)
+            r = arith.binop(self.b, name, left, right)
+            if acc is None:
+                acc = r
+            elif is_runtime(acc) or is_runtime(r):
+                acc = arith.binop(self.b, "and", arith.as_runtime(self.b, acc, boolean),
+                                  arith.as_runtime(self.b, r, boolean))
+            else:
+                acc = acc and r
+            left = right
+        return acc
+
+    def _e_IfExp(self, node):
+        cond = self.expr(node.test)
+        if not is_runtime(cond):
+            return self.expr(node.body if cond else node.orelse)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(a, MemRef) or isinstance(b, MemRef):
+            raise self.error("cannot choose between arrays at runtime", node)
+        if not is_runtime(a) and not is_runtime(b):
+            a = arith.literal(self.b, a)
+        if cond.type.lanes == 1:
+            cond = arith.truth(self.b, cond)
+        x, y, _ = arith.pair(self.b, a, b)
+        return self.b.select(cond, x, y)
+
+    def _e_Call(self, node):
+        fn = self.expr(node.func)
+        if fn is lang.comptime:
+            if len(node.args) != 1 or node.keywords:
+                raise self.error("cb.comptime takes one argument", node)
+            v = self.expr(node.args[0])
+            if is_runtime(v):
+                raise self.error("this value is only known at run time, not at compile time",
+                                 node.args[0])
+            return v
+        args = [self.expr(a) for a in node.args]
+        kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        if None in kwargs:
+            raise self.error("'**' arguments are not supported", node)
+        return self.call(fn, args, kwargs, node)
+
+    def call(self, fn, args, kwargs, node):
+        from ..kernel import CubeFunction  # the decorator's class (cycle-free at run time)
+
+        if isinstance(fn, CubeFunction):
+            if fn.is_kernel:
+                raise self.error(f"'{fn.__name__}' is a launchable kernel; kernels cannot be "
+                                 f"called from kernels (make it a plain @cube helper)", node)
+            return self.inline(fn, args, kwargs, node)
+        if isinstance(fn, BoundMethod):
+            return self._method(fn, args, node)
+        intrinsic = INTRINSICS.get(id(fn))
+        if intrinsic is not None and intrinsic.fn is fn:
+            return intrinsic.handler(self, args, kwargs, node)
+        if lang.is_type(fn) or isinstance(fn, lang.LineSpec):
+            t = self._resolve_type(fn, node)
+            if kwargs or len(args) != 1:
+                raise self.error(f"{t}(...) takes one value", node)
+            return arith.cast(self.b, args[0], t)
+        if fn in (int, float, bool):
+            if kwargs or len(args) != 1:
+                raise self.error(f"{fn.__name__}() takes one value", node)
+            if not is_runtime(args[0]):
+                return fn(args[0])
+            return arith.cast(self.b, args[0], {int: i32, float: f32, bool: boolean}[fn])
+        if fn is len:
+            if len(args) == 1 and isinstance(args[0], MemRef):
+                return self._method(BoundMethod(args[0], "len"), [], node)
+        if fn is builtins.range or fn is lang.range:
+            raise self.error("range(...) can only be used as the iterable of a for loop", node)
+        if fn is print:
+            raise self.error("print is not supported in a @cube function", node)
+        if isinstance(fn, typing.TypeVar):
+            raise self.error(f"type variable {fn.__name__} is not bound", node)
+        if callable(fn):
+            if any(is_runtime(a) or isinstance(a, MemRef) for a in args) or any(
+                    is_runtime(v) or isinstance(v, MemRef) for v in kwargs.values()):
+                name = getattr(fn, "__name__", repr(fn))
+                raise self.error(f"'{name}' is a plain Python function and cannot take runtime "
+                                 f"values; decorate it with @cube to use it in kernels", node)
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                raise self.error(f"compile-time call failed: {type(e).__name__}: {e}", node) \
+                    from None
+        raise self.error(f"'{type(fn).__name__}' object is not callable", node)
+
+    def _method(self, m: BoundMethod, args, node):
+        ref, name = m.ref, m.name
+        if name in ("len", "buffer_len"):
+            if args:
+                raise self.error(f"{name}() takes no arguments", node)
+            if isinstance(ref.mem, ir.Param) and ref.mem.kind == "scalar":
+                raise self.error("a scalar has no length", node)
+            return self.mem_len(ref)
+        if name == "line_size":
+            return ref.type.lanes
+        if name == "rank":
+            if ref.kind != "tensor":
+                raise self.error(f"rank() is only defined on tensors, not {ref.describe()}",
+                                 node)
+            return ref.mem.rank
+        if name in ("shape", "stride"):
+            if ref.kind != "tensor":
+                raise self.error(f"{name}(d) is only defined on tensors, not {ref.describe()}",
+                                 node)
+            if len(args) != 1:
+                raise self.error(f"{name}(d) takes one dimension", node)
+            d = args[0]
+            if not is_runtime(d):
+                d = int(d)
+                if d < 0:
+                    d += ref.mem.rank
+                if not 0 <= d < ref.mem.rank:
+                    raise self.error(f"dimension {args[0]} is out of range for a rank-"
+                                     f"{ref.mem.rank} tensor", node)
+                key = (id(ref.mem), name, d)
+                v = self._lens.get(key)
+                if v is None:
+                    with self.b.into(self.entry):
+                        v = getattr(self.b, name)(ref.mem, ir.Const(d, u32))
+                    self._lens[key] = v
+                return v
+            return getattr(self.b, name)(ref.mem, arith.cast(self.b, d, u32))
+        raise self.error(f"unknown method {name}", node)
+
+    # ---- types -------------------------------------------------------------------------
+    def _resolve_type(self, t, node) -> Type:
+        if isinstance(t, lang.LineSpec):
+            elem = self._resolve_type(t.elem, node)
+            if t.lanes is None:
+                raise self.error("Line[T] needs a size here, e.g. Line[f32, 4]", node)
+            return vec(elem, t.lanes)
+        if lang.is_type(t):
+            return t
+        if t is float:
+            return f32
+        if t is int:
+            return i32
+        if t is bool:
+            return boolean
+        raise self.error(f"{t!r} is not an element type", node)
+
+    # ---- helpers (inlining) ------------------------------------------------------------
+    def inline(self, cf, args, kwargs, node):
+        if any(fr.fn is cf.fn for fr in self.frames):
+            raise self.error(f"'{cf.__name__}' calls itself; recursion is not supported", node)
+        src = cf.source_info()
+        params = cf.signature().parameters
+        names = list(params)
+        if len(args) > len(names):
+            raise self.error(f"'{cf.__name__}' takes {len(names)} arguments, got {len(args)}",
+                             node)
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in params:
+                raise self.error(f"'{cf.__name__}' has no parameter '{k}'", node)
+            if k in bound:
+                raise self.error(f"'{cf.__name__}' got '{k}' twice", node)
+            bound[k] = v
+        for n, p in params.items():
+            if n not in bound:
+                if p.default is p.empty:
+                    raise self.error(f"'{cf.__name__}' is missing the argument '{n}'", node)
+                bound[n] = p.default
+        annotations = cf.annotations()
+        for n, v in bound.items():
+            if isinstance(annotations.get(n), lang.ComptimeSpec) and is_runtime(v):
+                raise self.error(f"argument '{n}' of '{cf.__name__}' must be known at compile "
+                                 f"time", node)
+        if cf not in self.inlined:
+            self.inlined.append(cf)
+        frame = Frame(src=src, fn=cf.fn, mutable=mutable_names(src.tree))
+        self.frames.append(frame)
+        try:
+            for n, v in bound.items():
+                if n in frame.mutable and (is_runtime(v) or is_number(v)):
+                    self._assign_name(n, v, node, False)
+                else:
+                    frame.names[n] = v
+            if _has_nested_return(src.tree):
+                frame.ret_flag = self.b.var(boolean, "returned")
+                self.b.assign(frame.ret_flag, False)
+            self._block(src.tree.body)
+        finally:
+            self.frames.pop()
+        self._node = node
+        if frame.ret_flag is not None:
+            return frame.ret_var if frame.ret_var is not None else frame.ret_value
+        return frame.ret_value
+
+
+__all__ = ["Intrinsic", "Target", "Translator"]

@@ -1,0 +1,118 @@
+"""Runtimes and code generators by name; `cube targets` prints this table."""
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from cube_ir import ir
+from runtimes.base import Features, Runtime
+from runtimes.errors import RuntimeUnavailable
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    name: str
+    generate: Callable[[ir.Kernel], str]
+    features: Features  # what the generator assumes when no device is at hand
+
+
+def _gen_ir(k: ir.Kernel) -> str:
+    from cube_ir.printer import format_kernel
+    return format_kernel(k)
+
+
+def _gen_llvm(k: ir.Kernel) -> str:
+    from codegen.llvm import emit_module
+    return emit_module(k).text
+
+
+TARGETS: dict[str, TargetInfo] = {
+    "ir": TargetInfo("ir", _gen_ir, Features(plane_size=1)),
+    "llvm": TargetInfo("llvm", _gen_llvm, Features(plane_size=1)),
+}
+
+# runtime name -> (module:class, target, what it needs)
+RUNTIMES: dict[str, tuple[str, str]] = {
+    "cpu": ("runtimes.cpu:CpuRuntime", "llvm"),
+    "interp": ("runtimes.interp:InterpRuntime", "ir"),
+}
+# runtimes that later issues add; listed so `cube targets` is honest about them
+PLANNED: dict[str, tuple[str, str]] = {
+    "cuda": ("cuda", "the CUDA runtime is not built yet (C-family targets issue)"),
+    "hip": ("hip", "the HIP runtime is not built yet (C-family targets issue)"),
+    "metal": ("msl", "the Metal runtime is not built yet (C-family targets issue)"),
+    "opencl": ("opencl", "the OpenCL runtime is not built yet (C-family targets issue)"),
+    "wgpu": ("wgsl", "the wgpu runtime is not built yet (WGSL/SPIR-V issue)"),
+}
+PREFERENCE = ("cuda", "hip", "metal", "cpu")
+
+_instances: dict[str, Runtime] = {}
+_lock = threading.Lock()
+
+
+def runtime(name: str | None = None, **options) -> Runtime:
+    """The runtime called `name` (one instance per name), or the best one that starts."""
+    if name is None:
+        for candidate in PREFERENCE:
+            try:
+                return runtime(candidate)
+            except RuntimeUnavailable:
+                continue
+        raise RuntimeUnavailable("no runtime could start")
+    key = name if not options else f"{name}{sorted(options.items())}"
+    rt = _instances.get(key)
+    if rt is not None:
+        return rt
+    if name in PLANNED:
+        raise RuntimeUnavailable(f"{name}: {PLANNED[name][1]}")
+    if name not in RUNTIMES:
+        raise RuntimeUnavailable(
+            f"unknown runtime '{name}' (known: {', '.join(sorted(RUNTIMES) + sorted(PLANNED))})")
+    with _lock:
+        rt = _instances.get(key)
+        if rt is None:
+            path, _ = RUNTIMES[name]
+            module, cls = path.split(":")
+            try:
+                rt = getattr(importlib.import_module(module), cls)(**options)
+            except RuntimeUnavailable:
+                raise
+            except Exception as e:  # a missing driver/library: report, don't crash
+                raise RuntimeUnavailable(f"{name}: {type(e).__name__}: {e}") from None
+            _instances[key] = rt
+    return rt
+
+
+def available_runtimes() -> list[str]:
+    out = []
+    for name in RUNTIMES:
+        try:
+            runtime(name)
+            out.append(name)
+        except RuntimeUnavailable:
+            pass
+    return out
+
+
+def targets_table() -> list[tuple[str, str, bool, str]]:
+    """(runtime, target, available, reason or device) for every runtime we know."""
+    rows = []
+    for name, (_, target) in RUNTIMES.items():
+        try:
+            rt = runtime(name)
+            rows.append((name, target, True, rt.device_id()))
+        except RuntimeUnavailable as e:
+            rows.append((name, target, False, str(e)))
+    for name, (target, reason) in PLANNED.items():
+        rows.append((name, target, False, reason))
+    return rows
+
+
+def target_info(name: str) -> TargetInfo:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise RuntimeUnavailable(
+            f"unknown target '{name}' (known: {', '.join(TARGETS)})") from None
