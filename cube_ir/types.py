@@ -6,7 +6,8 @@ The rules (also in docs/language.md):
 - Two floats of different widths give the wider (`f16 * f32` -> f32); bf16 with f16 gives f32.
 - Two ints of the same signedness give the wider (`i32 + i64` -> i64).
 - A signed with an unsigned int, or an int with a float (both typed, neither a literal), is a
-  type error: cast explicitly (`cb.i32(x)`, `f32(n)`).
+  type error in arithmetic: cast explicitly (`i32(x)`, `f32(n)`). Comparisons of a signed with
+  an unsigned int of at most 32 bits are allowed and exact (both sides widen to i64).
 - A line `Line[T, n]` combined with a scalar broadcasts the scalar; two lines need the same n.
 """
 from __future__ import annotations

@@ -8,7 +8,9 @@ import numpy as np
 
 from cube_ir import ir
 from cube_ir.builder import Builder
-from cube_ir.types import PromotionError, Scalar, Type, boolean, f32, i32, promote, with_elem
+from cube_ir.types import (
+    PromotionError, Scalar, Type, boolean, f32, i32, i64, promote, with_elem,
+)
 
 
 class ArithError(Exception):
@@ -91,6 +93,10 @@ def binop(b: Builder, op: str, x, y):
     if op == "pow" and is_number(y) and not is_runtime(y) and float(y) == int(y) \
             and 0 <= int(y) <= 4 and is_runtime(x):
         return _int_power(b, x, int(y))
+    if op in ir.COMPARE_OPS and _mixed_sign(x, y):
+        # compare exactly: both fit in i64 (u32 vs i32 is common with UNIT_POS)
+        return b.binary(op, b.to_type(x, with_elem(x.type, i64)),
+                        b.to_type(y, with_elem(y.type, i64)))
     x, y, t = pair(b, x, y)
     e = t.elem
     if op == "truediv":
@@ -119,6 +125,13 @@ def binop(b: Builder, op: str, x, y):
             raise ArithError(f"arithmetic '{op}' is not defined on bool; cast to an int first")
         return b.binary(op, x, y)
     raise ArithError(f"unsupported operator {op}")
+
+
+def _mixed_sign(x, y) -> bool:
+    if not (is_runtime(x) and is_runtime(y)):
+        return False
+    a, c = x.type.elem, y.type.elem
+    return a.is_int and c.is_int and a.kind != c.kind and max(a.bits, c.bits) <= 32
 
 
 def _int_power(b: Builder, x, n: int):

@@ -1,0 +1,134 @@
+"""The `cube` command: dump generated source, list targets, manage the cache."""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+
+from cube_ir import types as T
+
+from .errors import CubeError
+
+
+def _load_kernel(spec: str):
+    if ":" not in spec:
+        raise CubeError(f"expected FILE.py:KERNEL, got '{spec}'")
+    path, name = spec.rsplit(":", 1)
+    p = Path(path)
+    if not p.exists():
+        raise CubeError(f"no such file: {path}")
+    sys.path.insert(0, str(p.resolve().parent))
+    mod_name = f"_cube_dump_{p.stem}"
+    mspec = importlib.util.spec_from_file_location(mod_name, p)
+    module = importlib.util.module_from_spec(mspec)
+    sys.modules[mod_name] = module
+    mspec.loader.exec_module(module)
+    from .kernel import CubeFunction
+    obj = getattr(module, name, None)
+    if not isinstance(obj, CubeFunction):
+        kernels = [k for k, v in vars(module).items() if isinstance(v, CubeFunction)]
+        raise CubeError(f"{path} has no @cube function '{name}' (it has: "
+                        f"{', '.join(kernels) or 'none'})")
+    return obj
+
+
+def _pairs(items, what: str) -> dict:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise CubeError(f"--{what} takes NAME=VALUE, got '{item}'")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _scalar(name: str):
+    try:
+        return T.SCALARS["bool" if name == "bool_" else name]
+    except KeyError:
+        raise CubeError(f"unknown element type '{name}' (known: {', '.join(T.SCALARS)})") \
+            from None
+
+
+def cmd_dump(a) -> int:
+    from .frontend.translator import Target
+    from .targets import target_info
+    k = _load_kernel(a.kernel)
+    comptime = {}
+    for key, v in _pairs(a.comptime, "comptime").items():
+        try:
+            comptime[key] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            comptime[key] = v
+    tvars = {key: _scalar(v) for key, v in _pairs(a.type, "type").items()}
+    lanes = {key: int(v) for key, v in _pairs(a.line_size, "line-size").items()}
+    ranks = {key: int(v) for key, v in _pairs(a.rank, "rank").items()}
+    sig = k.signature_from_types(type_vars=tvars, comptime=comptime, line_sizes=lanes,
+                                 ranks=ranks)
+    if a.unchecked:
+        from dataclasses import replace
+        sig = replace(sig, checked=False)
+    info = target_info(a.target)
+    plane = a.plane_size if a.plane_size else info.features.plane_size
+    kernel = k.build_ir(sig, Target(a.target, plane, info.features), optimise=not a.no_opt)
+    if a.cube_dim:
+        dims = tuple(int(x) for x in a.cube_dim.split(","))
+        kernel.cube_dim = dims + (1,) * (3 - len(dims))
+    print(info.generate(kernel))
+    return 0
+
+
+def cmd_targets(a) -> int:
+    from .targets import targets_table
+    rows = targets_table()
+    w = max(len(r[0]) for r in rows)
+    for name, target, ok, why in rows:
+        state = "available    " if ok else "not available"
+        print(f"{name:<{w}}  {target:<7} {state}  {why}")
+    return 0
+
+
+def cmd_cache(a) -> int:
+    from runtimes.disk_cache import default_cache
+    c = default_cache()
+    if a.action == "info":
+        info = c.info()
+        print(f"path:    {info['path']}\nentries: {info['entries']}\nbytes:   {info['bytes']}")
+    else:
+        n = c.clear()
+        print(f"removed {n} entries from {c.root}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="cube", description="The cube kernel compiler.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump", help="print the generated source of a kernel")
+    d.add_argument("kernel", help="FILE.py:KERNEL")
+    d.add_argument("--target", default="ir", help="ir, llvm, ... (see `cube targets`)")
+    d.add_argument("--comptime", action="append", metavar="NAME=VALUE")
+    d.add_argument("--type", action="append", metavar="TYPEVAR=TYPE", help="e.g. F=f16")
+    d.add_argument("--line-size", action="append", metavar="ARG=N")
+    d.add_argument("--rank", action="append", metavar="ARG=N", help="tensor rank (default 2)")
+    d.add_argument("--cube-dim", help="e.g. 256 or 16,16")
+    d.add_argument("--plane-size", type=int, default=0)
+    d.add_argument("--unchecked", action="store_true", help="no bounds checks")
+    d.add_argument("--no-opt", action="store_true", help="IR before the passes")
+    d.set_defaults(fn=cmd_dump)
+    t = sub.add_parser("targets", help="list runtimes and whether they start here")
+    t.set_defaults(fn=cmd_targets)
+    c = sub.add_parser("cache", help="inspect or clear the kernel cache")
+    c.add_argument("action", choices=["info", "clear"])
+    c.set_defaults(fn=cmd_cache)
+    a = p.parse_args(argv)
+    try:
+        return a.fn(a)
+    except CubeError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
