@@ -51,7 +51,9 @@ class Runtime:
         return self.name
 
     # ---- memory --------------------------------------------------------------------------
-    def from_numpy(self, arr) -> Buffer:
+    def from_numpy(self, arr, dtype=None) -> Buffer:
+        """A device copy of arr; dtype (NumPy or cube type, e.g. bf16 over uint16 bits)
+        overrides the element type."""
         raise NotImplementedError
 
     def empty(self, shape, dtype=np.float32) -> Buffer:
@@ -62,7 +64,7 @@ class Runtime:
 
     def empty_like(self, buf) -> Buffer:
         buf = buf.buffer if hasattr(buf, "buffer") else buf
-        return self.empty(buf.shape, buf.dtype)
+        return self.empty(buf.shape, buf.elem)
 
     # ---- kernels -------------------------------------------------------------------------
     def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:

@@ -85,3 +85,10 @@ def elem_of_dtype(dtype) -> Scalar:
         return from_numpy_dtype(dtype)
     except TypeError as e:
         raise LaunchError(str(e)) from None
+
+
+def as_elem(dtype) -> Scalar:
+    """A cube element type from a NumPy dtype or a cube type (bf16 has no NumPy dtype)."""
+    if isinstance(dtype, Scalar):
+        return dtype
+    return elem_of_dtype(dtype)

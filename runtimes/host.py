@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .buffer import Buffer, elem_of_dtype
+from .buffer import Buffer, as_elem, elem_of_dtype
 
 
 class HostBuffer(Buffer):
@@ -18,9 +18,12 @@ class HostBuffer(Buffer):
 
 
 class HostMemoryMixin:
-    def from_numpy(self, arr) -> HostBuffer:
-        return HostBuffer(self, np.array(arr, copy=True))
+    def from_numpy(self, arr, dtype=None) -> HostBuffer:
+        elem = as_elem(dtype) if dtype is not None else None
+        arr = np.array(arr, dtype=None if elem is None else elem.np, copy=True)
+        return HostBuffer(self, arr, elem)
 
     def empty(self, shape, dtype=np.float32) -> HostBuffer:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        return HostBuffer(self, np.empty(shape, dtype))
+        elem = as_elem(dtype)
+        return HostBuffer(self, np.empty(shape, elem.np), elem)
