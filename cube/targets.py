@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from cube_ir import ir
 from runtimes.base import Features, Runtime

@@ -5,7 +5,15 @@ import numpy as np
 
 import cube as cb
 from cube import (
-    CUBE_POS_X, CUBE_POS_Y, UNIT_POS_X, UNIT_POS_Y, Array, Comptime, cube, f32, u32,
+    CUBE_POS_X,
+    CUBE_POS_Y,
+    UNIT_POS_X,
+    UNIT_POS_Y,
+    Array,
+    Comptime,
+    cube,
+    f32,
+    u32,
 )
 
 

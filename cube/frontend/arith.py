@@ -9,7 +9,15 @@ import numpy as np
 from cube_ir import ir
 from cube_ir.builder import Builder
 from cube_ir.types import (
-    PromotionError, Scalar, Type, boolean, f32, i32, i64, promote, with_elem,
+    PromotionError,
+    Scalar,
+    Type,
+    boolean,
+    f32,
+    i32,
+    i64,
+    promote,
+    with_elem,
 )
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from cube_ir import ir
 from cube_ir.types import boolean, u32

@@ -64,7 +64,7 @@ def test_no_compiler_traceback_on_launch(name, interp):
     import numpy as np
     k = CASES[name]
     args = {}
-    for pname, p in k.signature().parameters.items():
+    for pname in k.signature().parameters:
         ann = k.annotations()[pname]
         if isinstance(ann, cb.lang.MemSpec):
             elem = ann.elem
