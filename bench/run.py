@@ -1,0 +1,263 @@
+"""Benchmarks beside their peers, in one run: medians of repeated runs after warm-up.
+
+    python bench/run.py [--quick] [--runtime cpu]
+
+Writes bench/results/<machine>.json and .md (the machine named by its CPU model and cores)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+
+import cube as cb  # noqa: E402
+from cube import ABSOLUTE_POS, Array, Line, cube, f32  # noqa: E402
+
+
+def machine() -> dict:
+    model = platform.processor() or "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "slug": f"{slug}-{os.cpu_count()}c"}
+
+
+def median_time(fn, repeat: int = 15, warmup: int = 3, inner: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        ts.append((time.perf_counter() - t) / inner)
+    return statistics.median(ts)
+
+
+@cube(launch=True)
+def add3(a: Array[Line[f32]], b: Array[Line[f32]], out: Array[Line[f32]]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a[i] + b[i]
+
+
+@cube(launch=True)
+def copy(a: Array[Line[f32]], out: Array[Line[f32]]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a[i]
+
+
+def bench_launch_overhead(rt) -> dict:
+    x = rt.from_numpy(np.ones(1, np.float32))
+    y = rt.from_numpy(np.ones(1, np.float32))
+    o = rt.empty_like(x)
+    call = lambda: add3.launch(rt, cube_count=1, cube_dim=1, a=x, b=y, out=o)  # noqa: E731
+    ours = median_time(call, repeat=21, warmup=100, inner=2000)
+    xa, ya, oa = np.ones(1, np.float32), np.ones(1, np.float32), np.empty(1, np.float32)
+    npy = median_time(lambda: np.add(xa, ya, out=oa), repeat=21, warmup=100, inner=2000)
+    out = {"ours_us": ours * 1e6, "numpy_add_us": npy * 1e6, "goal_us": 5.0}
+    try:
+        import numba
+
+        @numba.njit
+        def nb_add(a, b, c):
+            for i in range(c.size):
+                c[i] = a[i] + b[i]
+        nb_add(xa, ya, oa)
+        out["numba_us"] = median_time(lambda: nb_add(xa, ya, oa), repeat=21, warmup=100,
+                                      inner=2000) * 1e6
+        out["ratio_vs_numba"] = out["ours_us"] / out["numba_us"]
+    except ImportError:
+        out["numba_us"] = None
+    return out
+
+
+COLD = textwrap.dedent("""
+    import time, numpy as np
+    t0 = time.perf_counter()
+    import cube as cb
+    from cube import cube, Array, f32, ABSOLUTE_POS
+    t1 = time.perf_counter()
+    @cube(launch=True)
+    def k(a: Array[f32], b: Array[f32], out: Array[f32]):
+        i = ABSOLUTE_POS
+        if i < out.len():
+            out[i] = a[i] * 2.0 + b[i]
+    rt = cb.runtime({rt!r})
+    x = rt.from_numpy(np.ones(16, np.float32)); o = rt.empty_like(x)
+    t2 = time.perf_counter()
+    k.launch(rt, cube_count=1, cube_dim=16, a=x, b=x, out=o)
+    r = o.numpy()
+    t3 = time.perf_counter()
+    assert r[0] == 3.0
+    print(t3 - t2, t1 - t0)
+""")
+
+COLD_NUMBA = textwrap.dedent("""
+    import time, numpy as np
+    import numba
+    @numba.njit(cache={cache})
+    def k(a, b, out):
+        for i in range(out.size):
+            out[i] = a[i] * 2.0 + b[i]
+    x = np.ones(16, np.float32); o = np.empty_like(x)
+    t = time.perf_counter()
+    k(x, x, o)
+    print(time.perf_counter() - t)
+""")
+
+
+def _py(code: str, env: dict, cwd: str | None = None) -> list[float]:
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                       capture_output=True, text=True, cwd=cwd, timeout=300)
+    if r.returncode:
+        raise RuntimeError(r.stderr)
+    return [float(v) for v in r.stdout.split()]
+
+
+def bench_cold_compile(rt_name: str, runs: int = 5) -> dict:
+    cold, warm, nb_cold, nb_cache = [], [], [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as d:
+            env = {"CUBE_CACHE_DIR": d}
+            cold.append(_py(COLD.format(rt=rt_name), env)[0])
+            warm.append(_py(COLD.format(rt=rt_name), env)[0])
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                path = Path(d) / "nb.py"
+                path.write_text(COLD_NUMBA.format(cache=True))
+                env = {"NUMBA_CACHE_DIR": d}
+                nb_cold.append(_py(path.read_text(), env, cwd=d)[0])
+                code = f"import runpy; runpy.run_path({str(path)!r})"
+                nb_cache.append(_py(code, env, cwd=d)[0])
+            except RuntimeError:
+                pass
+    med = statistics.median
+    out = {"ours_cold_ms": med(cold) * 1e3, "ours_disk_cache_ms": med(warm) * 1e3,
+           "goal_cold_ms": 50.0, "goal_disk_ms": 5.0}
+    if nb_cold:
+        out["numba_cold_ms"] = med(nb_cold) * 1e3
+        out["ratio_cold_vs_numba"] = out["ours_cold_ms"] / out["numba_cold_ms"]
+    return out
+
+
+def bench_add_bandwidth(rt, n: int) -> dict:
+    a = np.random.default_rng(0).random(n, dtype=np.float32)
+    b = np.random.default_rng(1).random(n, dtype=np.float32)
+    c = np.empty_like(a)
+    da, db = rt.from_numpy(a), rt.from_numpy(b)
+    dc = rt.empty_like(da)
+    lines = n // 4
+    grid = ((lines + 255) // 256,)
+    t_ours = median_time(lambda: add3.launch(rt, cube_count=grid, cube_dim=(256,),
+                                             a=da.lines(4), b=db.lines(4), out=dc.lines(4)),
+                         repeat=9, warmup=2)
+    assert np.array_equal(dc.numpy(), a + b)
+    t_np = median_time(lambda: np.add(a, b, out=c), repeat=9, warmup=2)
+    t_copy_np = median_time(lambda: np.copyto(c, a), repeat=9, warmup=2)
+    t_copy_ours = median_time(lambda: copy.launch(rt, cube_count=grid, cube_dim=(256,),
+                                                  a=da.lines(4), out=dc.lines(4)),
+                              repeat=9, warmup=2)
+    nbytes_add, nbytes_copy = 3 * 4 * n, 2 * 4 * n
+    copy_bw = max(nbytes_copy / t_copy_np, nbytes_copy / t_copy_ours)
+    ours_bw, np_bw = nbytes_add / t_ours, nbytes_add / t_np
+    return {"n": n, "ours_GBps": ours_bw / 1e9, "numpy_GBps": np_bw / 1e9,
+            "ratio_vs_numpy": ours_bw / np_bw, "copy_GBps": copy_bw / 1e9,
+            "ours_pct_of_copy": 100 * ours_bw / copy_bw, "goal_ratio": 0.9}
+
+
+def bench_gelu(rt, n: int) -> dict:
+    import gelu as g
+    x = np.random.default_rng(2).standard_normal(n).astype(np.float32)
+    dx = rt.from_numpy(x)
+    dy = rt.empty_like(dx)
+    lines = n // 8
+    t_ours = median_time(lambda: g.gelu_kernel.launch(
+        rt, cube_count=((lines + 255) // 256,), cube_dim=(256,), inp=dx.lines(8),
+        out=dy.lines(8)), repeat=9, warmup=2)
+    err = float(np.max(np.abs(dy.numpy()[:1 << 16] - g.reference(x[:1 << 16]))))
+    out = {"n": n, "ours_ms": t_ours * 1e3, "ours_GBps": 8 * n / t_ours / 1e9,
+           "max_abs_err": err, "goal_ratio_vs_torch": 4.0}
+    try:
+        import torch
+        tx = torch.from_numpy(x)
+        ty = torch.empty_like(tx)
+        t_torch = median_time(lambda: torch.ops.aten.gelu.out(tx, out=ty), repeat=9, warmup=2)
+        out.update(torch_ms=t_torch * 1e3, torch_threads=torch.get_num_threads(),
+                   speedup_vs_torch=t_torch / t_ours)
+    except ImportError:
+        out["torch_ms"] = None
+    return out
+
+
+def to_markdown(res: dict) -> str:
+    m = res["machine"]
+    lo, cc, add, ge = res["launch"], res["cold"], res["add"], res["gelu"]
+    rows = [
+        f"# Benchmarks on {m['cpu']} ({m['cores']} cores)", "",
+        f"Runtime `{res['runtime']}`; Python {m['python']}, NumPy {m['numpy']}; "
+        f"{res['date']}. Medians after warm-up. Command: `python bench/run.py`.", "",
+        "| benchmark | ours | peer | ratio | goal |", "|---|---|---|---|---|",
+        f"| launch overhead, cache hit, 3 args | {lo['ours_us']:.2f} µs | numba "
+        f"{lo.get('numba_us') or float('nan'):.2f} µs / np.add {lo['numpy_add_us']:.2f} µs | "
+        f"{lo.get('ratio_vs_numba', float('nan')):.2f}x numba | ≤ 5 µs |",
+        f"| cold compile to first result | {cc['ours_cold_ms']:.1f} ms | numba "
+        f"{cc.get('numba_cold_ms', float('nan')):.1f} ms | "
+        f"{cc.get('ratio_cold_vs_numba', float('nan')):.2f}x | ≤ 50 ms |",
+        f"| first result from the disk cache | {cc['ours_disk_cache_ms']:.1f} ms | | | ≤ 5 ms |",
+        f"| add, {add['n'] >> 20}M f32 | {add['ours_GBps']:.1f} GB/s "
+        f"({add['ours_pct_of_copy']:.0f}% of copy {add['copy_GBps']:.1f} GB/s) | "
+        f"np.add {add['numpy_GBps']:.1f} GB/s | {add['ratio_vs_numpy']:.2f}x | ≥ 0.9x |",
+        f"| fused GELU, {ge['n'] >> 20}M f32 | {ge['ours_ms']:.2f} ms "
+        f"({ge['ours_GBps']:.1f} GB/s) | torch {ge.get('torch_ms') or float('nan'):.2f} ms | "
+        f"{ge.get('speedup_vs_torch', float('nan')):.2f}x faster | ≥ 4x |",
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runtime", default="cpu")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, no result files")
+    a = p.parse_args()
+    rt = cb.runtime(a.runtime)
+    n = (1 << 22) if a.quick else (64 << 20)
+    res = {"machine": machine(), "runtime": rt.name, "date": time.strftime("%Y-%m-%d")}
+    res["launch"] = bench_launch_overhead(rt)
+    print("launch", res["launch"], flush=True)
+    res["cold"] = bench_cold_compile(rt.name, runs=2 if a.quick else 5)
+    print("cold", res["cold"], flush=True)
+    res["add"] = bench_add_bandwidth(rt, n)
+    print("add", res["add"], flush=True)
+    res["gelu"] = bench_gelu(rt, n)
+    print("gelu", res["gelu"], flush=True)
+    md = to_markdown(res)
+    print(md)
+    if not a.quick:
+        out = ROOT / "bench" / "results" / res["machine"]["slug"]
+        out.with_suffix(".json").write_text(json.dumps(res, indent=2))
+        out.with_suffix(".md").write_text(md)
+
+
+if __name__ == "__main__":
+    main()
