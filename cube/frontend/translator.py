@@ -252,19 +252,19 @@ class Translator:
         if node.orelse:
             raise self.error("while/else is not supported", node)
         f = self.frame
-        first = self.expr(node.test)
-        if not is_runtime(first) and not first:
-            return
         with self.b.loop():
             f.loops.append(node)
             f.runtime_depth += 1
             try:
-                if is_runtime(first) or node.test is not None:
-                    cond = self.expr(node.test) if is_runtime(first) else first
-                    if is_runtime(cond):
-                        stop = self.b.unary("not", arith.truth(self.b, cond))
-                        with self.b.if_(stop):
-                            self.b.break_()
+                # the condition is evaluated inside the loop only (it may have side effects)
+                cond = self.expr(node.test)
+                if is_runtime(cond):
+                    stop = self.b.unary("not", arith.truth(self.b, cond))
+                    with self.b.if_(stop):
+                        self.b.break_()
+                elif not cond:
+                    self.b.break_()
+                    return
                 self._block(node.body)
             finally:
                 f.loops.pop()
