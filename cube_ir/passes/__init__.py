@@ -1,0 +1,44 @@
+"""IR passes: bounds checks, constant folding, unrolling, dead code; and the pipeline.
+
+Every pass works in place on a verified kernel and returns whether it changed anything;
+`clone.clone_kernel` gives a copy first where the original must survive."""
+from __future__ import annotations
+
+from .. import ir
+from ..ir import Kernel
+from ..verify import verify
+from .bounds import bounds_check
+from .clone import clone_kernel
+from .const_fold import const_fold
+from .dce import dce
+from .unroll import unroll, unroll_range
+
+
+def run_pipeline(kernel: Kernel, *, checked: bool | None = None) -> Kernel:
+    """verify -> bounds (checked mode) -> const_fold -> unroll (-> const_fold) -> dce ->
+    verify. Works in place and returns the kernel.
+
+    Verifying first makes errors point at what the frontend emitted (the user's code) and lets
+    the passes assume well-typed IR; verifying last catches a pass's own mistakes."""
+    verify(kernel)
+    if kernel.checked if checked is None else checked:
+        bounds_check(kernel)
+    const_fold(kernel)
+    if unroll(kernel):
+        const_fold(kernel)  # the copies' loop constants fold further
+    dce(kernel)
+    mark_readonly(kernel)
+    verify(kernel)
+    return kernel
+
+
+def mark_readonly(kernel: Kernel) -> None:
+    """Set `Param.readonly` for array/tensor params nothing stores to."""
+    written = {op.mem for op in ir.walk(kernel.body) if isinstance(op, (ir.Store, ir.Atomic))}
+    for p in kernel.params:
+        if p.kind != "scalar":
+            p.readonly = p not in written
+
+
+__all__ = ["bounds_check", "clone_kernel", "const_fold", "dce", "mark_readonly",
+           "run_pipeline", "unroll", "unroll_range"]

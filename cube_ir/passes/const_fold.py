@@ -1,0 +1,109 @@
+"""Constant folding and propagation.
+
+- ops whose operands are all constants become `Assign dst, Const` (exact IR semantics, see
+  const_eval); a select on a constant condition or between equal values, and a cast to the
+  same type, become plain assigns;
+- a var written exactly once in the kernel, by an assign of a constant, is replaced by that
+  constant in every read its write dominates (vars are mutable, so only single-write vars
+  qualify, and a read before the write keeps reading the var);
+- an `If` on a constant condition is replaced by the branch taken; a `Range` with constant
+  bounds and no iterations is dropped.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..ir import Assign, Block, Const, Kernel, Var
+from . import const_eval
+from .util import map_reads, write_counts
+
+_MAX_ROUNDS = 16
+
+
+def const_fold(kernel: Kernel) -> bool:
+    """Fold in place; True if anything changed."""
+    changed = False
+    for _ in range(_MAX_ROUNDS):
+        f = _Folder(kernel)
+        kernel.body[:] = f.block(kernel.body, {})
+        if not f.changed:
+            break
+        changed = True
+    return changed
+
+
+def fold_op(op):
+    """The op that replaces `op` once folded (an Assign), or None if it does not fold."""
+    match op:
+        case ir.Unary(dst=d, op=o, a=Const() as a):
+            return _const(d, const_eval.unary(o, a.value, a.type))
+        case ir.Binary(dst=d, op=o, a=Const() as a, b=Const() as b):
+            return _const(d, const_eval.binary(o, a.value, b.value, a.type))
+        case ir.Ternary(dst=d, op=o, a=Const() as a, b=Const() as b, c=Const() as c):
+            return _const(d, const_eval.ternary(o, a.value, b.value, c.value, a.type))
+        case ir.Select(dst=d, cond=Const() as c, a=a, b=b):
+            return Assign(d, a if c.value else b, op.loc)
+        case ir.Select(dst=d, a=a, b=b) if _same(a, b):
+            return Assign(d, a, op.loc)
+        case ir.Cast(dst=d, a=a) if a.type == d.type:
+            return Assign(d, a, op.loc)
+        case ir.Cast(dst=d, a=Const() as a):
+            return _const(d, const_eval.cast(a.value, a.type, d.type))
+        case ir.Extract(dst=d, vec=Const() as v):
+            return Assign(d, Const(v.value, d.type), op.loc)
+    return None
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, Const) and isinstance(b, Const):  # repr tells -0.0 from 0.0
+        return a.type == b.type and repr(a.value) == repr(b.value)
+    return a is b
+
+
+def _const(dst: Var, value) -> Assign | None:
+    return None if value is None else Assign(dst, Const(value, dst.type))
+
+
+def trip_count(op: ir.Range) -> int | None:
+    """The number of iterations of a range with constant bounds."""
+    if isinstance(op.start, Const) and isinstance(op.end, Const):
+        return len(range(int(op.start.value), int(op.end.value), op.step))
+    return None
+
+
+class _Folder:
+    def __init__(self, kernel: Kernel):
+        self.writes = write_counts(kernel.body)
+        self.changed = False
+
+    def block(self, block: Block, env: dict) -> Block:
+        """The folded block; `env` maps vars to the constants their dominating single write
+        gave them (extended in place by this block's own assigns)."""
+        out = Block()
+        sub = lambda v: env.get(v, v) if isinstance(v, Var) else v
+        for op in block:
+            if map_reads(op, sub):
+                self.changed = True
+            if isinstance(op, ir.If):
+                if isinstance(op.cond, Const):
+                    # the branch taken runs in this block's place: its writes dominate the rest
+                    out.extend(self.block(op.then if op.cond.value else op.orelse, env))
+                    self.changed = True
+                    continue
+                op.then = self.block(op.then, dict(env))
+                op.orelse = self.block(op.orelse, dict(env))
+            elif isinstance(op, (ir.Loop, ir.Range)):
+                if isinstance(op, ir.Range) and trip_count(op) == 0:
+                    self.changed = True
+                    continue
+                op.body = self.block(op.body, dict(env))
+            else:
+                new = fold_op(op)
+                if new is not None:
+                    new.loc = op.loc
+                    op = new
+                    self.changed = True
+                if isinstance(op, Assign) and isinstance(op.src, Const) \
+                        and self.writes[op.dst] == 1:
+                    env[op.dst] = op.src
+            out.append(op)
+        return out
