@@ -1,0 +1,61 @@
+"""LLVM IR for the CPU: one kernel -> one module with one exported function.
+
+ABI
+---
+    void <entry>(i64* args, i64 cube_begin, i64 cube_end)
+
+runs the cubes with linear index in [cube_begin, cube_end) of a launch (a linear cube index
+c maps to CUBE_POS_X = c % count_x, CUBE_POS_Y = c / count_x % count_y, CUBE_POS_Z =
+c / (count_x * count_y)). Several threads may call it at once on disjoint cube ranges with
+the same `args`, which the function only reads. `args` is an array of i64 slots:
+
+    [0..3)  cube_count x, y, z
+    [3..6)  cube_dim x, y, z
+    then, per kernel parameter in order (`LlvmModule.params` gives each offset):
+      array   ptr, len                           (len in elements: lines for line arrays)
+      tensor  ptr, len, shape[rank], stride[rank] (shape/stride in scalar elements)
+      scalar  the value's bits in the low bits   (f32 as its 32 bits, bool 0/1, bf16 raw)
+
+Pointers are plain addresses; buffers may alias (no `noalias`). Elements are stored as the
+cube type says, except bool (one byte, 0/1) and bf16 (its raw 16 bits).
+
+Execution model
+---------------
+Plane size is 1. Inside a cube the units run as loops (x innermost, so elementwise kernels
+vectorise). A kernel with `sync_cube` is split into regions (see `regions.py`): statements
+containing a barrier run once per cube with unit 0's (uniform) values, and each barrier-free
+run of statements is its own loop over the units; variables live across regions get one slot
+per unit. Shared memory is a stack allocation reused by the cubes one call runs in sequence;
+`stack_fixed + stack_per_unit * units` bounds the stack a call needs (a runtime runs big ones
+on threads with large stacks). `Return` ends the unit (in barrier kernels it marks the unit
+finished, so later regions skip it). libm symbols (erf, tanh, log1p, sinf, ..., fmod, pow)
+must be resolvable by the JIT.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cube_ir import ir
+
+from .abi import HEADER, ParamSlots, layout
+from .emit import emit, entry_name
+
+
+@dataclass(frozen=True)
+class LlvmModule:
+    text: str  # LLVM IR (no target triple: the JIT sets it)
+    entry: str  # the exported function's name
+    params: tuple[ParamSlots, ...]  # argument-block layout, one entry per kernel param
+    nslots: int  # i64 slots in the argument block
+    stack_fixed: int  # bytes of shared + unit-private stack a call needs...
+    stack_per_unit: int  # ...plus this many per unit of the cube
+    barrier: bool  # the kernel uses sync_cube
+
+
+def emit_module(kernel: ir.Kernel) -> LlvmModule:
+    em = emit(kernel)
+    return LlvmModule(em.text, em.entry, em.slots, em.nslots, em.stack_fixed,
+                      em.stack_per_unit, em.plan.barrier)
+
+
+__all__ = ["HEADER", "LlvmModule", "ParamSlots", "emit_module", "entry_name", "layout"]

@@ -1,0 +1,212 @@
+"""The CPU runtime: LLVM IR from codegen.llvm, JIT-compiled with llvmlite for the host CPU.
+
+`compile` generates IR, optimises it at -O3 for the host (AVX2/AVX-512 when present) and
+emits an object file, which goes to the disk cache (with the IR as `source.ll`); a later
+process with the same key loads the object without code generation or optimisation.
+
+The launch hot path is one generated Python function per executable that writes the argument
+block (a preallocated ctypes array, see codegen.llvm's ABI) and calls the kernel through
+ctypes (which releases the GIL). Small launches run on the calling thread; big ones are split
+into chunks of cubes over a persistent thread pool.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import threading
+
+import numpy as np
+
+from codegen.llvm import LlvmModule, emit_module
+from codegen.llvm.abi import ParamSlots, layout
+from codegen.llvm.emit import entry_name
+from cube_ir import ir
+from cube_ir.types import Scalar
+
+from . import cpu_jit, cpu_pool
+from .base import Executable, Features, Runtime
+from .disk_cache import default_cache, make_key
+from .errors import BackendCompileError, LaunchError
+from .host import HostMemoryMixin
+
+PARALLEL_UNITS = 1 << 15  # launches with fewer units run on the calling thread
+CALLER_STACK = 256 << 10  # launches needing more stack than this run on the pool's threads
+MAX_UNITS = 0xFFFFFFFF  # builtins are u32
+CACHE_FORMAT = "cpu-obj-1"
+
+_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+class CpuRuntime(HostMemoryMixin, Runtime):
+    name = "cpu"
+    target = "llvm"
+    features = Features(plane_size=1, atomic_types=frozenset(
+        {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "f32", "f64"}))
+
+    def __init__(self) -> None:
+        self._device_id: str | None = None
+        # what compile() did, for tests and `cube cache info`: codegen runs vs cache loads
+        self.stats = {"codegen": 0, "cache_loads": 0, "cache_stores": 0}
+
+    def device_id(self) -> str:
+        if self._device_id is None:
+            feats = [f[1:] for f in cpu_jit.host_features().split(",") if f.startswith("+")]
+            import llvmlite.binding as llvm
+            ver = ".".join(map(str, llvm.llvm_version_info))
+            self._device_id = f"{cpu_jit.host_cpu_name()} llvm-{ver} [{','.join(feats)}]"
+        return self._device_id
+
+    def generate(self, kernel: ir.Kernel) -> str:
+        return emit_module(kernel).text
+
+    def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
+        key = make_key(CACHE_FORMAT, cache_key, self.device_id()) if cache_key else None
+        if key is not None:
+            exe = self._load_cached(kernel, key)
+            if exe is not None:
+                return exe
+        mod = emit_module(kernel)
+        self.stats["codegen"] += 1
+        try:
+            obj = cpu_jit.compile_object(mod.text)
+        except RuntimeError as e:  # LLVM rejected our IR: a codegen bug, with evidence
+            raise BackendCompileError(f"LLVM could not compile kernel {kernel.name}",
+                                      str(e), mod.text) from None
+        if key is not None:
+            meta = {"entry": mod.entry, "stack_fixed": mod.stack_fixed,
+                    "stack_per_unit": mod.stack_per_unit, "nslots": mod.nslots,
+                    "object_sha256": hashlib.sha256(obj).hexdigest()}
+            default_cache().put(key, {"object.o": obj, "source.ll": mod.text.encode(),
+                                      "meta.json": json.dumps(meta).encode()})
+            self.stats["cache_stores"] += 1
+        return CpuExecutable(kernel, mod.text, cpu_jit.Loaded(obj, mod.entry), mod.params,
+                             mod.nslots, mod.stack_fixed, mod.stack_per_unit)
+
+    def _load_cached(self, kernel: ir.Kernel, key: str):
+        files = default_cache().get(key)
+        if not files or not {"object.o", "meta.json", "source.ll"} <= files.keys():
+            return None
+        try:
+            meta = json.loads(files["meta.json"])
+            obj = files["object.o"]
+            params, nslots = layout(kernel.params)
+            if (meta["entry"] != entry_name(kernel) or meta["nslots"] != nslots
+                    or meta["object_sha256"] != hashlib.sha256(obj).hexdigest()):
+                return None
+            loaded = cpu_jit.Loaded(obj, meta["entry"])
+        except Exception:  # a foreign or broken entry: rebuild it, never run it
+            return None
+        self.stats["cache_loads"] += 1
+        return CpuExecutable(kernel, files["source.ll"].decode(), loaded, params, nslots,
+                             int(meta["stack_fixed"]), int(meta["stack_per_unit"]))
+
+    def sync(self) -> None:
+        pass  # launches are synchronous
+
+
+class CpuExecutable(Executable):
+    def __init__(self, kernel: ir.Kernel, source: str, loaded: cpu_jit.Loaded,
+                 params: tuple[ParamSlots, ...], nslots: int, stack_fixed: int,
+                 stack_per_unit: int):
+        self.kernel = kernel
+        self.source = source
+        self._loaded = loaded  # keeps the machine code alive
+        self.cfunc = _FUNC(loaded.address)
+        self.slots = (ctypes.c_int64 * max(nslots, 1))()
+        self.stack_fixed, self.stack_per_unit = stack_fixed, stack_per_unit
+        self.launch = _make_launcher(self, kernel, params)
+
+    def launch(self, cube_count, cube_dim, args) -> None:  # replaced per instance
+        raise NotImplementedError
+
+
+def _caller_max_units(fixed: int, per_unit: int) -> int:
+    if fixed > CALLER_STACK:
+        return 0
+    return MAX_UNITS if per_unit == 0 else (CALLER_STACK - fixed) // per_unit
+
+
+def _f16_bits(v) -> int:
+    return int(np.array([v], np.float16).view(np.uint16)[0])
+
+
+def _bf16_bits(v) -> int:
+    with np.errstate(all="ignore"):
+        b = int(np.array([v], np.float32).view(np.uint32)[0])
+    if (b & 0x7F800000) == 0x7F800000 and b & 0x7FFFFF:
+        return (b >> 16) | 0x40
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def _scalar_code(i: int, s: ParamSlots, t: Scalar, env: dict, slots) -> str:
+    k = s.offset
+    if t.is_float and t.bits in (32, 64) and t.name != "bf16":
+        view = (ctypes.c_float if t.bits == 32 else ctypes.c_double).from_buffer(slots, 8 * k)
+        env[f"fv{k}"] = view
+        return f"fv{k}.value = a{i}"
+    if t.name == "f16":
+        return f"s[{k}] = f16_bits(a{i})"
+    if t.name == "bf16":
+        return f"s[{k}] = bf16_bits(a{i})"
+    if t.is_bool:
+        return f"s[{k}] = 1 if a{i} else 0"
+    return f"s[{k}] = a{i}"
+
+
+def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, params: tuple[ParamSlots, ...]):
+    """A launch function specialised on the kernel's parameters (built once, by exec)."""
+    env = {"slots": exe.slots, "call": exe.cfunc, "addr": ctypes.addressof(exe.slots),
+           "lock": threading.Lock(), "LaunchError": LaunchError, "pool": cpu_pool.pool,
+           "f16_bits": _f16_bits, "bf16_bits": _bf16_bits, "PAR": PARALLEL_UNITS,
+           "MAXU": MAX_UNITS, "CALLER_UNITS": _caller_max_units(exe.stack_fixed,
+                                                                exe.stack_per_unit)}
+    n = len(kernel.params)
+    names = ", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "")
+    pack = []
+    for i, (p, s) in enumerate(zip(kernel.params, params)):
+        if p.kind == "scalar":
+            pack.append(_scalar_code(i, s, p.type.elem, env, exe.slots))
+            continue
+        pack.append(f"b = a{i}.buffer; s[{s.ptr}] = b.ptr; s[{s.len}] = b.size // a{i}.line_size")
+        if s.rank:
+            pack.append("sh = b.shape; st = b.strides")
+            pack += [f"s[{s.shape(d)}] = sh[{d}]; s[{s.stride(d)}] = st[{d}]"
+                     for d in range(s.rank)]
+    body = "\n".join("            " + line for line in pack)
+    src = f"""
+def launch(cube_count, cube_dim, args):
+    try:
+        cx, cy, cz = cube_count
+        dx, dy, dz = cube_dim
+        {names + ' = args' if n else 'pass'}
+    except (TypeError, ValueError):
+        raise LaunchError("launch of {kernel.name}: expected 3-tuples for cube_count and "
+                          "cube_dim and {n} arguments") from None
+    ncubes = cx * cy * cz
+    units = dx * dy * dz
+    if ncubes <= 0 or units <= 0:
+        return
+    total = ncubes * units
+    if total > MAXU:
+        raise LaunchError(f"launch of {kernel.name}: {{total}} units exceed the u32 "
+                          f"positions (at most {{MAXU}})")
+    with lock:
+        s = slots
+        s[0] = cx; s[1] = cy; s[2] = cz; s[3] = dx; s[4] = dy; s[5] = dz
+        try:
+{body if body else '            pass'}
+        except (AttributeError, TypeError, IndexError) as e:
+            raise LaunchError(f"launch of {kernel.name}: bad argument ({{e}})") from None
+        if units > CALLER_UNITS:
+            pool().run(call, addr, ncubes, False)
+        elif total < PAR or ncubes == 1:
+            call(addr, 0, ncubes)
+        else:
+            pool().run(call, addr, ncubes)
+"""
+    exec(compile(src, f"<cpu launch {kernel.name}>", "exec"), env)
+    return env["launch"]
+
+
+__all__ = ["CpuRuntime", "CpuExecutable", "LlvmModule"]

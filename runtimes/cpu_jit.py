@@ -1,0 +1,108 @@
+"""llvmlite glue for the CPU runtime: host target, -O3 to an object file, object loading.
+
+LLVM is initialised once, lazily, under a lock (llvmlite's global context is not
+thread-safe). Every kernel is an object file loaded into its own MCJIT engine; compiling and
+loading a cached object take the same path, so a cache hit skips parsing and optimisation.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import struct
+import sys
+import threading
+
+import llvmlite.binding as llvm
+
+LOCK = threading.RLock()
+_tm = None
+
+
+def _init():
+    global _tm
+    with LOCK:
+        if _tm is None:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            for lib in ("m", "gcc_s"):  # libm for erf/tanh/..., libgcc for half conversions
+                path = ctypes.util.find_library(lib)
+                if path:
+                    try:
+                        llvm.load_library_permanently(path)
+                    except RuntimeError:
+                        pass
+            _tm = _target_machine()
+    return _tm
+
+
+def _target_machine():
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=host_features(),
+                                        opt=3, codemodel="jitdefault")
+
+
+def host_features() -> str:
+    return llvm.get_host_cpu_features().flatten()
+
+
+def host_cpu_name() -> str:
+    return llvm.get_host_cpu_name()
+
+
+def compile_object(text: str) -> bytes:
+    """LLVM IR text -> optimised (-O3, host CPU) object code."""
+    tm = _init()
+    with LOCK:
+        mod = llvm.parse_assembly(text)
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        return tm.emit_object(mod)
+
+
+def optimised_ir(text: str) -> str:
+    """The -O3 IR for a module (for inspection and tests)."""
+    tm = _init()
+    with LOCK:
+        mod = llvm.parse_assembly(text)
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        return str(mod)
+
+
+def looks_like_object(obj: bytes) -> bool:
+    """A cheap structural check before LLVM sees the bytes (MCJIT crashes on garbage): an
+    ELF relocatable for this machine's class and byte order with its sections in range."""
+    if not sys.platform.startswith("linux"):
+        return len(obj) > 0
+    if len(obj) < 64 or obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        return False
+    e_type, = struct.unpack_from("<H", obj, 16)
+    shoff, = struct.unpack_from("<Q", obj, 40)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 58)
+    return e_type == 1 and shentsize == 64 and 0 < shoff and shoff + shnum * 64 <= len(obj)
+
+
+class Loaded:
+    """An object file linked into memory; keeps the engine alive as long as it is used."""
+
+    def __init__(self, obj: bytes, entry: str):
+        if not looks_like_object(obj):
+            raise ValueError("not an object file for this machine")
+        _init()
+        with LOCK:  # an engine owns its target machine: give it one of its own
+            self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self.engine.finalize_object()
+            self.address = self.engine.get_function_address(entry)
+        if not self.address:
+            raise RuntimeError(f"symbol {entry} not found in the object file")
