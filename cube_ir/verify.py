@@ -123,7 +123,8 @@ class _TypeChecker:
         elif e.is_int:
             lo = -(1 << (e.bits - 1)) if e.is_signed else 0
             hi = (1 << (e.bits - (1 if e.is_signed else 0))) - 1
-            ok = float(x) == int(x) and lo <= int(x) <= hi
+            whole = not isinstance(x, (float, np.floating)) or float(x).is_integer()
+            ok = whole and lo <= int(x) <= hi
         else:
             ok = True
         if not ok:
@@ -337,15 +338,25 @@ class _Divergence:
 
     def text(self) -> str:
         if isinstance(self.cause, Range) and self.loop is None:
-            return (f"the bounds of the range at {where(self.cause.loc)} depend on {self.root}, "
+            return (f"the bounds of the range {_place(self.cause)} depend on {self.root}, "
                     f"so units run different numbers of iterations")
-        s = (f"the condition at {where(self.cause.loc)} depends on {self.root}, which is not "
-             f"the same in every unit")
+        s = (f"the condition {_place(self.cause)} depends on {self.root}, which is not the "
+             f"same in every unit")
         if self.loop is not None:
-            kind = type(self.exit).__name__.lower()
-            s += (f", so some units leave the loop at {where(self.loop.loc)} early (the "
-                  f"{kind} at {where(self.exit.loc)})")
+            s += (f", so some units leave the loop {_place(self.loop)} early (the "
+                  f"{type(self.exit).__name__.lower()} {_place(self.exit)})")
         return s
+
+
+def _place(op) -> str:
+    """Where `op` is, for a message; without a location, what it is."""
+    if op.loc:
+        return f"at {where(op.loc)}"
+    if isinstance(op, If):
+        return f"`if {op.cond!r}`"
+    if isinstance(op, Range):
+        return f"`for {op.var!r} in range({op.start!r}, {op.end!r}, {op.step})`"
+    return "(no source location)"
 
 
 class _Uniformity:

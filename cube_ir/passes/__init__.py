@@ -1,17 +1,19 @@
 """IR passes: bounds checks, constant folding, unrolling, dead code; and the pipeline.
 
-Every pass works in place on a verified kernel and returns whether it changed anything;
-`clone.clone_kernel` gives a copy first where the original must survive."""
+One module per pass, each with a function of its own name (`dce.dce(kernel)`,
+`const_fold.const_fold`, `unroll.unroll`, `bounds.bounds_check`) that works in place on a
+verified kernel and returns whether it changed anything; `clone_kernel` gives a copy first
+where the original must survive. (The pass functions are not re-exported here: a function
+named like its module would hide the module.)"""
 from __future__ import annotations
 
 from .. import ir
 from ..ir import Kernel
 from ..verify import verify
+from . import const_fold, dce, unroll
 from .bounds import bounds_check
 from .clone import clone_kernel
-from .const_fold import const_fold
-from .dce import dce
-from .unroll import unroll, unroll_range
+from .unroll import unroll_range
 
 
 def run_pipeline(kernel: Kernel, *, checked: bool | None = None) -> Kernel:
@@ -23,10 +25,10 @@ def run_pipeline(kernel: Kernel, *, checked: bool | None = None) -> Kernel:
     verify(kernel)
     if kernel.checked if checked is None else checked:
         bounds_check(kernel)
-    const_fold(kernel)
-    if unroll(kernel):
-        const_fold(kernel)  # the copies' loop constants fold further
-    dce(kernel)
+    const_fold.const_fold(kernel)
+    if unroll.unroll(kernel):
+        const_fold.const_fold(kernel)  # the copies' loop constants fold further
+    dce.dce(kernel)
     mark_readonly(kernel)
     verify(kernel)
     return kernel
@@ -41,4 +43,4 @@ def mark_readonly(kernel: Kernel) -> None:
 
 
 __all__ = ["bounds_check", "clone_kernel", "const_fold", "dce", "mark_readonly",
-           "run_pipeline", "unroll", "unroll_range"]
+           "run_pipeline", "unroll", "unroll_range"]  # const_fold, dce, unroll: the modules

@@ -146,8 +146,9 @@ class _Bounds:
             elif isinstance(op, (ir.Loop, ir.Range)):
                 op.body = self.block(op.body, None)
             if needs_check(op) and op is not skip:
-                out.extend(self._guard(op))
-                self.changed = True
+                new = self._guard(op)
+                self.changed |= new != [op]
+                out.extend(new)
             else:
                 out.append(op)
         return out
