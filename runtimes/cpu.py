@@ -4,9 +4,9 @@
 emits an object file, which goes to the disk cache (with the IR as `source.ll`); a later
 process with the same key loads the object without code generation or optimisation.
 
-The launch hot path is one generated Python function per executable that writes the argument
-block (a preallocated ctypes array, see codegen.llvm's ABI) and calls the kernel through
-ctypes (which releases the GIL). Small launches run on the calling thread; big ones are split
+The launch hot path is one generated Python function per executable that packs the argument
+block (see codegen.llvm's ABI) with one `struct.pack` and calls the kernel through ctypes
+(which releases the GIL). Small launches run on the calling thread; big ones are split
 into chunks of cubes over a persistent thread pool.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
-import threading
+import struct
 
 import numpy as np
 
@@ -35,7 +35,7 @@ CALLER_STACK = 256 << 10  # launches needing more stack than this run on the poo
 MAX_UNITS = 0xFFFFFFFF  # builtins are u32
 CACHE_FORMAT = "cpu-obj-1"
 
-_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64)
 
 
 class CpuRuntime(HostMemoryMixin, Runtime):
@@ -113,7 +113,7 @@ class CpuExecutable(Executable):
         self.source = source
         self._loaded = loaded  # keeps the machine code alive
         self.cfunc = _FUNC(loaded.address)
-        self.slots = (ctypes.c_int64 * max(nslots, 1))()
+        self.nslots = nslots
         self.stack_fixed, self.stack_per_unit = stack_fixed, stack_per_unit
         self.launch = _make_launcher(self, kernel, params)
 
@@ -128,7 +128,8 @@ def _caller_max_units(fixed: int, per_unit: int) -> int:
 
 
 def _f16_bits(v) -> int:
-    return int(np.array([v], np.float16).view(np.uint16)[0])
+    with np.errstate(all="ignore"):
+        return int(np.array([v], np.float16).view(np.uint16)[0])
 
 
 def _bf16_bits(v) -> int:
@@ -139,50 +140,62 @@ def _bf16_bits(v) -> int:
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
 
 
-def _scalar_code(i: int, s: ParamSlots, t: Scalar, env: dict, slots) -> str:
-    k = s.offset
-    if t.is_float and t.bits in (32, 64) and t.name != "bf16":
-        view = (ctypes.c_float if t.bits == 32 else ctypes.c_double).from_buffer(slots, 8 * k)
-        env[f"fv{k}"] = view
-        return f"fv{k}.value = a{i}"
+_INT_CODES = {8: "b", 16: "h", 32: "i", 64: "q"}
+
+
+def _scalar_slot(i: int, t: Scalar) -> tuple[str, str]:
+    """(struct format of one 8-byte slot, Python expression for the value) of scalar arg i."""
     if t.name == "f16":
-        return f"s[{k}] = f16_bits(a{i})"
+        return "H6x", f"f16_bits(a{i})"
     if t.name == "bf16":
-        return f"s[{k}] = bf16_bits(a{i})"
+        return "H6x", f"bf16_bits(a{i})"
+    if t.is_float:
+        return ("f4x" if t.bits == 32 else "d"), f"a{i}"
     if t.is_bool:
-        return f"s[{k}] = 1 if a{i} else 0"
-    return f"s[{k}] = a{i}"
+        return "?7x", f"a{i}"
+    code = _INT_CODES[t.bits]
+    code = code if t.is_signed else code.upper()
+    return code + f"{8 - t.bits // 8}x" if t.bits < 64 else code, f"a{i}"
 
 
 def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, params: tuple[ParamSlots, ...]):
-    """A launch function specialised on the kernel's parameters (built once, by exec)."""
-    env = {"slots": exe.slots, "call": exe.cfunc, "addr": ctypes.addressof(exe.slots),
-           "lock": threading.Lock(), "LaunchError": LaunchError, "pool": cpu_pool.pool,
-           "f16_bits": _f16_bits, "bf16_bits": _bf16_bits, "PAR": PARALLEL_UNITS,
-           "MAXU": MAX_UNITS, "CALLER_UNITS": _caller_max_units(exe.stack_fixed,
-                                                                exe.stack_per_unit)}
-    n = len(kernel.params)
-    names = ", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "")
-    pack = []
+    """A launch function specialised on the kernel's parameters (built once, by exec).
+
+    The argument block is one `struct.pack` of all slots into a fresh bytes object, passed
+    by pointer (ctypes `c_char_p`): no per-launch ctypes objects, no lock, and concurrent
+    launches of one executable cannot interfere."""
+    fmt, vals, pre = ["<6q"], ["cx, cy, cz, dx, dy, dz"], []
     for i, (p, s) in enumerate(zip(kernel.params, params)):
         if p.kind == "scalar":
-            pack.append(_scalar_code(i, s, p.type.elem, env, exe.slots))
+            f, v = _scalar_slot(i, p.type.elem)
+            fmt.append(f)
+            vals.append(v)
             continue
-        pack.append(f"b = a{i}.buffer; s[{s.ptr}] = b.ptr; s[{s.len}] = b.size // a{i}.line_size")
-        if s.rank:
-            pack.append("sh = b.shape; st = b.strides")
-            pack += [f"s[{s.shape(d)}] = sh[{d}]; s[{s.stride(d)}] = st[{d}]"
-                     for d in range(s.rank)]
-    body = "\n".join("            " + line for line in pack)
+        pre.append(f"b{i} = a{i}.buffer")
+        fmt.append("2q" + "q" * 2 * s.rank)
+        vals.append(f"b{i}.ptr, b{i}.size // a{i}.line_size")
+        vals += [f"b{i}.shape[{d}]" for d in range(s.rank)]
+        vals += [f"b{i}.strides[{d}]" for d in range(s.rank)]
+    n = len(kernel.params)
+    env = {"call": exe.cfunc, "machine_code": exe._loaded,  # alive while launch is
+           "pack": struct.Struct("".join(fmt)).pack, "LaunchError": LaunchError,
+           "struct_error": struct.error, "pool": cpu_pool.pool, "f16_bits": _f16_bits,
+           "bf16_bits": _bf16_bits, "PAR": PARALLEL_UNITS, "MAXU": MAX_UNITS,
+           "CALLER_UNITS": _caller_max_units(exe.stack_fixed, exe.stack_per_unit)}
+    unpack = (", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "") + " = args"
+              if n else "if args: raise ValueError")
+    lines = [unpack, *pre, f"blob = pack({', '.join(vals)})"]
+    body = "\n".join("        " + ln for ln in lines)
     src = f"""
 def launch(cube_count, cube_dim, args):
     try:
         cx, cy, cz = cube_count
         dx, dy, dz = cube_dim
-        {names + ' = args' if n else 'pass'}
-    except (TypeError, ValueError):
-        raise LaunchError("launch of {kernel.name}: expected 3-tuples for cube_count and "
-                          "cube_dim and {n} arguments") from None
+{body}
+    except (TypeError, ValueError, AttributeError, IndexError, OverflowError,
+            struct_error) as e:
+        raise LaunchError(f"launch of {kernel.name}: bad cube_count/cube_dim (3-tuples) or "
+                          f"arguments ({n} expected; {{type(e).__name__}}: {{e}})") from None
     ncubes = cx * cy * cz
     units = dx * dy * dz
     if ncubes <= 0 or units <= 0:
@@ -191,19 +204,12 @@ def launch(cube_count, cube_dim, args):
     if total > MAXU:
         raise LaunchError(f"launch of {kernel.name}: {{total}} units exceed the u32 "
                           f"positions (at most {{MAXU}})")
-    with lock:
-        s = slots
-        s[0] = cx; s[1] = cy; s[2] = cz; s[3] = dx; s[4] = dy; s[5] = dz
-        try:
-{body if body else '            pass'}
-        except (AttributeError, TypeError, IndexError) as e:
-            raise LaunchError(f"launch of {kernel.name}: bad argument ({{e}})") from None
-        if units > CALLER_UNITS:
-            pool().run(call, addr, ncubes, False)
-        elif total < PAR or ncubes == 1:
-            call(addr, 0, ncubes)
-        else:
-            pool().run(call, addr, ncubes)
+    if units > CALLER_UNITS:
+        pool().run(call, blob, ncubes, False)
+    elif total < PAR or ncubes == 1:
+        call(blob, 0, ncubes)
+    else:
+        pool().run(call, blob, ncubes)
 """
     exec(compile(src, f"<cpu launch {kernel.name}>", "exec"), env)
     return env["launch"]

@@ -18,7 +18,7 @@ STACK_BYTES = 64 << 20
 class _Job:
     __slots__ = ("fn", "addr", "n", "chunk", "counter", "pending", "lock", "done")
 
-    def __init__(self, fn, addr: int, n: int, chunk: int, workers: int):
+    def __init__(self, fn, addr, n: int, chunk: int, workers: int):
         self.fn, self.addr, self.n, self.chunk = fn, addr, n, chunk
         self.counter = itertools.count()
         self.pending = workers
@@ -69,7 +69,7 @@ class Pool:
             finally:
                 job.finish()
 
-    def run(self, fn, addr: int, ncubes: int, use_caller: bool = True) -> None:
+    def run(self, fn, addr, ncubes: int, use_caller: bool = True) -> None:
         """fn(addr, begin, end) over [0, ncubes) in chunks, on the pool (and this thread)."""
         if not self._threads:
             self._start()

@@ -11,7 +11,9 @@ Variable storage follows from where a variable is accessed:
 - `reg`: one scalar (an alloca that mem2reg turns into registers): variables of one region
   outside cube-level loops, or temporaries (written before any read) of one region;
 - `arr`: one slot per unit (values that live across regions); cube level reads unit 0's slot;
-- `ureg`: the variable of a cube-level `Range`, one uniform value.
+- `ureg`: one value for the cube: the variable of a cube-level `Range`, and variables
+  assigned once from uniform values (lengths, scalar params, uniform builtins, constants) that
+  every unit would write identically.
 """
 from __future__ import annotations
 
@@ -175,6 +177,7 @@ def _classify(p: Plan, regions: list[Region], kernel: ir.Kernel) -> None:
                 walk_tree(n.body)
 
     walk_tree(p.tree)
+    ureg |= _uniform_once(kernel)
     in_loop = {r.rid: r.in_loop for r in regions}
     for v in kernel.vars:
         recs = acc.get(v.id, [])
@@ -203,3 +206,43 @@ def _is_temp(recs: list) -> bool:
                 or path[len(prefix)][0] != block0:
             return False
     return True
+
+
+_PURE = (ir.Assign, ir.Cast, ir.Unary, ir.Binary, ir.Ternary, ir.Select, ir.Extract, ir.Insert)
+
+
+def _uniform_once(kernel: ir.Kernel) -> set[int]:
+    """Ids of variables written exactly once, by an op whose value is the same for every
+    unit of a cube (so one scalar serves all units, across regions)."""
+    count: dict[int, int] = {}
+    defs: dict[int, object] = {}
+    for op in ir.walk(kernel.body):
+        w = ir.writes(op)
+        if w is not None:
+            count[w.id] = count.get(w.id, 0) + 1
+            defs[w.id] = op
+    uniform: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for vid, op in defs.items():
+            if vid in uniform or count[vid] != 1:
+                continue
+            if isinstance(op, ir.Meta):
+                ok = op.dim is None or _is_uniform(op.dim, uniform)
+            elif isinstance(op, ir.Builtin):
+                ok = op.name in ir.UNIFORM_BUILTINS
+            elif isinstance(op, ir.Load):
+                ok = isinstance(op.mem, ir.Param) and op.mem.kind == "scalar"
+            elif isinstance(op, _PURE):
+                ok = all(_is_uniform(v, uniform) for v in ir.reads(op))
+            else:
+                ok = False
+            if ok:
+                uniform.add(vid)
+                changed = True
+    return uniform
+
+
+def _is_uniform(v, uniform: set[int]) -> bool:
+    return isinstance(v, ir.Const) or v.id in uniform

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cube_ir.builder import Builder
-from cube_ir.types import f32, f64, i32, i64, u32, u64, vec
+from cube_ir.types import f16, f32, f64, i8, i32, i64, u16, u32, u64, vec
 
 pytest.importorskip("llvmlite.binding")
 from runtimes.cpu import CpuRuntime  # noqa: E402
@@ -371,3 +371,85 @@ def test_disk_cache_foreign_entry_is_rebuilt(tmp_path, monkeypatch):
     x, o = RT.from_numpy(np.ones(4, np.float32)), RT.empty(4)
     exe.launch((1, 1, 1), (4, 1, 1), [x, x, o])
     assert (o.numpy() == 2).all()
+
+
+@pytest.mark.parametrize("t", [i8, u16, f16], ids=str)
+def test_small_type_atomics(t):
+    b = Builder("atom_small")
+    x, o = b.array("x", t), b.array("o", t)
+    g = b.builtin("ABSOLUTE_POS")
+    v = b.load(x, g)
+    b.atomic("add", o, 0, v, want_result=False)
+    b.atomic("max", o, 1, v, want_result=False)
+    b.atomic("min", o, 2, v, want_result=False)
+    exe = RT.compile(b.finish())
+    xs = RNG.integers(0, 3, 60).astype(t.np)
+    ob = RT.from_numpy(np.array([0, 0, 100], t.np))
+    exe.launch((2, 1, 1), (30, 1, 1), [RT.from_numpy(xs), ob])
+    assert ob.numpy().tolist() == [xs.sum(), xs.max(), xs.min()]
+
+
+# ---- more barrier shapes and launch paths ------------------------------------------------
+
+def test_cube_level_continue_and_uniform_vars():
+    """A sync loop with a uniform `continue`, a hoisted length read in several regions."""
+    b = Builder("sync_continue")
+    x, o = b.array("x", i32), b.array("o", i32)
+    sh = b.shared(i32, 64)
+    tid = b.builtin("UNIT_POS")
+    n = b.len(x)  # one write of a uniform value: one scalar for all units
+    b.store(sh, tid, 0)
+    b.sync_cube()
+    with b.range(b.const(0, i32), b.const(6, i32)) as k:
+        with b.if_(b.binary("eq", b.binary("rem", k, 2), 1)):
+            b.continue_()
+        with b.if_(b.lt(tid, n)):
+            b.store(sh, tid, b.add(b.load(sh, tid), b.add(b.load(x, tid), k)))
+        b.sync_cube()
+    b.store(o, tid, b.load(sh, b.binary("rem", b.add(tid, 1), 64)))
+    exe = RT.compile(b.finish())
+    xs = RNG.integers(0, 9, 64).astype(np.int32)
+    ob = RT.from_numpy(np.zeros(64, np.int32))
+    exe.launch((1, 1, 1), (64, 1, 1), [RT.from_numpy(xs), ob])
+    np.testing.assert_array_equal(ob.numpy(), np.roll(3 * xs + 0 + 2 + 4, -1))
+
+
+def test_no_params_and_tensor_lines():
+    b = Builder("noparams")
+    b.builtin("ABSOLUTE_POS")
+    RT.compile(b.finish()).launch((3, 1, 1), (5, 1, 1), [])
+
+    b = Builder("tensor_lines")
+    t = b.tensor("t", vec(f32, 4), 2)
+    o = b.array("o", vec(f32, 4))
+    i = b.builtin("ABSOLUTE_POS")
+    with b.if_(b.lt(i, b.len(t))):
+        row = b.binary("div", b.mul(i, 4), b.stride(t, 0))
+        b.store(o, i, b.add(b.load(t, i), b.cast(row, f32)))
+    exe = RT.compile(b.finish())
+    tv = RNG.uniform(0, 1, (3, 8)).astype(np.float32)
+    tb, ob = RT.from_numpy(tv), RT.empty(24)
+    exe.launch((1, 1, 1), (8, 1, 1), [tb.lines(4), ob.lines(4)])
+    np.testing.assert_allclose(ob.numpy(), (tv + np.arange(3)[:, None]).reshape(-1))
+
+
+def test_concurrent_launches_from_threads():
+    import threading
+    exe = RT.compile(_add_kernel())
+    bufs = [(RT.from_numpy(np.full(4096, k, np.float32)), RT.empty(4096)) for k in range(4)]
+    errors = []
+
+    def work(x, o):
+        try:
+            for _ in range(200):
+                exe.launch((16, 1, 1), (256, 1, 1), [x, x, o])
+                assert (o.numpy() == 2 * x.numpy()).all()
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=p) for p in bufs]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
