@@ -199,7 +199,7 @@ def launch(cube_count, cube_dim, args):
     ncubes = cx * cy * cz
     units = dx * dy * dz
     if ncubes <= 0 or units <= 0:
-        return
+        return{{dim_check}}
     total = ncubes * units
     if total > MAXU:
         raise LaunchError(f"launch of {kernel.name}: {{total}} units exceed the u32 "
@@ -211,6 +211,13 @@ def launch(cube_count, cube_dim, args):
     else:
         pool().run(call, blob, ncubes)
 """
+    if kernel.cube_dim is not None:  # specialised on it: the loops were built for this size
+        env["CUBE_DIM"] = tuple(kernel.cube_dim)
+        src = src.replace("{dim_check}", f"""
+    if (dx, dy, dz) != CUBE_DIM:
+        raise LaunchError(f"launch of {kernel.name}: cube_dim {{(dx, dy, dz)}} differs from "
+                          f"the {{CUBE_DIM}} the kernel was compiled for")""")
+    src = src.replace("{dim_check}", "")
     exec(compile(src, f"<cpu launch {kernel.name}>", "exec"), env)
     return env["launch"]
 

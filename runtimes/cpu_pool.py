@@ -89,6 +89,15 @@ _pool: Pool | None = None
 _pool_lock = threading.Lock()
 
 
+def _forget_after_fork() -> None:
+    global _pool
+    _pool = None  # a forked child has none of the parent's worker threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def pool() -> Pool:
     global _pool
     if _pool is None:

@@ -453,3 +453,14 @@ def test_concurrent_launches_from_threads():
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_comptime_cube_dim_mismatch_is_a_launch_error():
+    k = _tree_reduce_kernel()
+    k.cube_dim = (64, 1, 1)
+    exe = RT.compile(k)
+    x, o = RT.from_numpy(np.ones(256, np.float32)), RT.empty(4)
+    with pytest.raises(LaunchError, match="cube_dim"):
+        exe.launch((4, 1, 1), (32, 1, 1), [x, o])
+    exe.launch((4, 1, 1), (64, 1, 1), [x, o])
+    assert (o.numpy() == 64).all()
