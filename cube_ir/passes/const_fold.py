@@ -3,13 +3,16 @@
 - ops whose operands are all constants become `Assign dst, Const` (exact IR semantics, see
   const_eval); a select on a constant condition or between equal values, and a cast to the
   same type, become plain assigns;
-- a var written exactly once in the kernel, by an assign of a constant, is replaced by that
-  constant in every read its write dominates (vars are mutable, so only single-write vars
-  qualify, and a read before the write keeps reading the var);
+- a var written exactly once in the kernel, by an assign of a constant (or of another such
+  single-write var whose write came first), is replaced by that constant (var) in every read
+  its write dominates (vars are mutable, so only single-write vars qualify, and a read before
+  the write keeps reading the var);
 - an `If` on a constant condition is replaced by the branch taken; a `Range` with constant
   bounds and no iterations is dropped.
 """
 from __future__ import annotations
+
+import math
 
 from .. import ir
 from ..ir import Assign, Block, Const, Kernel, Var
@@ -50,6 +53,34 @@ def fold_op(op):
             return _const(d, const_eval.cast(a.value, a.type, d.type))
         case ir.Extract(dst=d, vec=Const() as v):
             return Assign(d, Const(v.value, d.type), op.loc)
+        case ir.Binary(a=Const()) | ir.Binary(b=Const()):
+            return _identity(op)
+    return None
+
+
+_COMMUTATIVE = frozenset(("add", "mul", "and", "or", "xor"))
+
+
+def _identity(op: ir.Binary) -> Assign | None:
+    """x+0, x*1, x/1, x&true, x|0, x<<0, ... -> x; x*0, x&0, x|true -> the constant. Exact
+    for ints and bools; for floats only x*1, x/1 and x-0 (x+0 turns -0.0 into 0.0)."""
+    x, c = op.a, op.b
+    if isinstance(x, Const) and op.op in _COMMUTATIVE:
+        x, c = c, x
+    if not isinstance(c, Const) or isinstance(x, Const):
+        return None
+    e, v, o = c.type.elem, c.value, op.op
+    if e.is_float:
+        keep = (o in ("mul", "div") and v == 1) or (
+            o == "sub" and v == 0 and math.copysign(1.0, v) > 0)  # x - (-0.0) is x + 0.0
+        return Assign(op.dst, x, op.loc) if keep else None
+    ones = True if e.is_bool else (-1 if e.is_signed else (1 << e.bits) - 1)
+    if (o in ("add", "sub", "or", "xor") and v == 0) or (o in ("mul", "div") and v == 1) \
+            or (o == "and" and v == ones) or (o in ("shl", "shr") and v % e.bits == 0):
+        return Assign(op.dst, x, op.loc)
+    if (o in ("mul", "and") and v == 0 and not e.is_bool) or (o == "and" and not v) \
+            or (o == "or" and v == ones):
+        return Assign(op.dst, c, op.loc)
     return None
 
 
@@ -76,8 +107,10 @@ class _Folder:
         self.changed = False
 
     def block(self, block: Block, env: dict) -> Block:
-        """The folded block; `env` maps vars to the constants their dominating single write
-        gave them (extended in place by this block's own assigns)."""
+        """The folded block. `env` (extended in place by this block's own ops) holds the
+        single-write vars whose write dominates the ops to come, mapped to what replaces their
+        reads: the constant or the (likewise dominating, single-write) var they were assigned,
+        or themselves."""
         out = Block()
         sub = lambda v: env.get(v, v) if isinstance(v, Var) else v
         for op in block:
@@ -102,8 +135,10 @@ class _Folder:
                     new.loc = op.loc
                     op = new
                     self.changed = True
-                if isinstance(op, Assign) and isinstance(op.src, Const) \
-                        and self.writes[op.dst] == 1:
-                    env[op.dst] = op.src
+                d = ir.writes(op)
+                if d is not None and self.writes[d] == 1:
+                    src = op.src if isinstance(op, Assign) else d
+                    # a copy of a var is only as good as that var's single, dominating write
+                    env[d] = src if isinstance(src, Const) or env.get(src) is src else d
             out.append(op)
         return out

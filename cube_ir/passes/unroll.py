@@ -4,11 +4,9 @@ A range with constant bounds, at most MAX_TRIPS iterations and a body of at most
 ops, with no break/continue of its own, no return and no sync_cube, becomes one copy of its
 body per iteration with the loop var replaced by a constant. Vars keep their identity across
 copies (iterations run in order, so that is the original semantics), except *body-local*
-temporaries (written once at the body's top level before any read, never touched outside):
+vars (never touched outside the body, and written before any read on every path through it):
 those get a fresh var per copy, so constant folding can propagate them afterwards."""
 from __future__ import annotations
-
-from collections import Counter
 
 from .. import ir
 from ..ir import Block, Const, Kernel, Range, Var
@@ -42,6 +40,7 @@ def unroll_range(op: Range, renames=(), alloc: VarAlloc | None = None) -> Block:
     out = Block()
     t = op.var.type
     for k, value in enumerate(range(int(op.start.value), int(op.end.value), op.step)):
+        # bounds count in their own types; the var takes each value converted to its type
         values: dict = {op.var: Const(wrap(value, t.elem), t)}
         if k > 0 and alloc is not None:
             values.update((v, alloc.new(v.type, v.name)) for v in renames)
@@ -86,25 +85,37 @@ class _Unroller:
         n = trip_count(op)
         if n is None or n > self.max_trips:
             return False
-        if not op.start.type == op.end.type == op.var.type:
-            return False
         if size(op.body) > self.max_body or _own_exit(op.body):
             return False
         # after the loop the var holds its last value: keep loops whose var is read there
         return read_counts(op.body)[op.var] == self.reads[op.var]
 
     def _locals(self, op: Range) -> list[Var]:
-        body_reads = read_counts(op.body)
-        body_writes = write_counts(op.body)
-        seen: Counter = Counter()  # reads so far in the body, up to the current op
-        out = []
-        for top in op.body:
-            for x in ir.walk(Block([top])):
-                seen.update(v for v in ir.reads(x) if isinstance(v, Var))
-            if isinstance(top, ir.CONTROL):
-                continue
-            v = ir.writes(top)
-            if v is not None and seen[v] == 0 and body_writes[v] == self.writes[v] == 1 \
-                    and body_reads[v] == self.reads[v]:
-                out.append(v)
-        return out
+        """Vars only the body touches, written before every read on every path through it:
+        no value flows from one iteration to the next, so each copy may have its own."""
+        body_reads, body_writes = read_counts(op.body), write_counts(op.body)
+        early: set[Var] = set()
+        _read_before_write(op.body, {op.var}, early)
+        return [v for v in body_writes if v is not op.var and v not in early
+                and body_writes[v] == self.writes[v] and body_reads[v] == self.reads[v]]
+
+
+def _read_before_write(block: Block, assigned: set, early: set) -> None:
+    """Add to `early` the vars some path through `block` may read before writing; `assigned`
+    (updated) holds the vars written on every path so far. Exits need no care here: unrolled
+    bodies have none of their own, and an inner loop's writes never count as certain."""
+    def read(values) -> None:
+        early.update(v for v in values if isinstance(v, Var) and v not in assigned)
+
+    for op in block:
+        read(ir.reads(op))
+        if isinstance(op, ir.If):
+            branches = [set(assigned), set(assigned)]
+            _read_before_write(op.then, branches[0], early)
+            _read_before_write(op.orelse, branches[1], early)
+            assigned |= branches[0] & branches[1]
+        elif isinstance(op, (ir.Loop, Range)):
+            inner = set(assigned) | ({op.var} if isinstance(op, Range) else set())
+            _read_before_write(op.body, inner, early)
+        elif ir.writes(op) is not None:
+            assigned.add(ir.writes(op))

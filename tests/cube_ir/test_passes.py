@@ -112,7 +112,7 @@ def _np_int_reference(op, a, b, t):
             q = np.trunc(np.float64(a) / np.float64(b)) if t.bits < 64 else None
             if q is None:  # 64-bit: exact integer reference
                 q = abs(a) // abs(b) * (-1 if (a < 0) != (b < 0) else 1)
-            q = np.array([int(q)], np.int64 if t.is_signed else np.uint64).astype(dt)
+            q = np.array([int(q) % 2**64], np.uint64).astype(dt)  # INT_MIN / -1 wraps
             return int(q[0]) if op == "div" else int((x - y * q)[0])
         cmp = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
                "gt": np.greater, "ge": np.greater_equal}[op]
@@ -350,6 +350,50 @@ def test_const_fold_simplifies_ifs_and_empty_ranges():
     assert values == [Const(1, i32), Const(5, i32), Const(10, i32)]
 
 
+def test_const_fold_identities_and_copies():
+    k = Builder("id", checked=False)
+    x, out = k.array("x", i32), k.array("out", f32)
+    v = k.load(x, k.builtin("UNIT_POS"))
+    f = k.cast(v, f32)
+    copy = k.var(i32, "copy")
+    k.assign(copy, v)  # v's single write came first: reads of copy read v
+    exact = [k.add(v, 0), k.binary("mul", 1, copy), k.binary("div", v, 1),
+             k.binary("or", v, 0), k.binary("shl", v, 32), k.binary("and", v, -1)]
+    zero = k.binary("mul", v, 0)
+    flag = k.binary("or", k.lt(v, 3), True)
+    kept = [k.add(f, 0.0), k.binary("sub", f, -0.0)]  # -0.0 + 0.0 is 0.0: not identities
+    same = [k.binary("mul", f, 1.0), k.binary("sub", f, 0.0)]
+    for n, r in enumerate([*exact, zero]):
+        k.store(out, n, k.cast(r, f32))
+    with k.if_(flag):
+        for n, r in enumerate(kept + same):
+            k.store(out, 10 + n, r)
+    kernel = k.finish()
+    unchanged_by(const_fold, kernel, [np.array([-3, 0, 7, 2**31 - 1], np.int32),
+                                      np.zeros(16, np.float32)], cube_dim=4)
+    casts = [op for op in ops(kernel, ir.Cast) if op.dst.type == f32]
+    assert [c.a for c in casts[1:]] == [v] * 6  # the first cast is `f`; zero folded away
+    assert ops(kernel, ir.Store)[6].value == Const(0.0, f32)
+    assert not ops(kernel, ir.If)
+    binaries = {op.dst for op in ops(kernel, ir.Binary)}
+    assert set(kept) <= binaries and not set(same) & binaries
+
+
+def test_const_fold_does_not_copy_a_var_before_its_write():
+    k = Builder("late", checked=False)
+    out = k.array("out", i32)
+    y = k.var(i32, "y")
+    x = k.var(i32, "x")
+    with k.range(0, 2, t=u32) as i:
+        k.assign(x, y)  # first iteration: y is not written yet
+        k.assign(y, 5)
+        k.store(out, i, x)
+    kernel = k.finish()
+    after = unchanged_by(const_fold, kernel, [zeros(i32)])
+    assert ops(kernel, ir.Store)[0].value is x
+    assert list(after[0][:2]) == [0, 5]
+
+
 def test_const_fold_lines_and_casts():
     k = Builder("lines", checked=False)
     out = k.array("out", Vec(f32, 4))
@@ -402,6 +446,31 @@ def test_unroll_renames_body_locals_so_they_fold():
     assert sorted(op.index.value for op in ops(kernel, ir.Load)) == [0, 1, 2, 3]
     acc = [v for v in kernel.vars if v.name == "acc"]
     assert len(acc) == 1  # the carried accumulator keeps its identity
+
+
+def test_unroll_renames_vars_written_on_every_path():
+    k = Builder("paths", checked=False)
+    x, out = k.array("x", i32), k.array("out", i32)
+    carried = k.var(i32, "carried")
+    k.assign(carried, 0)
+    with k.range(0, 3, t=u32) as i:
+        v = k.var(i32, "v")  # written in both branches before any read: per-copy
+        w = k.var(i32, "w")  # read before written on one path: shared by the copies
+        with k.if_(k.lt(k.load(x, i), 0)) as h:
+            k.assign(v, 1)
+            k.assign(w, 1)
+            with h.else_():
+                k.assign(v, 2)
+                k.store(out, k.add(i, 4), w)
+        k.assign(carried, k.add(carried, v))
+        k.store(out, i, k.add(v, w))
+    k.store(out, 8, carried)
+    kernel = k.finish()
+    xs = np.array([-1, 5, 6], np.int32)
+    after = unchanged_by(unroll, kernel, [xs, zeros(i32, 9)])
+    names = [var.name for var in kernel.vars]
+    assert names.count("v") == 3 and names.count("w") == 1 and names.count("carried") == 1
+    np.testing.assert_array_equal(after[1][:9], [2, 3, 3, 0, 0, 1, 1, 0, 5])
 
 
 def test_unroll_negative_step_and_nested():
