@@ -343,8 +343,10 @@ class _Divergence:
         s = (f"the condition {_place(self.cause)} depends on {self.root}, which is not the "
              f"same in every unit")
         if self.loop is not None:
-            s += (f", so some units leave the loop {_place(self.loop)} early (the "
-                  f"{type(self.exit).__name__.lower()} {_place(self.exit)})")
+            kind = type(self.exit).__name__.lower()
+            what = "skip part of" if kind == "continue" else "leave"
+            s += (f", so some units {what} the loop {_place(self.loop)} early (the {kind} "
+                  f"{_place(self.exit)})")
         return s
 
 
