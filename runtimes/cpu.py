@@ -7,7 +7,7 @@ process with the same key loads the object without code generation or optimisati
 The launch hot path is one generated Python function per executable that packs the argument
 block (see codegen.llvm's ABI) with one `struct.pack` and calls the kernel through ctypes
 (which releases the GIL). Small launches run on the calling thread; big ones are split
-into chunks of cubes over a persistent thread pool.
+into chunks of cubes over a persistent thread pool (see SERIAL_UNITS for the policy).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import json
 import struct
+import time
 
 import numpy as np
 
@@ -30,12 +31,20 @@ from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError
 from .host import HostMemoryMixin
 
-PARALLEL_UNITS = 1 << 15  # launches with fewer units run on the calling thread
+# Where a launch runs: below SERIAL_UNITS units on the calling thread; from PARALLEL_UNITS on
+# the thread pool; in between by the kernel's measured cost per unit (the last launch's), on
+# the pool when one thread would need more than PARALLEL_SECONDS (waking the pool costs tens
+# of microseconds, so cheap elementwise launches stay serial up to ~200K units).
+SERIAL_UNITS = 1 << 11
+PARALLEL_UNITS = 1 << 20
+PARALLEL_SECONDS = 100e-6
 CALLER_STACK = 256 << 10  # launches needing more stack than this run on the pool's threads
 MAX_UNITS = 0xFFFFFFFF  # builtins are u32
-CACHE_FORMAT = "cpu-obj-1"
+CACHE_FORMAT = "cpu-obj-2"
 
 _FUNC = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64)
+_PAR_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64,
+                             ctypes.c_int64)
 
 
 class CpuRuntime(HostMemoryMixin, Runtime):
@@ -113,6 +122,7 @@ class CpuExecutable(Executable):
         self.source = source
         self._loaded = loaded  # keeps the machine code alive
         self.cfunc = _FUNC(loaded.address)
+        self.cfunc_par = _PAR_FUNC(loaded.par_address)
         self.nslots = nslots
         self.stack_fixed, self.stack_per_unit = stack_fixed, stack_per_unit
         self.launch = _make_launcher(self, kernel, params)
@@ -177,10 +187,13 @@ def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, params: tuple[ParamSlo
         vals += [f"b{i}.shape[{d}]" for d in range(s.rank)]
         vals += [f"b{i}.strides[{d}]" for d in range(s.rank)]
     n = len(kernel.params)
-    env = {"call": exe.cfunc, "machine_code": exe._loaded,  # alive while launch is
+    env = {"call": exe.cfunc, "call_par": exe.cfunc_par,
+           "machine_code": exe._loaded,  # alive while the launch function is
            "pack": struct.Struct("".join(fmt)).pack, "LaunchError": LaunchError,
            "struct_error": struct.error, "pool": cpu_pool.pool, "f16_bits": _f16_bits,
-           "bf16_bits": _bf16_bits, "PAR": PARALLEL_UNITS, "MAXU": MAX_UNITS,
+           "bf16_bits": _bf16_bits, "MAXU": MAX_UNITS, "SMALL": SERIAL_UNITS,
+           "BIG": PARALLEL_UNITS, "PAR_SECONDS": PARALLEL_SECONDS, "clock": time.perf_counter,
+           "cost": [0.0],
            "CALLER_UNITS": _caller_max_units(exe.stack_fixed, exe.stack_per_unit)}
     unpack = (", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "") + " = args"
               if n else "if args: raise ValueError")
@@ -205,11 +218,18 @@ def launch(cube_count, cube_dim, args):
         raise LaunchError(f"launch of {kernel.name}: {{total}} units exceed the u32 "
                           f"positions (at most {{MAXU}})")
     if units > CALLER_UNITS:
-        pool().run(call, blob, ncubes, False)
-    elif total < PAR or ncubes == 1:
+        pool().run(call_par, blob, ncubes, False)
+    elif ncubes == 1 or total < SMALL:
         call(blob, 0, ncubes)
+    elif total < BIG and total * cost[0] < PAR_SECONDS:
+        t = clock()
+        call(blob, 0, ncubes)
+        cost[0] = 0.5 * (cost[0] + (clock() - t) / total)
     else:
-        pool().run(call, blob, ncubes)
+        p = pool()
+        t = clock()
+        p.run(call_par, blob, ncubes)
+        cost[0] = 0.5 * (cost[0] + max(clock() - t - p.overhead, 0.0) * p.size / total)
 """
     if kernel.cube_dim is not None:  # specialised on it: the loops were built for this size
         env["CUBE_DIM"] = tuple(kernel.cube_dim)

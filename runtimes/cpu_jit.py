@@ -104,5 +104,6 @@ class Loaded:
             self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
             self.address = self.engine.get_function_address(entry)
-        if not self.address:
+            self.par_address = self.engine.get_function_address(entry + "_par")
+        if not self.address or not self.par_address:
             raise RuntimeError(f"symbol {entry} not found in the object file")

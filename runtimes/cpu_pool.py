@@ -1,43 +1,44 @@
 """A persistent pool of worker threads for big CPU launches.
 
-A launch is split into chunks of cubes that the workers (and the calling thread) pull from a
-shared counter, so uneven cubes balance out. The kernel call releases the GIL (ctypes), so the
-chunks run truly in parallel. Workers get large stacks: shared memory and per-unit variables
+The workers (and the calling thread) each make one call of the kernel's parallel driver,
+which pulls chunks of cubes from a shared atomic counter, so uneven cubes balance out without
+a Python round trip per chunk. The call releases the GIL (ctypes), so the threads run truly in
+parallel. Workers get large stacks: shared memory and per-unit variables
 of barrier kernels live on the stack.
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import queue
 import threading
+import time
 
 STACK_BYTES = 64 << 20
 
 
 class _Job:
-    __slots__ = ("fn", "addr", "n", "chunk", "counter", "pending", "lock", "done")
+    """One parallel launch: every participating thread makes one call of the kernel's
+    `_par` driver, which claims chunks of cubes from a shared atomic counter natively."""
 
-    def __init__(self, fn, addr, n: int, chunk: int, workers: int):
-        self.fn, self.addr, self.n, self.chunk = fn, addr, n, chunk
-        self.counter = itertools.count()
-        self.pending = workers
-        self.lock = threading.Lock()
-        self.done = threading.Event()
+    __slots__ = ("fn", "blob", "counter", "n", "chunk", "finished", "helpers", "done")
+
+    def __init__(self, fn, blob, n: int, chunk: int, helpers: int):
+        self.fn, self.blob, self.n, self.chunk = fn, blob, n, chunk
+        self.counter = ctypes.c_int64(0)
+        self.finished = itertools.count(1)  # next() is atomic under the GIL
+        self.helpers = helpers
+        self.done = threading.Lock()
+        self.done.acquire()  # released by the last helper
 
     def work(self) -> None:
-        fn, addr, n, chunk, counter = self.fn, self.addr, self.n, self.chunk, self.counter
-        while True:
-            b = next(counter) * chunk  # next() on a count is atomic under the GIL
-            if b >= n:
-                return
-            fn(addr, b, min(n, b + chunk))
+        self.fn(self.blob, ctypes.addressof(self.counter), self.n, self.chunk)
+
 
     def finish(self) -> None:
-        with self.lock:
-            self.pending -= 1
-            if self.pending == 0:
-                self.done.set()
+        if next(self.finished) == self.helpers:
+            self.done.release()
 
 
 class Pool:
@@ -46,6 +47,7 @@ class Pool:
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self.overhead = 0.0  # seconds a launch loses to waking the workers (measured)
 
     def _start(self) -> None:
         with self._lock:
@@ -60,6 +62,12 @@ class Pool:
                     self._threads.append(t)
             finally:
                 threading.stack_size(old)
+            ts = []
+            for _ in range(5):
+                t = time.perf_counter()
+                self._dispatch(_Job(_nothing, None, 0, 1, self.size), False)
+                ts.append(time.perf_counter() - t)
+            self.overhead = sorted(ts)[2]
 
     def _loop(self) -> None:
         while True:
@@ -69,20 +77,25 @@ class Pool:
             finally:
                 job.finish()
 
-    def run(self, fn, addr, ncubes: int, use_caller: bool = True) -> None:
-        """fn(addr, begin, end) over [0, ncubes) in chunks, on the pool (and this thread)."""
+    def run(self, fn_par, blob, ncubes: int, use_caller: bool = True) -> None:
+        """fn_par(blob, &counter, ncubes, chunk) on the pool's threads (and this one)."""
         if not self._threads:
             self._start()
-        helpers = self.size - 1 if use_caller else self.size
-        helpers = min(helpers, ncubes - (1 if use_caller else 0))
-        chunk = max(1, -(-ncubes // (self.size * 4)))
-        job = _Job(fn, addr, ncubes, chunk, max(helpers, 0))
-        for _ in range(helpers):
+        helpers = min(self.size - 1 if use_caller else self.size, ncubes)
+        chunk = max(1, ncubes // (self.size * 16))
+        self._dispatch(_Job(fn_par, blob, ncubes, chunk, helpers), use_caller)
+
+    def _dispatch(self, job: _Job, use_caller: bool) -> None:
+        for _ in range(job.helpers):
             self._q.put(job)
         if use_caller:
             job.work()
-        if helpers > 0:
-            job.done.wait()
+        if job.helpers > 0:
+            job.done.acquire()
+
+
+def _nothing(*args) -> None:
+    pass
 
 
 _pool: Pool | None = None

@@ -16,6 +16,13 @@ the same `args`, which the function only reads. `args` is an array of i64 slots:
       tensor  ptr, len, shape[rank], stride[rank] (shape/stride in scalar elements)
       scalar  the value's bits in the low bits   (f32 as its 32 bits, bool 0/1, bf16 raw)
 
+A second function runs a launch on several threads with one call each:
+
+    void <entry>_par(i64* args, i64* counter, i64 ncubes, i64 chunk)
+
+claims `chunk` cubes at a time from `*counter` (an atomic add, starting at 0) and runs them
+through <entry> until `ncubes` are claimed.
+
 Pointers are plain addresses; buffers may alias (no `noalias`). Elements are stored as the
 cube type says, except bool (one byte, 0/1) and bf16 (its raw 16 bits).
 
@@ -44,7 +51,7 @@ from .emit import emit, entry_name
 @dataclass(frozen=True)
 class LlvmModule:
     text: str  # LLVM IR (no target triple: the JIT sets it)
-    entry: str  # the exported function's name
+    entry: str  # the exported function's name (and <entry>_par, the parallel driver)
     params: tuple[ParamSlots, ...]  # argument-block layout, one entry per kernel param
     nslots: int  # i64 slots in the argument block
     stack_fixed: int  # bytes of shared + unit-private stack a call needs...

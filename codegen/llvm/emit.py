@@ -73,6 +73,7 @@ class Emitter:
         header = (f"define void @{self.entry}(ptr noalias readonly %args, i64 %cube_begin, "
                   f"i64 %cube_end) nounwind")
         self.mod.defs.append(fn.define(header))
+        self.mod.defs.append(_par_wrapper(self.entry))
         return self.mod.text()
 
     def _slot(self, i: int, ty: str = "i64") -> str:
@@ -206,33 +207,38 @@ class Emitter:
 
     # ---- regions: a loop over the cube's units -----------------------------------------
     def _region(self, r: Region) -> None:
+        """Units as two loops: rows (y, z together) outside, x inside (vectorisable)."""
         fn, a = self.fn, self.a
-        const_dims = self.cdim_const
-        axes = []  # outer to inner: z, y, x
-        for i in (2, 1, 0):
-            if const_dims is not None and const_dims[i] == 1:
-                axes.append((i, None))
-            else:
-                axes.append((i, fn.alloca("i32", hint="u" + XYZ[i].lower())))
-        pos = ["0", "0", "0"]
-        latches = []
-        for i, cnt in axes:
-            if cnt is None:
-                continue
-            hdr, body, latch, exit_ = (fn.label(h + XYZ[i].lower()) for h in
+        cd, const = self.cd32, self.cdim_const
+        loops = []
+        if const is None or const[1] * const[2] != 1:
+            rows = fn.op(f"mul nuw i32 {cd[1]}, {cd[2]}", "rows")
+            loops.append(("row", rows))
+        if const is None or const[0] != 1:
+            loops.append(("x", cd[0]))
+        latches, idx = [], {"row": "0", "x": "0"}
+        for name, bound in loops:
+            cnt = fn.alloca("i32", hint="u" + name)
+            hdr, body, latch, exit_ = (fn.label(h + name) for h in
                                        ("uhdr", "ubody", "ulatch", "uexit"))
             fn.do(f"store i32 0, ptr {cnt}")
             fn.block(hdr)
             v = fn.op(f"load i32, ptr {cnt}", "u")
-            fn.cbr(a.icmp("ult", "i32", v, self.cd32[i]), body, exit_)
+            fn.cbr(a.icmp("ult", "i32", v, bound), body, exit_)
             fn.block(body)
-            pos[i] = v
+            idx[name] = v
             latches.append((cnt, v, hdr, latch, exit_))
+        row = idx["row"]
+        pos = [idx["x"], "0", "0"]
+        if const is not None and const[1] == 1:
+            pos[2] = row
+        elif const is not None and const[2] == 1:
+            pos[1] = row
+        else:
+            pos[1] = fn.op(f"urem i32 {row}, {cd[1]}")
+            pos[2] = fn.op(f"udiv i32 {row}, {cd[1]}")
         inner_latch = fn.label("unext")
-        cd = self.cd32
-        lin = fn.op(f"mul nuw i32 {pos[2]}, {cd[1]}")
-        lin = fn.op(f"add nuw i32 {lin}, {pos[1]}")
-        lin = fn.op(f"mul nuw i32 {lin}, {cd[0]}")
+        lin = fn.op(f"mul nuw i32 {row}, {cd[0]}")
         lin = fn.op(f"add nuw i32 {lin}, {pos[0]}", "upos")
         u64 = fn.op(f"zext i32 {lin} to i64", "uidx")
         cv = self.cube_vals
@@ -253,7 +259,9 @@ class Emitter:
         for cnt, v, hdr, latch, exit_ in reversed(latches):
             fn.block(latch)
             fn.do(f"store i32 {fn.op(f'add nuw i32 {v}, 1')}, ptr {cnt}")
-            fn.br(hdr)
+            # the vectoriser still interleaves; LLVM's unroller only multiplied code (and
+            # compile time) for the remainder loops
+            fn.br(hdr, self.mod.loop_md("llvm.loop.unroll.disable"))
             fn.block(exit_)
         self.unit = None
 
@@ -479,3 +487,26 @@ def emit(kernel: ir.Kernel) -> Emitter:
     em = Emitter(kernel)
     em.text = em.run()
     return em
+
+
+def _par_wrapper(entry: str) -> str:
+    """`<entry>_par(args, counter, n, chunk)`: claim chunks of cubes from a shared atomic
+    counter until none are left, so each thread of a parallel launch makes one call."""
+    return f"""define void @{entry}_par(ptr %args, ptr %counter, i64 %n, i64 %chunk) nounwind {{
+entry:
+  br label %claim
+claim:
+  %b = atomicrmw add ptr %counter, i64 %chunk monotonic, align 8
+  %more = icmp slt i64 %b, %n
+  br i1 %more, label %run, label %done
+run:
+  %e0 = add i64 %b, %chunk
+  %lt = icmp slt i64 %e0, %n
+  %e = select i1 %lt, i64 %e0, i64 %n
+  call void @{entry}(ptr %args, i64 %b, i64 %e) #900
+  br label %claim
+done:
+  ret void
+}}
+
+attributes #900 = {{ noinline }}"""

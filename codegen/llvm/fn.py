@@ -11,6 +11,15 @@ class Module:
         self.decls: dict[str, str] = {}
         self.helpers: dict[str, str] = {}
         self.defs: list[str] = []
+        self.meta: list[str] = []
+
+    def loop_md(self, *props: str) -> str:
+        """A distinct `!llvm.loop` node with the given properties (e.g. unroll.disable)."""
+        n = len(self.meta)
+        ids = [f"!{n + 1 + k}" for k in range(len(props))]
+        self.meta.append(f"!{n} = distinct !{{{', '.join([f'!{n}', *ids])}}}")
+        self.meta += [f'{i} = !{{!"{p}"}}' for i, p in zip(ids, props)]
+        return f"!{n}"
 
     def declare(self, name: str, ret: str, args: list[str], attrs: str = "") -> str:
         if name not in self.decls:
@@ -36,6 +45,8 @@ class Module:
         parts += self.defs
         parts += [h for h in self.helpers.values() if h]
         parts += sorted(self.decls.values())
+        if self.meta:
+            parts.append("\n".join(self.meta))
         return "\n\n".join(parts) + "\n"
 
 
@@ -79,9 +90,10 @@ class Fn:
         self.lines.append(f"{label}:")
         self.open = True
 
-    def br(self, label: str) -> None:
+    def br(self, label: str, loop_md: str | None = None) -> None:
         if self.open:
-            self.lines.append(f"  br label %{label}")
+            md = f", !llvm.loop {loop_md}" if loop_md else ""
+            self.lines.append(f"  br label %{label}{md}")
             self.open = False
 
     def cbr(self, cond: str, then: str, orelse: str) -> None:
