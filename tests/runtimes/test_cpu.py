@@ -23,6 +23,13 @@ def _not(b, x):
     return b.unary("not", x)
 
 
+@pytest.fixture
+def parallel(monkeypatch):
+    """Executables compiled under this fixture run every launch of 2K+ units on the pool."""
+    import runtimes.cpu as cpu
+    monkeypatch.setattr(cpu, "PARALLEL_SECONDS", 0.0)
+
+
 # ---- runtime basics ----------------------------------------------------------------------
 
 def test_runtime_identity():
@@ -117,7 +124,7 @@ def _tree_reduce_kernel():
 
 
 @pytest.mark.parametrize("cube_dim", [(256, 1, 1), (64, 4, 1), (16, 4, 4)])
-def test_shared_memory_tree_reduction(cube_dim):
+def test_shared_memory_tree_reduction(cube_dim, parallel):
     exe = RT.compile(_tree_reduce_kernel())
     cubes = 300  # 76800 units: runs on the thread pool
     x = RNG.integers(-100, 100, cubes * 256).astype(np.float32)
@@ -238,12 +245,21 @@ def test_atomic_histogram_many_cubes():
     exe = RT.compile(b.finish())
     xs = RNG.integers(0, bins, n).astype(np.uint32)
     xb, hb = RT.from_numpy(xs), RT.from_numpy(np.zeros(bins, np.uint32))
-    exe.launch((n // 256, 1, 1), (256, 1, 1), [xb, hb])
+    from runtimes import cpu_pool
+    pool = cpu_pool.pool()
+    runs = []
+    real_run = pool.run
+    pool.run = lambda *a, **k: (runs.append(a[2]), real_run(*a, **k))
+    try:
+        exe.launch((n // 256, 1, 1), (256, 1, 1), [xb, hb])
+    finally:
+        del pool.run
+    assert runs == [n // 256]  # it ran on the thread pool
     np.testing.assert_array_equal(hb.numpy(), np.bincount(xs, minlength=bins))
 
 
 @pytest.mark.parametrize("t", [i32, u32, i64, u64, f32, f64], ids=str)
-def test_atomic_ops(t):
+def test_atomic_ops(t, parallel):
     n = 1 << 16  # on the thread pool
     ops = ["add", "sub", "min", "max", "exchange"] + ([] if t.is_float else ["and", "or", "xor"])
     b = Builder("atom")
@@ -276,7 +292,7 @@ def test_atomic_ops(t):
         assert got["xor"] == np.bitwise_xor.reduce(xs)
 
 
-def test_atomic_cas_counter_and_shared_atomics():
+def test_atomic_cas_counter_and_shared_atomics(parallel):
     """Every unit increments a counter with a CAS retry loop (threads contend), and counts
     into shared memory with atomic adds."""
     n = 1 << 16
