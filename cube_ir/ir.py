@@ -28,8 +28,8 @@ Semantics every backend and the interpreter share:
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from .types import Scalar, Type, Vec
 
