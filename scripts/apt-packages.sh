@@ -1,4 +1,5 @@
 # Debian packages the test suite needs (sourced by setup.sh).
-# clang: the MSL syntax check; the later targets add pocl-opencl-icd, mesa-vulkan-drivers,
-# libvulkan1, spirv-tools and hipcc here.
-APT_PACKAGES=()
+# pocl-opencl-icd + ocl-icd-libopencl1: the OpenCL runtime on the CPU (PoCL);
+# mesa-vulkan-drivers + libvulkan1: wgpu on lavapipe; spirv-tools: spirv-val;
+# hipcc: the HIP codegen check; clang: the MSL syntax check with a Metal shim.
+APT_PACKAGES=(pocl-opencl-icd ocl-icd-libopencl1 mesa-vulkan-drivers libvulkan1 spirv-tools hipcc clang)
