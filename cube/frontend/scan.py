@@ -1,8 +1,10 @@
-"""Which local names are mutable (runtime variables) and which may hold compile-time values.
+"""Which local names a piece of code assigns.
 
-A name assigned once, outside any loop or `if`, binds whatever its value is (a compile-time
-Python value stays compile-time). A name assigned more than once, or inside a loop or `if`,
-is a runtime variable: literals assigned to it become typed constants."""
+A name assigned in straight-line code (or in an unrolled loop, or a compile-time `if`) just
+binds its value: a compile-time Python value stays compile-time. The translator calls
+`assigned_names` on the body of each *runtime* `if`/loop before emitting it: every name the
+body assigns becomes a runtime variable there, seeded with its current value, so the value
+flows across iterations and branches. Literals assigned to it become typed constants."""
 from __future__ import annotations
 
 import ast
@@ -10,19 +12,13 @@ import ast
 
 class _Scan(ast.NodeVisitor):
     def __init__(self):
-        self.count: dict[str, int] = {}
-        self.nested: set[str] = set()
-        self.for_targets: set[str] = set()
-        self.depth = 0
+        self.names: set[str] = set()
 
     def _assign(self, target):
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-            # `v[k] = x` rewrites a line variable in place: it makes v mutable
-            self.count[target.value.id] = self.count.get(target.value.id, 0) + 2
-        if isinstance(target, ast.Name):
-            self.count[target.id] = self.count.get(target.id, 0) + 1
-            if self.depth:
-                self.nested.add(target.id)
+            self.names.add(target.value.id)  # `v[k] = x` rewrites a line variable in place
+        elif isinstance(target, ast.Name):
+            self.names.add(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for t in target.elts:
                 self._assign(t)
@@ -34,31 +30,23 @@ class _Scan(ast.NodeVisitor):
 
     def visit_AugAssign(self, node):
         self._assign(node.target)
-        self._assign(node.target)  # read-modify-write: always mutable
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node):
         self._assign(node.target)
         self.generic_visit(node)
 
-    def _nested(self, node):
-        self.depth += 1
-        self.generic_visit(node)
-        self.depth -= 1
-
     def visit_For(self, node):
-        if isinstance(node.target, ast.Name):
-            self.for_targets.add(node.target.id)
-        self._nested(node)
-
-    visit_While = visit_If = _nested
+        self._assign(node.target)
+        self.generic_visit(node)
 
     def visit_FunctionDef(self, node):  # nested defs are rejected later
         pass
 
 
-def mutable_names(fdef: ast.FunctionDef) -> set[str]:
+def assigned_names(stmts) -> set[str]:
+    """Every name the statements assign (loop targets included), at any depth."""
     s = _Scan()
-    for stmt in fdef.body:
+    for stmt in stmts:
         s.visit(stmt)
-    return {n for n, c in s.count.items() if c > 1 or n in s.nested}
+    return s.names

@@ -21,7 +21,7 @@ from ..errors import CompileError
 from . import arith
 from .arith import ArithError, is_number, is_runtime
 from .intrinsics import INTRINSICS, Intrinsic
-from .scan import mutable_names
+from .scan import assigned_names
 from .source import FunctionSource
 from .values import BoundMethod, MemRef
 
@@ -109,7 +109,7 @@ class Translator:
     def translate(self, cube_fn, bindings: dict) -> ir.Kernel:
         """Translate a kernel; `bindings` maps parameter names to their frontend values."""
         src = cube_fn.source_info()
-        frame = Frame(src=src, fn=cube_fn.fn, is_kernel=True, mutable=mutable_names(src.tree))
+        frame = Frame(src=src, fn=cube_fn.fn, is_kernel=True)
         for name, value in bindings.items():
             self._bind_param(frame, name, value)
         self.frames.append(frame)
@@ -153,6 +153,7 @@ class Translator:
                     self._block(stmts[i + 1:])
                 else:
                     done = self.b.unary("not", f.ret_flag)
+                    self._materialise(stmts[i + 1:])
                     with self.b.if_(done):
                         f.runtime_depth += 1
                         try:
@@ -229,6 +230,7 @@ class Translator:
             return self._comptime_branch(node, bool(cond))
         cond = arith.truth(self.b, cond)
         f = self.frame
+        self._materialise(node.body + node.orelse)
         with self.b.if_(cond) as h:
             f.runtime_depth += 1
             try:
@@ -252,6 +254,7 @@ class Translator:
         if node.orelse:
             raise self.error("while/else is not supported", node)
         f = self.frame
+        self._materialise([node])
         with self.b.loop():
             f.loops.append(node)
             f.runtime_depth += 1
@@ -331,7 +334,10 @@ class Translator:
             if is_runtime(v) and not v.type.elem.is_int:
                 raise self.error(f"range bounds must be integers, got {v.type}", n)
         if not is_runtime(start) and not is_runtime(end):
-            t = i32
+            # like the builtins it is mostly combined with, a counter counting up over
+            # non-negative compile-time bounds is u32; counting down (it may step below 0
+            # before the test) or from a negative bound, i32
+            t = u32 if step > 0 and start >= 0 and end >= 0 else i32
         else:
             s, e, t = arith.pair(self.b, arith.as_runtime(self.b, start, None if is_runtime(
                 start) else (end.type if is_runtime(end) else None)), arith.as_runtime(
@@ -341,6 +347,7 @@ class Translator:
         end = arith.as_runtime(self.b, end, t)
         f = self.frame
         name = node.target.id
+        self._materialise(node.body)
         with self.b.range(start, end, int(step), t=t) as var:
             var.name = name
             f.loops.append(node)
@@ -466,6 +473,18 @@ class Translator:
                              f"cast explicitly (e.g. {var.type.elem.name}(...))", node)
         f.names[name] = var
         self.b.assign(var, v)
+
+    def _materialise(self, stmts) -> None:
+        """Before a runtime if/loop: every name its body assigns becomes a runtime variable,
+        seeded with the value it holds now (a compile-time number becomes a typed constant)."""
+        f = self.frame
+        for name in sorted(assigned_names(stmts)):
+            if name in f.mutable:
+                continue
+            f.mutable.add(name)
+            value = f.names.get(name)
+            if name not in f.vars and (is_runtime(value) or is_number(value)):
+                self._assign_name(name, value, self._node, False)
 
     def _named_vars(self) -> set:
         out = set()
@@ -867,14 +886,10 @@ class Translator:
                                  f"time", node)
         if cf not in self.inlined:
             self.inlined.append(cf)
-        frame = Frame(src=src, fn=cf.fn, mutable=mutable_names(src.tree))
+        frame = Frame(src=src, fn=cf.fn)
         self.frames.append(frame)
         try:
-            for n, v in bound.items():
-                if n in frame.mutable and (is_runtime(v) or is_number(v)):
-                    self._assign_name(n, v, node, False)
-                else:
-                    frame.names[n] = v
+            frame.names.update(bound)
             if _has_nested_return(src.tree):
                 frame.ret_flag = self.b.var(boolean, "returned")
                 self.b.assign(frame.ret_flag, False)

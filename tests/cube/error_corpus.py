@@ -78,7 +78,8 @@ def e_mixed_sign(x: Array[i32], n: u32):
 @cube(launch=True)
 def e_changes_type(x: Array[f32], y: Array[i32]):
     v = x[0]
-    v = y[0]  # ERROR: changes type from f32 to i32
+    for i in range(4):
+        v = y[i]  # ERROR: changes type from f32 to i32
 
 
 @cube(launch=True)

@@ -92,7 +92,7 @@ def _python_eval(src_kernel: str, inputs: dict, n: int):
     io = np.zeros(n, np.int32)
     with np.errstate(all="ignore"):
         for i in range(n):
-            f, v = ns["one"](*(_wrap(inputs[k][i]) for k in ("fa", "fb", "ia", "ib")), i)
+            f, v = ns["one"](*(inputs[k] for k in ("fa", "fb", "ia", "ib")), i)
             fo[i], io[i] = np.float32(f), _i32(v)
     return fo, io
 
