@@ -128,8 +128,15 @@ COLD_NUMBA = textwrap.dedent("""
 
 
 def _py(code: str, env: dict, cwd: str | None = None) -> list[float]:
-    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
-                       capture_output=True, text=True, cwd=cwd, timeout=300)
+    """Run code in a fresh process (from a file: kernels need their source) and return the
+    numbers it prints."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(code)
+    try:
+        r = subprocess.run([sys.executable, f.name], env={**os.environ, **env},
+                           capture_output=True, text=True, cwd=cwd, timeout=300)
+    finally:
+        os.unlink(f.name)
     if r.returncode:
         raise RuntimeError(r.stderr)
     return [float(v) for v in r.stdout.split()]
@@ -255,6 +262,7 @@ def main() -> None:
     print(md)
     if not a.quick:
         out = ROOT / "bench" / "results" / res["machine"]["slug"]
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".json").write_text(json.dumps(res, indent=2))
         out.with_suffix(".md").write_text(md)
 

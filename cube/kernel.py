@@ -14,9 +14,11 @@ import numpy as np
 from cube_ir import ir
 from cube_ir.builder import Builder
 from cube_ir.errors import IRError
+from cube_ir.passes import run_pipeline
 from cube_ir.printer import format_kernel
 from cube_ir.types import Scalar, Type, boolean, f32, from_numpy_dtype, i32, vec
 from runtimes.base import Features
+from runtimes.disk_cache import make_key
 from runtimes.errors import CubeError, LaunchError
 
 from . import lang
@@ -181,7 +183,6 @@ class CubeFunction:
             if entry is not None:
                 return entry
             kernel = self.build_ir(sig, Target(rt.target, rt.plane_size, rt.features))
-            from runtimes.disk_cache import make_key
             cache_key = make_key(format_kernel(kernel), rt.name, rt.device_id())
             exe = rt.compile(kernel, cache_key)
             _dump(self, kernel, exe)
@@ -391,10 +392,6 @@ def _match_elem(name: str, spec, elem: Scalar, tvars: dict) -> Scalar:
 
 
 def _run_passes(kernel: ir.Kernel) -> ir.Kernel:
-    try:
-        from cube_ir.passes import run_pipeline
-    except ImportError:  # pragma: no cover - passes not built
-        return kernel
     try:
         return run_pipeline(kernel)
     except IRError as e:

@@ -24,13 +24,17 @@ def _init():
         if _tm is None:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
-            for lib in ("m", "gcc_s"):  # libm for erf/tanh/..., libgcc for half conversions
-                path = ctypes.util.find_library(lib)
-                if path:
+            # libm for erf/tanh/..., libgcc for half conversions; the usual sonames first
+            # (find_library runs ldconfig: milliseconds on every cold start)
+            for lib, soname in (("m", "libm.so.6"), ("gcc_s", "libgcc_s.so.1")):
+                for path in (soname, lambda lib=lib: ctypes.util.find_library(lib)):
+                    path = path() if callable(path) else path
                     try:
-                        llvm.load_library_permanently(path)
+                        if path:
+                            llvm.load_library_permanently(path)
+                            break
                     except RuntimeError:
-                        pass
+                        continue
             _tm = _target_machine()
     return _tm
 
