@@ -102,7 +102,7 @@ def targets_table() -> list[tuple[str, str, bool, str]]:
     for name, (_, target) in RUNTIMES.items():
         try:
             rt = runtime(name)
-            rows.append((name, target, True, rt.device_id()))
+            rows.append((name, target, True, rt.describe()))
         except RuntimeUnavailable as e:
             rows.append((name, target, False, str(e)))
     for name, (target, reason) in PLANNED.items():

@@ -50,6 +50,10 @@ class Runtime:
         """Identifies the device for cache keys (model, driver, CPU features...)."""
         return self.name
 
+    def describe(self) -> str:
+        """One line for `cube targets`."""
+        return self.device_id()
+
     # ---- memory --------------------------------------------------------------------------
     def from_numpy(self, arr, dtype=None) -> Buffer:
         """A device copy of arr; dtype (NumPy or cube type, e.g. bf16 over uint16 bits)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import os
 import struct
 import time
 
@@ -65,6 +66,12 @@ class CpuRuntime(HostMemoryMixin, Runtime):
             ver = ".".join(map(str, llvm.llvm_version_info))
             self._device_id = f"{cpu_jit.host_cpu_name()} llvm-{ver} [{','.join(feats)}]"
         return self._device_id
+
+    def describe(self) -> str:
+        feats = [f[1:] for f in cpu_jit.host_features().split(",") if f.startswith("+")]
+        simd = [f for f in ("avx512f", "avx2", "fma", "f16c", "neon", "sve") if f in feats]
+        head = self.device_id().split(" [")[0]
+        return f"{head}, {len(feats)} CPU features ({', '.join(simd)}), {os.cpu_count()} cores"
 
     def generate(self, kernel: ir.Kernel) -> str:
         return emit_module(kernel).text
