@@ -199,7 +199,7 @@ class Cuda(Dialect):
         return _shfl_plane(op, v, e, lane, my_lane)
 
     def plane_needs(self) -> set[str]:
-        return {"plane"}
+        return {"shfl"}
 
     def f16_needs(self) -> set[str]:
         return {"f16_ptx"}

@@ -123,15 +123,13 @@ def _msl_math(d: Dialect, fn: str) -> str:
 
 
 def _msl_cas(d: Dialect, fn: str) -> str:
-    out = []
-    for space in ("device", "threadgroup"):
-        out.append(f"""{fn} uint cube_cas({space} atomic_uint* p, uint cmp, uint v) {{
+    # a template over the pointer, so device and threadgroup memory share one definition
+    return f"""template <typename P> {fn} uint cube_cas(P p, uint cmp, uint v) {{
     uint e = cmp;
     while (!atomic_compare_exchange_weak_explicit(p, &e, v, memory_order_relaxed,
                                                   memory_order_relaxed) && e == cmp) {{}}
     return e;
-}}""")
-    return "\n".join(out)
+}}"""
 
 
 _PLANE = """template <class T> FN T cube_op_apply(int op, T a, T b) {
@@ -169,7 +167,7 @@ template <class T> FN T cube_plane_shuffle(T v, unsigned src) {
 
 
 def _plane(d: Dialect, fn: str, plane_size: int) -> str:
-    return f"#define CUBE_PS {plane_size}u\n" + _PLANE.replace("FN", fn)
+    return f"#undef CUBE_PS\n#define CUBE_PS {plane_size}u\n" + _PLANE.replace("FN", fn)
 
 
 def render(d: Dialect, needs: dict, plane_size: int) -> str:
@@ -193,7 +191,7 @@ def render(d: Dialect, needs: dict, plane_size: int) -> str:
             out.append(_msl_math(d, fn))
         elif kind == "mslcas":
             out.append(_msl_cas(d, fn))
-        elif kind == "plane":
+        elif kind == "shfl":
             out.append(_plane(d, fn, plane_size))
         elif kind == "text":  # a helper the emitter wrote itself (atomics)
             out.append(needs[key])
