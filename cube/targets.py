@@ -58,12 +58,12 @@ RUNTIMES: dict[str, tuple[str, str]] = {
     "cpu": ("runtimes.cpu:CpuRuntime", "llvm"),
     "interp": ("runtimes.interp:InterpRuntime", "ir"),
     "opencl": ("runtimes.opencl:OpenCLRuntime", "opencl"),
+    "cuda": ("runtimes.cuda:CudaRuntime", "cuda"),
+    "hip": ("runtimes.hip:HipRuntime", "hip"),
+    "metal": ("runtimes.metal:MetalRuntime", "msl"),
 }
 # runtimes that later issues add; listed so `cube targets` is honest about them
 PLANNED: dict[str, tuple[str, str]] = {
-    "cuda": ("cuda", "the CUDA runtime is not built yet (C-family targets issue)"),
-    "hip": ("hip", "the HIP runtime is not built yet (C-family targets issue)"),
-    "metal": ("msl", "the Metal runtime is not built yet (C-family targets issue)"),
     "wgpu": ("wgsl", "the wgpu runtime is not built yet (WGSL/SPIR-V issue)"),
 }
 PREFERENCE = ("cuda", "hip", "metal", "cpu")
