@@ -234,6 +234,35 @@ def bench_gelu(rt, n: int, copy_GBps: float) -> dict:
     return out
 
 
+def bench_beside(rt, n: int) -> dict:
+    """add and GELU on another runtime (OpenCL on PoCL here), timed with a sync per launch
+    since device launches are asynchronous: medians, GB/s."""
+    import gelu as g
+    a = np.random.default_rng(0).random(n, dtype=np.float32)
+    b = np.random.default_rng(1).random(n, dtype=np.float32)
+    da, db = rt.from_numpy(a), rt.from_numpy(b)
+    dc = rt.empty_like(da)
+    grid = ((n // 4 + 255) // 256,)
+
+    def add():
+        add3.launch(rt, cube_count=grid, cube_dim=(256,), a=da.lines(4), b=db.lines(4),
+                    out=dc.lines(4))
+        rt.sync()
+
+    def gelu():
+        g.gelu_kernel.launch(rt, cube_count=((n // 8 + 255) // 256,), cube_dim=(256,),
+                             inp=da.lines(8), out=dc.lines(8))
+        rt.sync()
+
+    t_add = median_time(add, repeat=9, warmup=2)
+    assert np.array_equal(dc.numpy(), a + b)
+    t_gelu = median_time(gelu, repeat=9, warmup=2)
+    err = float(np.max(np.abs(dc.numpy()[:1 << 16] - g.reference(a[:1 << 16]))))
+    return {"runtime": rt.name, "device": rt.device_id(), "n": n,
+            "add_ms": t_add * 1e3, "add_GBps": 12 * n / t_add / 1e9,
+            "gelu_ms": t_gelu * 1e3, "gelu_GBps": 8 * n / t_gelu / 1e9, "gelu_max_abs_err": err}
+
+
 def to_markdown(res: dict) -> str:
     m = res["machine"]
     lo, cc, add, ge = res["launch"], res["cold"], res["add"], res["gelu"]
@@ -258,6 +287,11 @@ def to_markdown(res: dict) -> str:
         f"is {ge['roofline_ms']:.2f} ms) | torch {ge.get('torch_ms') or float('nan'):.2f} ms | "
         f"{ge.get('speedup_vs_torch', float('nan')):.2f}x faster | ≥ 4x |",
     ]
+    for b in res.get("beside", []):
+        rows.append(f"| add on `{b['runtime']}`, {b['n'] >> 20}M f32 | {b['add_ms']:.2f} ms "
+                    f"({b['add_GBps']:.1f} GB/s) | | | |")
+        rows.append(f"| GELU on `{b['runtime']}`, {b['n'] >> 20}M f32 | {b['gelu_ms']:.2f} ms "
+                    f"({b['gelu_GBps']:.1f} GB/s) | | | |")
     return "\n".join(rows) + "\n"
 
 
@@ -265,6 +299,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runtime", default="cpu")
     p.add_argument("--quick", action="store_true", help="smaller sizes, no result files")
+    p.add_argument("--beside", default="opencl",
+                   help="comma-separated runtimes timed for add/GELU beside the main one")
     a = p.parse_args()
     rt = cb.runtime(a.runtime)
     n = (1 << 22) if a.quick else (64 << 20)
@@ -277,6 +313,15 @@ def main() -> None:
     print("add", res["add"], flush=True)
     res["gelu"] = bench_gelu(rt, n, res["add"]["copy_GBps"])
     print("gelu", res["gelu"], flush=True)
+    res["beside"] = []
+    for name in filter(None, a.beside.split(",")):
+        try:
+            other = cb.runtime(name)
+        except cb.RuntimeUnavailable as e:
+            print(f"beside: {e}", flush=True)
+            continue
+        res["beside"].append(bench_beside(other, n))
+        print("beside", res["beside"][-1], flush=True)
     md = to_markdown(res)
     print(md)
     if not a.quick:

@@ -1,0 +1,438 @@
+"""What differs between CUDA, HIP, MSL and OpenCL C: a table per dialect and a few overrides.
+
+The emitter (emit.py) writes everything else the same way for all four: lines as scalarised
+lanes, f16/bf16 computed in float, C-semantics helpers (prelude.py) shared by all.
+"""
+from __future__ import annotations
+
+from cube_ir.types import Scalar
+
+_C_INTS = {"i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
+           "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int",
+           "u64": "unsigned long long"}
+_CL_INTS = {"i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
+            "u16": "ushort", "u32": "uint", "u64": "ulong"}
+XYZ = "xyz"
+
+
+class Dialect:
+    name = "?"
+    ints: dict[str, str] = _C_INTS
+    fn = "static inline"  # qualifier of helper functions
+    spaces = {"global": "", "shared": ""}  # pointer address-space qualifiers
+    float_suffix_math = False  # CUDA/HIP spell float math sqrtf, expf, ...
+    has_f64 = True
+    plane_size = 32  # what `cube dump` assumes without a device
+
+    # ---- types -------------------------------------------------------------------------
+    def reg(self, e: Scalar) -> str:
+        """The C type a value of element type e is held in (f16/bf16 compute in float)."""
+        if e.is_float:
+            return "double" if e.bits == 64 else "float"
+        if e.is_bool:
+            return "bool"
+        return self.ints[e.name]
+
+    def mem(self, e: Scalar) -> str:
+        """The C type of an element in memory (bool as one byte 0/1, bf16 as its bits)."""
+        if e.is_bool:
+            return self.ints["u8"]
+        if e.name == "bf16":
+            return self.ints["u16"]
+        if e.name == "f16":
+            return self.half_mem
+        return self.reg(e)
+
+    half_mem = "unsigned short"
+
+    def uint(self, bits: int) -> str:
+        return self.ints[f"u{bits}"]
+
+    # ---- bit casts (helpers and scalar arguments) -----------------------------------------
+    def as_float(self, bits: int, x: str) -> str:
+        raise NotImplementedError
+
+    def as_uint(self, bits: int, x: str) -> str:
+        raise NotImplementedError
+
+    # ---- f16 ---------------------------------------------------------------------------
+    def f16_load(self, x: str) -> str:
+        """float from a memory f16 value."""
+        return f"cube_f16_to_f32({x})"
+
+    def f16_store(self, x: str) -> str:
+        """memory f16 value from float (round to nearest even)."""
+        return f"cube_f32_to_f16({x})"
+
+    def f16_needs(self) -> set[str]:
+        return {"f16"}
+
+    # ---- math --------------------------------------------------------------------------
+    def math(self, name: str, e: Scalar) -> str:
+        if self.float_suffix_math and e.bits != 64:
+            return name + "f"
+        return name
+
+    # ---- kernel frame ------------------------------------------------------------------
+    def header(self, needs: set[str]) -> str:
+        return ""
+
+    def args_struct(self, nslots: int) -> str:
+        u64 = self.uint(64)
+        return f"typedef struct {{ {u64} s[{nslots}]; }} cube_args;"
+
+    def signature(self, entry: str, bufs: list[tuple[str, str, bool]], plane: bool) -> str:
+        raise NotImplementedError
+
+    def index_ids(self) -> dict[str, str]:
+        """Raw builtins: local id (ux..), cube dim (dx..), cube id (gx..), cube count (cx..)."""
+        raise NotImplementedError
+
+    def lane_id(self, unit_pos: str, plane_size: int) -> str:
+        return f"({unit_pos} % {plane_size}u)"
+
+    def barrier(self) -> str:
+        raise NotImplementedError
+
+    def shared(self, mtype: str, name: str, n: int) -> str:
+        raise NotImplementedError
+
+    # ---- atomics -----------------------------------------------------------------------
+    atomic_native: dict[tuple[str, str], str] = {}  # (op, elem) -> function spelling
+
+    def atomic_native_call(self, op: str, e: Scalar, p: str, v: str, cmp: str | None,
+                           space: str) -> str | None:
+        """A native atomic returning the old value, or None (then a CAS loop is used)."""
+        f = self.atomic_native.get((op, e.name))
+        if f is None:
+            return None
+        return f"{f}({p}, {cmp}, {v})" if op == "cas" else f"{f}({p}, {v})"
+
+    def cas_bits(self, bits: int, space: str, p: str, cmp: str, v: str) -> str:
+        """Compare-and-swap on the unsigned `bits`-wide word at p; the old value."""
+        raise NotImplementedError
+
+    def uptr(self, bits: int, space: str) -> str:
+        """The pointer type a CAS loop views memory through."""
+        return f"{self.spaces[space]}{self.uint(bits)}*".strip()
+
+    def atomic_load_bits(self, up: str, bits: int) -> str:
+        return f"*{up}"
+
+    # ---- plane ops ---------------------------------------------------------------------
+    def plane(self, op: str, v: str, e: Scalar, lane: str | None, my_lane: str,
+              plane_size: int) -> str:
+        raise NotImplementedError
+
+    def plane_needs(self) -> set[str]:
+        return set()
+
+
+class Cuda(Dialect):
+    name = "cuda"
+    fn = "static __device__ __forceinline__"
+    float_suffix_math = True
+    plane_size = 32
+    atomic_native = {
+        **{(op, t): f for op, f in (("add", "atomicAdd"), ("exchange", "atomicExch"),
+                                     ("cas", "atomicCAS"))
+           for t in ("i32", "u32", "u64")},
+        **{("add", t): "atomicAdd" for t in ("f32", "f64")},
+        ("exchange", "f32"): "atomicExch",
+        **{("sub", t): "atomicSub" for t in ("i32", "u32")},
+        **{(op, t): f for op, f in (("min", "atomicMin"), ("max", "atomicMax"))
+           for t in ("i32", "u32", "i64", "u64")},
+        **{(op, t): f for op, f in (("and", "atomicAnd"), ("or", "atomicOr"),
+                                     ("xor", "atomicXor")) for t in ("i32", "u32", "u64")},
+    }
+
+    def as_float(self, bits: int, x: str) -> str:
+        return f"__uint_as_float({x})" if bits == 32 else f"__longlong_as_double((long long)({x}))"
+
+    def as_uint(self, bits: int, x: str) -> str:
+        return f"__float_as_uint({x})" if bits == 32 else \
+            f"(unsigned long long)__double_as_longlong({x})"
+
+    def header(self, needs: set[str]) -> str:
+        out = []
+        if "plane" in needs:
+            out.append("#define CUBE_MASK() __activemask()\n"
+                       "#define CUBE_SHFL(v, s) __shfl_sync(cube_m, v, s)\n"
+                       "#define CUBE_SHFL_UP(v, d) __shfl_up_sync(cube_m, v, d)\n"
+                       "#define CUBE_LAST(m) (31 - __clz(m))\n"
+                       "#define CUBE_ALL(p) __all_sync(__activemask(), p)\n"
+                       "#define CUBE_ANY(p) __any_sync(__activemask(), p)")
+        return "\n".join(out)
+
+    def signature(self, entry, bufs, plane) -> str:
+        ps = [f"{'const ' if ro else ''}{t}* __restrict__ {n}" for t, n, ro in bufs]
+        return f'extern "C" __global__ void {entry}({", ".join(ps + ["const cube_args args"])})'
+
+    def index_ids(self) -> dict[str, str]:
+        out = {}
+        for ax in XYZ:
+            out["u" + ax] = f"threadIdx.{ax}"
+            out["d" + ax] = f"blockDim.{ax}"
+            out["g" + ax] = f"blockIdx.{ax}"
+            out["c" + ax] = f"gridDim.{ax}"
+        return out
+
+    def barrier(self) -> str:
+        return "__syncthreads();"
+
+    def shared(self, mtype, name, n) -> str:
+        return f"__shared__ {mtype} {name}[{n}];"
+
+    def atomic_native_call(self, op, e, p, v, cmp, space):
+        if e.name == "i64" and op in ("add", "exchange", "cas", "and", "or", "xor"):
+            u = "unsigned long long"
+            args = f"({u}*)({p}), ({u})({cmp}), ({u})({v})" if op == "cas" else \
+                f"({u}*)({p}), ({u})({v})"
+            f = self.atomic_native[(op, "u64")]
+            return f"(long long){f}({args})"
+        return super().atomic_native_call(op, e, p, v, cmp, space)
+
+    def cas_bits(self, bits, space, p, cmp, v) -> str:
+        return f"atomicCAS({p}, {cmp}, {v})"
+
+    def plane(self, op, v, e, lane, my_lane, plane_size) -> str:
+        return _shfl_plane(op, v, e, lane, my_lane)
+
+    def plane_needs(self) -> set[str]:
+        return {"shfl"}
+
+    def f16_needs(self) -> set[str]:
+        return {"f16_ptx"}
+
+
+class Hip(Cuda):
+    name = "hip"
+    plane_size = 64  # CDNA wavefronts (gfx90a); RDNA devices report 32 at run time
+    half_mem = "_Float16"
+
+    def header(self, needs):
+        out = ["#include <hip/hip_runtime.h>"]
+        if "plane" in needs:
+            out.append("#define CUBE_MASK() __ballot(1)\n"
+                       "#define CUBE_SHFL(v, s) __shfl(v, s)\n"
+                       "#define CUBE_SHFL_UP(v, d) __shfl_up(v, d)\n"
+                       "#define CUBE_LAST(m) (63 - __clzll(m))\n"
+                       "#define CUBE_ALL(p) __all(p)\n"
+                       "#define CUBE_ANY(p) __any(p)")
+        return "\n".join(out)
+
+    def f16_load(self, x):
+        return f"(float)({x})"
+
+    def f16_store(self, x):
+        return f"(_Float16)({x})"
+
+    def f16_needs(self):
+        return set()
+
+
+class OpenCL(Dialect):
+    name = "opencl"
+    ints = _CL_INTS
+    fn = "static inline"
+    spaces = {"global": "__global ", "shared": "__local "}
+    plane_size = 1  # subgroups only where the runtime finds them
+
+    atomic_native = {
+        **{(op, t): "atomic_" + f for op, f in (
+            ("add", "add"), ("sub", "sub"), ("min", "min"), ("max", "max"), ("and", "and"),
+            ("or", "or"), ("xor", "xor"), ("exchange", "xchg"), ("cas", "cmpxchg"))
+           for t in ("i32", "u32")},
+        ("exchange", "f32"): "atomic_xchg",
+        **{(op, t): "atom_" + f for op, f in (
+            ("add", "add"), ("sub", "sub"), ("min", "min"), ("max", "max"), ("and", "and"),
+            ("or", "or"), ("xor", "xor"), ("exchange", "xchg"), ("cas", "cmpxchg"))
+           for t in ("i64", "u64")},
+    }
+
+    def as_float(self, bits, x):
+        return f"as_float((uint)({x}))" if bits == 32 else f"as_double((ulong)({x}))"
+
+    def as_uint(self, bits, x):
+        return f"as_uint({x})" if bits == 32 else f"as_ulong({x})"
+
+    def header(self, needs):
+        out = []
+        if "f64" in needs:
+            out.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        if "atomic64" in needs:
+            out.append("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
+                       "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable")
+        if "plane" in needs:
+            out.append("#pragma OPENCL EXTENSION cl_khr_subgroups : enable\n"
+                       "#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable\n"
+                       "#pragma OPENCL EXTENSION cl_khr_subgroup_non_uniform_arithmetic : "
+                       "enable")
+        return "\n".join(out)
+
+    def signature(self, entry, bufs, plane):
+        ps = [f"__global {'const ' if ro else ''}{t}* restrict {n}" for t, n, ro in bufs]
+        return f"__kernel void {entry}({', '.join(ps + ['const cube_args args'])})"
+
+    def index_ids(self):
+        out = {}
+        for i, ax in enumerate(XYZ):
+            out["u" + ax] = f"(uint)get_local_id({i})"
+            out["d" + ax] = f"(uint)get_local_size({i})"
+            out["g" + ax] = f"(uint)get_group_id({i})"
+            out["c" + ax] = f"(uint)get_num_groups({i})"
+        return out
+
+    def barrier(self):
+        return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+
+    def shared(self, mtype, name, n):
+        return f"__local {mtype} {name}[{n}];"
+
+    def uptr(self, bits, space):
+        return f"volatile {self.spaces[space]}{self.uint(bits)}*"
+
+    def cas_bits(self, bits, space, p, cmp, v):
+        return f"{'atomic' if bits == 32 else 'atom'}_cmpxchg({p}, {cmp}, {v})"
+
+    def plane(self, op, v, e, lane, my_lane, plane_size):
+        wide = e.is_int and e.bits < 32  # subgroup builtins take 32/64-bit values
+        x = f"(int)({v})" if wide else v
+        red = {"sum": "sub_group_reduce_add", "max": "sub_group_reduce_max",
+               "min": "sub_group_reduce_min", "prod": "sub_group_non_uniform_reduce_mul",
+               "inclusive_sum": "sub_group_scan_inclusive_add",
+               "exclusive_sum": "sub_group_scan_exclusive_add",
+               "inclusive_prod": "sub_group_non_uniform_scan_inclusive_mul",
+               "exclusive_prod": "sub_group_non_uniform_scan_exclusive_mul"}
+        if op in ("all", "any"):
+            return f"(sub_group_{op}((int)({v})) != 0)"
+        if op in red:
+            r = f"{red[op]}({x})"
+        elif op in ("broadcast", "shuffle"):
+            r = f"(({lane}) < {plane_size}u ? sub_group_shuffle({x}, {lane}) : ({x}))"
+        elif op == "shuffle_xor":
+            r = (f"((({my_lane}) ^ ({lane})) < {plane_size}u ? "
+                 f"sub_group_shuffle_xor({x}, {lane}) : ({x}))")
+        else:
+            raise NotImplementedError(op)
+        return f"({self.reg(e)}){r}" if wide else r
+
+
+class Msl(Dialect):
+    name = "msl"
+    ints = {**_CL_INTS, "i64": "long", "u64": "ulong"}
+    fn = "static inline"
+    spaces = {"global": "device ", "shared": "threadgroup "}
+    has_f64 = False
+    half_mem = "half"
+    plane_size = 32
+
+    def as_float(self, bits, x):
+        return f"as_type<float>((uint)({x}))"
+
+    def as_uint(self, bits, x):
+        return f"as_type<uint>({x})"
+
+    def header(self, needs):
+        return "#include <metal_stdlib>\nusing namespace metal;"
+
+    def args_struct(self, nslots):
+        return f"struct cube_args {{ ulong s[{nslots}]; }};"
+
+    def signature(self, entry, bufs, plane):
+        ps = [f"device {'const ' if ro else ''}{t}* {n} [[buffer({i})]]"
+              for i, (t, n, ro) in enumerate(bufs)]
+        ps.append(f"constant cube_args& args [[buffer({len(bufs)})]]")
+        ps += ["uint3 cube_tid [[thread_position_in_threadgroup]]",
+               "uint3 cube_tdim [[threads_per_threadgroup]]",
+               "uint3 cube_gid [[threadgroup_position_in_grid]]",
+               "uint3 cube_gdim [[threadgroups_per_grid]]"]
+        if plane:
+            ps.append("uint cube_simd_lane [[thread_index_in_simdgroup]]")
+        return f"kernel void {entry}({', '.join(ps)})"
+
+    def index_ids(self):
+        out = {}
+        for ax in XYZ:
+            out["u" + ax] = f"cube_tid.{ax}"
+            out["d" + ax] = f"cube_tdim.{ax}"
+            out["g" + ax] = f"cube_gid.{ax}"
+            out["c" + ax] = f"cube_gdim.{ax}"
+        return out
+
+    def lane_id(self, unit_pos, plane_size):
+        return "cube_simd_lane" if plane_size > 1 else "0u"
+
+    def barrier(self):
+        return "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);"
+
+    def shared(self, mtype, name, n):
+        return f"threadgroup {mtype} {name}[{n}];"
+
+    def f16_load(self, x):
+        return f"float({x})"
+
+    def f16_store(self, x):
+        return f"half({x})"
+
+    def f16_needs(self):
+        return set()
+
+    def math(self, name, e):
+        return {"erf": "cube_erf", "log1p": "cube_log1p"}.get(name, name)
+
+    atomic_native = {
+        **{(op, t): f"atomic_fetch_{op}_explicit" for op in ("add", "sub", "min", "max",
+                                                             "and", "or", "xor")
+           for t in ("i32", "u32")},
+        **{("exchange", t): "atomic_exchange_explicit" for t in ("i32", "u32")},
+    }
+
+    def atomic_native_call(self, op, e, p, v, cmp, space):
+        f = self.atomic_native.get((op, e.name))
+        if f is None:
+            return None
+        at = f"{self.spaces[space]}atomic_{'int' if e.is_signed else 'uint'}*"
+        return f"{f}(({at})({p}), {v}, memory_order_relaxed)"
+
+    def uptr(self, bits, space):
+        return f"{self.spaces[space]}atomic_uint*"
+
+    def atomic_load_bits(self, up, bits):
+        return f"atomic_load_explicit({up}, memory_order_relaxed)"
+
+    def cas_bits(self, bits, space, p, cmp, v):
+        return f"cube_cas({p}, {cmp}, {v})"
+
+    def plane(self, op, v, e, lane, my_lane, plane_size):
+        simple = {"sum": "simd_sum", "prod": "simd_product", "max": "simd_max",
+                  "min": "simd_min", "inclusive_sum": "simd_prefix_inclusive_sum",
+                  "exclusive_sum": "simd_prefix_exclusive_sum",
+                  "inclusive_prod": "simd_prefix_inclusive_product",
+                  "exclusive_prod": "simd_prefix_exclusive_product"}
+        if op in simple:
+            return f"{simple[op]}({v})"
+        if op in ("all", "any"):
+            return f"simd_{op}({v})"
+        if op in ("broadcast", "shuffle"):
+            return f"(({lane}) < {plane_size}u ? simd_shuffle({v}, ushort({lane})) : ({v}))"
+        if op == "shuffle_xor":
+            return (f"((({my_lane}) ^ ({lane})) < {plane_size}u ? "
+                    f"simd_shuffle_xor({v}, ushort({lane})) : ({v}))")
+        raise NotImplementedError(op)
+
+
+def _shfl_plane(op: str, v: str, e: Scalar, lane: str | None, my_lane: str) -> str:
+    """CUDA/HIP: helper templates over warp shuffles (prelude 'plane')."""
+    if op in ("all", "any"):
+        return f"(CUBE_{op.upper()}({v}) != 0)"
+    if op in ("broadcast", "shuffle"):
+        return f"cube_plane_shuffle({v}, {lane})"
+    if op == "shuffle_xor":
+        return f"cube_plane_shuffle({v}, ({my_lane}) ^ ({lane}))"
+    base = "sum" if op.endswith("sum") else "prod" if op.endswith("prod") else op
+    kind = "reduce" if op == base else op.split("_")[0]
+    return f"cube_plane_{kind}({v}, {my_lane}, cube_op_{base}())"
+
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (Cuda(), Hip(), Msl(), OpenCL())}
