@@ -28,15 +28,27 @@ def _gen_llvm(k: ir.Kernel) -> str:
     return emit_module(k).text
 
 
+def _gen_wgsl(k: ir.Kernel) -> str:
+    from codegen.wgsl import emit_module
+    return emit_module(k).text
+
+
+# what WGSL itself offers (no f64/i64; atomics on 32-bit ints, f32 through a CAS loop)
+WGSL_FEATURES = Features(plane_size=1, f64=False, int64=False,
+                         atomic_types=frozenset({"i32", "u32", "f32"}),
+                         max_shared_bytes=16384, max_cube_dim=256)
+
 TARGETS: dict[str, TargetInfo] = {
     "ir": TargetInfo("ir", _gen_ir, Features(plane_size=1)),
     "llvm": TargetInfo("llvm", _gen_llvm, Features(plane_size=1)),
+    "wgsl": TargetInfo("wgsl", _gen_wgsl, WGSL_FEATURES),
 }
 
 # runtime name -> (module:class, target, what it needs)
 RUNTIMES: dict[str, tuple[str, str]] = {
     "cpu": ("runtimes.cpu:CpuRuntime", "llvm"),
     "interp": ("runtimes.interp:InterpRuntime", "ir"),
+    "wgpu": ("runtimes.wgpu:WgpuRuntime", "wgsl"),
 }
 # runtimes that later issues add; listed so `cube targets` is honest about them
 PLANNED: dict[str, tuple[str, str]] = {
@@ -44,7 +56,6 @@ PLANNED: dict[str, tuple[str, str]] = {
     "hip": ("hip", "the HIP runtime is not built yet (C-family targets issue)"),
     "metal": ("msl", "the Metal runtime is not built yet (C-family targets issue)"),
     "opencl": ("opencl", "the OpenCL runtime is not built yet (C-family targets issue)"),
-    "wgpu": ("wgsl", "the wgpu runtime is not built yet (WGSL/SPIR-V issue)"),
 }
 PREFERENCE = ("cuda", "hip", "metal", "cpu")
 
