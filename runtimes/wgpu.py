@@ -20,6 +20,7 @@ import struct
 import threading
 import weakref
 from collections import OrderedDict
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from cube_ir import ir
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem
 from .disk_cache import default_cache, make_key
-from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
+from .errors import BackendCompileError, LaunchError, RuntimeUnavailable, UnsupportedFeature
 
 CACHE_FORMAT = "wgpu-1"
 WANTED_FEATURES = ("shader-f16", "shader-float32-atomic")
@@ -180,13 +181,16 @@ class WgpuRuntime(Runtime):
             self.stats["cache_stores"] += 1
         return text, text
 
-    def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
-        abi = layout(kernel)
+    def _check_bindings(self, kernel: ir.Kernel, abi: ShaderAbi) -> None:
         limit = self.limits.get("max-storage-buffers-per-shader-stage")
         if limit is not None and abi.storage_bindings > limit:
             raise LaunchError(f"{kernel.name} binds {abi.storage_bindings} storage buffers; "
                               f"{self.name} allows max-storage-buffers-per-shader-stage = "
                               f"{limit}")
+
+    def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
+        abi = layout(kernel)
+        self._check_bindings(kernel, abi)
         key = make_key(CACHE_FORMAT, self.target, cache_key, self.device_id()) \
             if cache_key else None
         code, source = self._shader(kernel, key)
@@ -195,7 +199,67 @@ class WgpuRuntime(Runtime):
         except Exception as e:
             raise BackendCompileError(f"{self.name} rejected the {self.target} of kernel "
                                       f"{kernel.name}", str(e), source) from None
-        return WgpuExecutable(self, kernel, source, abi, module)
+        return WgpuExecutable(self, kernel, source, abi, lambda cd: module)
+
+
+class WgpuSpirvRuntime(WgpuRuntime):
+    """The same device, fed SPIR-V from codegen.spirv (wgpu-native translates it through
+    naga's SPIR-V front end and validates it; there is no raw passthrough on lavapipe).
+    SPIR-V fixes the workgroup size in the module, so there is one module per cube_dim."""
+
+    name = "wgpu-spirv"
+    target = "spirv"
+
+    def __init__(self) -> None:
+        super().__init__()
+        # f32 atomics are a compare-exchange loop, which passes spirv-val but which naga's
+        # SPIR-V front end (wgpu-native 0.32) rejects; the WGSL runtime has them
+        self.features = replace(self.features, f16=False, bf16=False,
+                                atomic_types=frozenset({"i32", "u32"}))
+
+    def generate(self, kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> str:
+        from codegen.spirv import disassemble
+        return disassemble(self._spirv(kernel, cube_dim))
+
+    def _spirv(self, kernel: ir.Kernel, cube_dim: tuple) -> bytes:
+        from codegen.spirv import Unsupported, emit_module
+        try:
+            return emit_module(kernel, cube_dim).binary
+        except Unsupported as e:
+            raise UnsupportedFeature(str(e)) from None
+
+    def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
+        abi = layout(kernel)
+        self._check_bindings(kernel, abi)
+        self._spirv(kernel, tuple(kernel.cube_dim or (1, 1, 1)))  # unsupported: fail now
+        modules: dict = {}
+
+        def module_for(cd: tuple):
+            mod = modules.get(cd)
+            if mod is None:
+                key = make_key(CACHE_FORMAT, self.target, cache_key, self.device_id(), cd) \
+                    if cache_key else None
+                files = default_cache().get(key) if key else None
+                if files and "kernel.spv" in files:
+                    blob = files["kernel.spv"]
+                    self.stats["cache_loads"] += 1
+                else:
+                    blob = self._spirv(kernel, cd)
+                    self.stats["codegen"] += 1
+                    if key:
+                        default_cache().put(key, {"kernel.spv": blob})
+                        self.stats["cache_stores"] += 1
+                try:
+                    mod = self.device.create_shader_module(code=blob)
+                except Exception as e:
+                    from codegen.spirv import disassemble
+                    raise BackendCompileError(f"{self.name} rejected the SPIR-V of kernel "
+                                              f"{kernel.name}", str(e),
+                                              disassemble(blob)) from None
+                modules[cd] = mod
+            return mod
+        return WgpuExecutable(self, kernel, "<SPIR-V, one module per cube_dim: "
+                              "rt.generate(kernel, cube_dim)>", abi, module_for)
 
 
 def _scalar_bits(e, v) -> int:
@@ -217,8 +281,10 @@ def _scalar_bits(e, v) -> int:
 
 
 class WgpuExecutable(Executable):
-    def __init__(self, rt: WgpuRuntime, kernel: ir.Kernel, source, abi: ShaderAbi, module):
-        self.rt, self.kernel, self.source, self.abi, self.module = rt, kernel, source, abi, module
+    def __init__(self, rt: WgpuRuntime, kernel: ir.Kernel, source, abi: ShaderAbi,
+                 module_for):
+        self.rt, self.kernel, self.source, self.abi = rt, kernel, source, abi
+        self.module_for = module_for  # cube_dim -> shader module
         wgpu = rt.wgpu
         dev = rt.device
         stored = {id(op.mem) for op in ir.walk(kernel.body)
@@ -249,11 +315,12 @@ class WgpuExecutable(Executable):
     def _pipeline(self, cd: tuple):
         p = self.pipelines.get(cd)
         if p is None:
-            consts = {} if self.kernel.cube_dim is not None else \
-                {"WG_X": cd[0], "WG_Y": cd[1], "WG_Z": cd[2]}
+            consts = {} if self.kernel.cube_dim is not None or self.rt.target != "wgsl" \
+                else {"WG_X": cd[0], "WG_Y": cd[1], "WG_Z": cd[2]}
+            module = self.module_for(cd)
             try:
                 p = self.rt.device.create_compute_pipeline(
-                    layout=self.playout, compute={"module": self.module, "entry_point": "main",
+                    layout=self.playout, compute={"module": module, "entry_point": "main",
                                                   "constants": consts})
             except Exception as e:
                 raise BackendCompileError(f"{self.rt.name} could not build a pipeline for "

@@ -43,11 +43,11 @@ def pytest_runtest_call(item):
     on that runtime the test is skipped with that reason, not failed."""
     try:
         return (yield)
-    except cb.CompileError as e:
+    except cb.CubeError as e:
         rt = item.funcargs.get("rt") or item.funcargs.get("device_rt")
         if rt is not None and f"not supported by the {rt.target} target" in str(e) \
                 and rt.target not in ("ir", "llvm"):
-            pytest.skip(f"{rt.name}: {e.message}")
+            pytest.skip(f"{rt.name}: {getattr(e, 'message', str(e))}")
         raise
 
 
