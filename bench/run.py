@@ -234,6 +234,65 @@ def bench_gelu(rt, n: int, copy_GBps: float) -> dict:
     return out
 
 
+def bench_gpu(name: str, n: int) -> dict | None:
+    """add and GELU on a wgpu runtime (lavapipe in CI), each launch followed by a sync so the
+    median is the kernel's time; launch overhead on a cache hit without and with a sync."""
+    try:
+        rt = cb.runtime(name)
+    except cb.RuntimeUnavailable as e:
+        return {"unavailable": str(e).splitlines()[0]}
+    import gelu as g
+    a = np.random.default_rng(0).random(n, dtype=np.float32)
+    b = np.random.default_rng(1).random(n, dtype=np.float32)
+    da, db = rt.from_numpy(a), rt.from_numpy(b)
+    dc = rt.empty_like(da)
+    grid = ((n // 4 + 255) // 256,)
+
+    def add():
+        add3.launch(rt, cube_count=grid, cube_dim=(256,), a=da.lines(4), b=db.lines(4),
+                    out=dc.lines(4))
+        rt.sync()
+
+    t_add = median_time(add, repeat=9, warmup=2)
+    assert np.array_equal(dc.numpy(), a + b)
+
+    def gelu():
+        g.gelu_kernel.launch(rt, cube_count=grid, cube_dim=(256,), inp=da.lines(4),
+                             out=dc.lines(4))
+        rt.sync()
+
+    t_gelu = median_time(gelu, repeat=9, warmup=2)
+    err = float(np.max(np.abs(dc.numpy()[:1 << 16] - g.reference(a[:1 << 16]))))
+    x = rt.from_numpy(np.ones(1, np.float32))
+    o = rt.empty_like(x)
+    one = lambda: add3.launch(rt, cube_count=1, cube_dim=1, a=x, b=x, out=o)  # noqa: E731
+    t_launch = median_time(one, repeat=11, warmup=20, inner=200)
+    rt.sync()
+
+    def one_sync():
+        one()
+        rt.sync()
+    t_launch_sync = median_time(one_sync, repeat=11, warmup=20, inner=50)
+    return {"runtime": rt.name, "device": rt.device_id(), "n": n,
+            "add_ms": t_add * 1e3, "add_GBps": 12 * n / t_add / 1e9,
+            "gelu_ms": t_gelu * 1e3, "gelu_GBps": 8 * n / t_gelu / 1e9, "gelu_max_abs_err": err,
+            "launch_us": t_launch * 1e6, "launch_sync_us": t_launch_sync * 1e6}
+
+
+def gpu_markdown(rows: list) -> str:
+    out = ["", "| wgpu runtime | add, f32 lines of 4 | GELU, lines of 4 | launch (cache hit) | "
+           "launch + sync |", "|---|---|---|---|---|"]
+    for r in rows:
+        if "unavailable" in r:
+            out.append(f"| {r['unavailable']} | | | | |")
+            continue
+        out.append(f"| `{r['runtime']}` on {r['device'].split(' (')[0]}, {r['n'] >> 20}M | "
+                   f"{r['add_ms']:.2f} ms ({r['add_GBps']:.1f} GB/s) | {r['gelu_ms']:.2f} ms "
+                   f"({r['gelu_GBps']:.1f} GB/s) | {r['launch_us']:.1f} µs | "
+                   f"{r['launch_sync_us']:.1f} µs |")
+    return "\n".join(out) + "\n"
+
+
 def to_markdown(res: dict) -> str:
     m = res["machine"]
     lo, cc, add, ge = res["launch"], res["cold"], res["add"], res["gelu"]
@@ -277,7 +336,10 @@ def main() -> None:
     print("add", res["add"], flush=True)
     res["gelu"] = bench_gelu(rt, n, res["add"]["copy_GBps"])
     print("gelu", res["gelu"], flush=True)
-    md = to_markdown(res)
+    gpu_n = (1 << 20) if a.quick else (16 << 20)
+    res["wgpu"] = [bench_gpu(name, gpu_n) for name in ("wgpu", "wgpu-spirv")]
+    print("wgpu", res["wgpu"], flush=True)
+    md = to_markdown(res) + gpu_markdown(res["wgpu"])
     print(md)
     if not a.quick:
         out = ROOT / "bench" / "results" / res["machine"]["slug"]

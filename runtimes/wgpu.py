@@ -120,6 +120,7 @@ class WgpuRuntime(Runtime):
             max_shared_bytes=self.limits.get("max-compute-workgroup-storage-size", 16384),
             max_cube_dim=self.limits.get("max-compute-invocations-per-workgroup", 256))
         self._pool = _Pool()
+        self._sync_buf = None
         self.stats = {"codegen": 0, "cache_loads": 0, "cache_stores": 0}
         usage = wgpu.BufferUsage
         self._usage = usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
@@ -157,7 +158,11 @@ class WgpuRuntime(Runtime):
         return WgpuBuffer(self, g, size, shape, elem)
 
     def sync(self) -> None:
-        self.device.queue.on_submitted_work_done_sync()
+        # reading a buffer waits for all submitted work (on_submitted_work_done_sync fails
+        # with wgpu-py 0.32's bundled wgpu-native)
+        if self._sync_buf is None:
+            self._sync_buf, _ = self._alloc(16)
+        self.device.queue.read_buffer(self._sync_buf, 0, 16)
 
     # ---- kernels -----------------------------------------------------------------------
     def generate(self, kernel: ir.Kernel) -> str:

@@ -77,6 +77,7 @@ def test_freed_buffers_are_reused(wrt):
     b2 = wrt.from_numpy(np.arange(1000, dtype=np.float32))
     out = wrt.empty_like(b2)
     add_one.launch(wrt, cube_count=(4,), cube_dim=(256,), x=b2, out=out)
+    wrt.sync()
     np.testing.assert_array_equal(out.numpy(), np.arange(1000) + 1)
 
 
