@@ -234,9 +234,14 @@ def bench_gelu(rt, n: int, copy_GBps: float) -> dict:
     return out
 
 
-def bench_beside(rt, n: int) -> dict:
-    """add and GELU on another runtime (OpenCL on PoCL here), timed with a sync per launch
-    since device launches are asynchronous: medians, GB/s."""
+def bench_beside(name: str, n: int) -> dict:
+    """add and GELU on another runtime (OpenCL on PoCL, wgpu on lavapipe here), each launch
+    followed by a sync so the median is the kernel's time; launch overhead on a cache hit
+    without and with a sync."""
+    try:
+        rt = cb.runtime(name)
+    except cb.RuntimeUnavailable as e:
+        return {"runtime": name, "unavailable": str(e).splitlines()[0]}
     import gelu as g
     a = np.random.default_rng(0).random(n, dtype=np.float32)
     b = np.random.default_rng(1).random(n, dtype=np.float32)
@@ -249,18 +254,44 @@ def bench_beside(rt, n: int) -> dict:
                     out=dc.lines(4))
         rt.sync()
 
-    def gelu():
-        g.gelu_kernel.launch(rt, cube_count=((n // 8 + 255) // 256,), cube_dim=(256,),
-                             inp=da.lines(8), out=dc.lines(8))
-        rt.sync()
-
     t_add = median_time(add, repeat=9, warmup=2)
     assert np.array_equal(dc.numpy(), a + b)
+
+    def gelu():
+        g.gelu_kernel.launch(rt, cube_count=grid, cube_dim=(256,), inp=da.lines(4),
+                             out=dc.lines(4))
+        rt.sync()
+
     t_gelu = median_time(gelu, repeat=9, warmup=2)
     err = float(np.max(np.abs(dc.numpy()[:1 << 16] - g.reference(a[:1 << 16]))))
-    return {"runtime": rt.name, "device": rt.device_id(), "n": n,
+    x = rt.from_numpy(np.ones(1, np.float32))
+    o = rt.empty_like(x)
+    one = lambda: add3.launch(rt, cube_count=1, cube_dim=1, a=x, b=x, out=o)  # noqa: E731
+    t_launch = median_time(one, repeat=11, warmup=20, inner=200)
+    rt.sync()
+
+    def one_sync():
+        one()
+        rt.sync()
+    t_launch_sync = median_time(one_sync, repeat=11, warmup=20, inner=50)
+    return {"runtime": rt.name, "device": rt.describe(), "n": n,
             "add_ms": t_add * 1e3, "add_GBps": 12 * n / t_add / 1e9,
-            "gelu_ms": t_gelu * 1e3, "gelu_GBps": 8 * n / t_gelu / 1e9, "gelu_max_abs_err": err}
+            "gelu_ms": t_gelu * 1e3, "gelu_GBps": 8 * n / t_gelu / 1e9, "gelu_max_abs_err": err,
+            "launch_us": t_launch * 1e6, "launch_sync_us": t_launch_sync * 1e6}
+
+
+def beside_markdown(rows: list) -> str:
+    out = ["", "| runtime | add, f32 lines of 4 | GELU, lines of 4 | launch (cache hit) | "
+           "launch + sync |", "|---|---|---|---|---|"]
+    for r in rows:
+        if "unavailable" in r:
+            out.append(f"| `{r['runtime']}`: {r['unavailable']} | | | | |")
+            continue
+        out.append(f"| `{r['runtime']}` on {r['device'][:40]}, {r['n'] >> 20}M | "
+                   f"{r['add_ms']:.2f} ms ({r['add_GBps']:.1f} GB/s) | {r['gelu_ms']:.2f} ms "
+                   f"({r['gelu_GBps']:.1f} GB/s) | {r['launch_us']:.1f} µs | "
+                   f"{r['launch_sync_us']:.1f} µs |")
+    return "\n".join(out) + "\n"
 
 
 def to_markdown(res: dict) -> str:
@@ -287,11 +318,6 @@ def to_markdown(res: dict) -> str:
         f"is {ge['roofline_ms']:.2f} ms) | torch {ge.get('torch_ms') or float('nan'):.2f} ms | "
         f"{ge.get('speedup_vs_torch', float('nan')):.2f}x faster | ≥ 4x |",
     ]
-    for b in res.get("beside", []):
-        rows.append(f"| add on `{b['runtime']}`, {b['n'] >> 20}M f32 | {b['add_ms']:.2f} ms "
-                    f"({b['add_GBps']:.1f} GB/s) | | | |")
-        rows.append(f"| GELU on `{b['runtime']}`, {b['n'] >> 20}M f32 | {b['gelu_ms']:.2f} ms "
-                    f"({b['gelu_GBps']:.1f} GB/s) | | | |")
     return "\n".join(rows) + "\n"
 
 
@@ -299,7 +325,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runtime", default="cpu")
     p.add_argument("--quick", action="store_true", help="smaller sizes, no result files")
-    p.add_argument("--beside", default="opencl",
+    p.add_argument("--beside", default="opencl,wgpu,wgpu-spirv",
                    help="comma-separated runtimes timed for add/GELU beside the main one")
     a = p.parse_args()
     rt = cb.runtime(a.runtime)
@@ -313,16 +339,10 @@ def main() -> None:
     print("add", res["add"], flush=True)
     res["gelu"] = bench_gelu(rt, n, res["add"]["copy_GBps"])
     print("gelu", res["gelu"], flush=True)
-    res["beside"] = []
-    for name in filter(None, a.beside.split(",")):
-        try:
-            other = cb.runtime(name)
-        except cb.RuntimeUnavailable as e:
-            print(f"beside: {e}", flush=True)
-            continue
-        res["beside"].append(bench_beside(other, n))
-        print("beside", res["beside"][-1], flush=True)
-    md = to_markdown(res)
+    beside_n = (1 << 20) if a.quick else (16 << 20)
+    res["beside"] = [bench_beside(name, beside_n) for name in filter(None, a.beside.split(","))]
+    print("beside", res["beside"], flush=True)
+    md = to_markdown(res) + beside_markdown(res["beside"])
     print(md)
     if not a.quick:
         out = ROOT / "bench" / "results" / res["machine"]["slug"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cube_ir import ir
 from runtimes.base import Features, Runtime
@@ -47,10 +47,31 @@ C_TARGETS = {
 }
 
 
+def _gen_wgsl(k: ir.Kernel) -> str:
+    from codegen.wgsl import emit_module
+    return emit_module(k).text
+
+
+def _gen_spirv(k: ir.Kernel) -> str:
+    from codegen.spirv import Unsupported, disassemble, emit_module
+    from cube.errors import CompileError
+    try:
+        return disassemble(emit_module(k, k.cube_dim or (1, 1, 1)).binary)
+    except Unsupported as e:
+        raise CompileError(str(e)) from None
+
+
+# what WGSL itself offers (no f64/i64; atomics on 32-bit ints, f32 through a CAS loop)
+WGSL_FEATURES = Features(plane_size=1, f64=False, int64=False,
+                         atomic_types=frozenset({"i32", "u32", "f32"}),
+                         max_shared_bytes=16384, max_cube_dim=256)
+
 TARGETS: dict[str, TargetInfo] = {
     "ir": TargetInfo("ir", _gen_ir, Features(plane_size=1)),
     "llvm": TargetInfo("llvm", _gen_llvm, Features(plane_size=1)),
     **{n: TargetInfo(n, _gen_c(n), f) for n, f in C_TARGETS.items()},
+    "wgsl": TargetInfo("wgsl", _gen_wgsl, WGSL_FEATURES),
+    "spirv": TargetInfo("spirv", _gen_spirv, replace(WGSL_FEATURES, f16=False, bf16=False)),
 }
 
 # runtime name -> (module:class, target, what it needs)
@@ -61,11 +82,11 @@ RUNTIMES: dict[str, tuple[str, str]] = {
     "cuda": ("runtimes.cuda:CudaRuntime", "cuda"),
     "hip": ("runtimes.hip:HipRuntime", "hip"),
     "metal": ("runtimes.metal:MetalRuntime", "msl"),
+    "wgpu": ("runtimes.wgpu:WgpuRuntime", "wgsl"),
+    "wgpu-spirv": ("runtimes.wgpu:WgpuSpirvRuntime", "spirv"),
 }
-# runtimes that later issues add; listed so `cube targets` is honest about them
-PLANNED: dict[str, tuple[str, str]] = {
-    "wgpu": ("wgsl", "the wgpu runtime is not built yet (WGSL/SPIR-V issue)"),
-}
+# runtimes not built yet, listed so `cube targets` is honest about them (none today)
+PLANNED: dict[str, tuple[str, str]] = {}
 PREFERENCE = ("cuda", "hip", "metal", "cpu")
 
 _instances: dict[str, Runtime] = {}

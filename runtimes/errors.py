@@ -19,3 +19,8 @@ class BackendCompileError(CubeError):
     def __init__(self, message: str, log: str = "", source: str = ""):
         super().__init__(message + (f"\n--- compiler log ---\n{log}" if log else ""))
         self.log, self.source = log, source
+
+
+class UnsupportedFeature(CubeError):
+    """The runtime's target cannot express what the kernel needs ('<what> is not supported
+    by the <target> target'), found by its code generator rather than the frontend."""

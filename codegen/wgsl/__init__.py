@@ -1,0 +1,33 @@
+"""WGSL for wgpu (WebGPU): one compute entry point `main` per kernel.
+
+Parameters reach the shader as codegen.shader_abi describes (a uniform metadata buffer and
+one storage buffer per array/tensor). The workgroup size is the override constants WG_X,
+WG_Y, WG_Z (set per pipeline), or constants when the kernel was specialised on a cube_dim.
+Types WGSL lacks (f64, i64, u64) raise `Unsupported`; the frontend rejects them first
+through the target's Features. 8/16-bit ints, bool and bf16 are emulated: registers in
+i32/u32/f32, storage packed into u32 words (see shader_abi).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cube_ir import ir
+
+from ..shader_abi import ShaderAbi
+from .emit import emit
+from .types import Unsupported
+
+
+@dataclass(frozen=True)
+class WgslModule:
+    text: str
+    abi: ShaderAbi
+    entry: str = "main"
+
+
+def emit_module(kernel: ir.Kernel, f16: bool = True) -> WgslModule:
+    text, abi = emit(kernel, f16=f16, plane_size=kernel.plane_size)
+    return WgslModule(text, abi)
+
+
+__all__ = ["Unsupported", "WgslModule", "emit_module"]

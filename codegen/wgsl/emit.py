@@ -1,0 +1,541 @@
+"""The WGSL kernel emitter: bindings from the shader ABI, one `main` entry point, IR
+variables as function-scope vars, structured control flow as is."""
+from __future__ import annotations
+
+import re
+
+from cube_ir import ir
+from cube_ir.types import Type, Vec, u32
+
+from ..shader_abi import ShaderAbi, is_packed, layout
+from .expr import Expr, k
+from .types import Unsupported, lit, reg, scalar, wide
+
+XYZ = "xyz"
+
+
+def entry_name(kernel: ir.Kernel) -> str:
+    return "main"
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name or "x")
+
+
+def all_vars(kernel: ir.Kernel) -> list[ir.Var]:
+    seen = {v.id: v for v in kernel.vars}
+    out = list(kernel.vars)
+    for op in ir.walk(kernel.body):
+        for v in [*ir.reads(op), ir.writes(op)]:
+            if isinstance(v, ir.Var) and v.id not in seen:
+                seen[v.id] = v
+                out.append(v)
+    return out
+
+
+class Emitter:
+    def __init__(self, kernel: ir.Kernel, f16: bool = True, plane_size: int = 1):
+        self.k = kernel
+        self.f16 = f16
+        self.plane = plane_size
+        self.abi: ShaderAbi = layout(kernel)
+        self.helpers: dict[str, str] = {}
+        self.x = Expr(self.helpers)
+        self.out: list[str] = []
+        self.depth = 1
+        self.ntmp = 0
+        self.atomic = {id(op.mem) for op in ir.walk(kernel.body) if isinstance(op, ir.Atomic)}
+        self.stored = {id(op.mem) for op in ir.walk(kernel.body)
+                       if isinstance(op, (ir.Store, ir.Atomic))}
+        self.names: dict[int, str] = {}  # id(memory) -> WGSL name
+        self.uses_f16 = False
+
+    # ---- output ------------------------------------------------------------------------
+    def line(self, s: str) -> None:
+        self.out.append("    " * self.depth + s)
+
+    def tmp(self, expr: str) -> str:
+        self.ntmp += 1
+        name = f"t{self.ntmp}"
+        self.line(f"let {name} = {expr};")
+        return name
+
+    def ty(self, t: Type) -> str:
+        if t.elem.name == "f16":
+            self.uses_f16 = True
+        return reg(t)
+
+    # ---- top level ---------------------------------------------------------------------
+    def run(self) -> str:
+        k = self.k
+        decls = [f"@group(0) @binding(0) var<uniform> cube_meta: array<vec4<u32>, "
+                 f"{self.abi.meta_words // 4}>;"]
+        for slot in self.abi.slots:
+            p = slot.param
+            if slot.binding is None:
+                continue
+            name = f"p_{_ident(p.name)}"
+            self.names[id(p)] = name
+            access = "read_write" if id(p) in self.stored else "read"
+            decls.append(f"@group(0) @binding({slot.binding}) var<storage, {access}> "
+                         f"{name}: array<{self._param_elem(p)}>;")
+        for s in k.shared:
+            name = f"sh{s.id}"
+            self.names[id(s)] = name
+            elem = self._atomic_elem(s.type) if id(s) in self.atomic else self.ty(s.type)
+            decls.append(f"var<workgroup> {name}: array<{elem}, {s.size}>;")
+        if k.cube_dim is not None:
+            dims = [f"{int(d)}u" for d in k.cube_dim]
+            consts = [f"const WG_{a.upper()}: u32 = {d};" for a, d in zip(XYZ, dims)]
+        else:
+            consts = [f"override WG_{a.upper()}: u32 = 1u;" for a in XYZ]
+        body_vars = []
+        for v in all_vars(k):
+            body_vars.append(f"    var v{v.id}: {self.ty(v.type)};")
+        for lo in k.locals:
+            name = f"lo{lo.id}"
+            self.names[id(lo)] = name
+            body_vars.append(f"    var {name}: array<{self.ty(lo.type)}, {lo.size}>;")
+        self._block(k.body)
+        head = ["enable f16;"] if self.uses_f16 else []
+        sig = ("@compute @workgroup_size(WG_X, WG_Y, WG_Z)\n"
+               "fn main(@builtin(local_invocation_id) lid: vec3<u32>,\n"
+               "        @builtin(local_invocation_index) lidx: u32,\n"
+               "        @builtin(workgroup_id) wid: vec3<u32>,\n"
+               "        @builtin(num_workgroups) nwg: vec3<u32>,\n"
+               "        @builtin(global_invocation_id) gid: vec3<u32>) {")
+        parts = [*head, f"// cube kernel {k.name}", *decls, *consts, *self.helpers.values(),
+                 sig, *body_vars, *self.out, "}", ""]
+        return "\n".join(parts)
+
+    def _param_elem(self, p: ir.Param) -> str:
+        t = p.type
+        e = t.elem
+        scalar(e)  # raises for types the target lacks
+        if is_packed(e, self.f16):
+            return "atomic<u32>" if id(p) in self.stored else "u32"
+        if id(p) in self.atomic:
+            return self._atomic_elem(t)
+        if isinstance(t, Vec) and t.lanes in (2, 4):
+            return self.ty(t)
+        return self.ty(e)
+
+    def _atomic_elem(self, t: Type) -> str:
+        e = t.elem
+        if isinstance(t, Vec) or e.name not in ("i32", "u32", "f32"):
+            raise Unsupported(f"atomics on {t} are not supported by the wgsl target")
+        return f"atomic<{'u32' if e.is_float else scalar(e)}>"
+
+    # ---- values ------------------------------------------------------------------------
+    def lanes(self, t: Type) -> list:
+        return list(range(t.lanes)) if wide(t) else [None]
+
+    def lt(self, t: Type, lane) -> Type:
+        return t.elem if lane is not None else t
+
+    def val(self, v: ir.Value, lane=None) -> str:
+        if isinstance(v, ir.Const):
+            return lit(v.value, v.type.elem) if lane is not None else k(v.value, v.type)
+        name = f"v{v.id}"
+        if lane is not None and isinstance(v.type, Vec):
+            return f"{name}[{lane}]"
+        return name
+
+    def val_as(self, v: ir.Value, t: Type, lane=None) -> str:
+        """v's value as type t (the lane of a wide t when lane is given)."""
+        if isinstance(v, ir.Const):
+            return lit(v.value, t.elem) if lane is not None else k(v.value, t)
+        if v.type == t:
+            return self.val(v, lane)
+        if lane is not None:
+            return self.x.cast(v.type.elem, t.elem, self.val(v, lane))
+        return self.x.cast(v.type, t, self.val(v))
+
+    def assign(self, d: ir.Var, expr: str, lane=None) -> None:
+        self.line(f"v{d.id}{'' if lane is None else f'[{lane}]'} = {expr};")
+
+    # ---- statements --------------------------------------------------------------------
+    def _block(self, block) -> None:
+        for op in block:
+            self._op(op)
+
+    def _op(self, op) -> None:
+        x = self.x
+        match op:
+            case ir.Assign(dst=d, src=s):
+                for ln in self.lanes(d.type):
+                    self.assign(d, self.val_as(s, d.type, ln), ln)
+            case ir.Unary(dst=d, op=o, a=a):
+                for ln in self.lanes(d.type):
+                    t = self.lt(a.type, ln)
+                    self.assign(d, x.unary(o, t, self.val(a, ln)), ln)
+            case ir.Binary(dst=d, op=o, a=a, b=b):
+                t = a.type if not isinstance(a, ir.Const) else b.type
+                for ln in self.lanes(d.type):
+                    self.assign(d, x.binary(o, self.lt(t, ln), self.val_as(a, t, ln),
+                                            self.val_as(b, t, ln)), ln)
+            case ir.Ternary(dst=d, op=o, a=a, b=b, c=c):
+                t = d.type
+                for ln in self.lanes(t):
+                    self.assign(d, x.ternary(o, self.lt(t, ln), *(self.val_as(v, t, ln)
+                                                                   for v in (a, b, c))), ln)
+            case ir.Select(dst=d, cond=c, a=a, b=b):
+                for ln in self.lanes(d.type):
+                    cl = ln if isinstance(c.type, Vec) else None
+                    self.assign(d, x.select(self.val(c, cl), self.val_as(a, d.type, ln),
+                                            self.val_as(b, d.type, ln)), ln)
+            case ir.Cast(dst=d, a=a):
+                for ln in self.lanes(d.type):
+                    src = a.type if ln is None or not isinstance(a.type, Vec) else a.type.elem
+                    al = ln if isinstance(a.type, Vec) else None
+                    self.assign(d, x.cast(src, self.lt(d.type, ln), self.val(a, al)), ln)
+            case ir.Extract(dst=d, vec=v, lane=n):
+                src = self.val(v)
+                if isinstance(v, ir.Const):
+                    self.assign(d, lit(v.value, d.type.elem))
+                elif isinstance(v.type, Vec):
+                    self.assign(d, f"{src}[{n}]")
+                else:
+                    self.assign(d, src)
+            case ir.Insert(dst=d, vec=v, lane=n, value=val):
+                self.assign(d, self.val_as(v, d.type))
+                if isinstance(d.type, Vec):
+                    self.line(f"v{d.id}[{n}] = {self.val_as(val, d.type.elem)};")
+                else:
+                    self.assign(d, self.val_as(val, d.type))
+            case ir.Load(dst=d, mem=m, index=i):
+                self._load(d, m, i)
+            case ir.Store(mem=m, index=i, value=v):
+                self._store(m, i, v)
+            case ir.Meta():
+                self.assign(op.dst, self._meta(op))
+            case ir.Builtin(dst=d, name=n):
+                self.assign(d, self._builtin(n))
+            case ir.Atomic():
+                self._atomic(op)
+            case ir.Plane():
+                self._plane(op)
+            case ir.SyncCube():
+                self.line("storageBarrier();")
+                self.line("workgroupBarrier();")
+            case ir.If(cond=c):
+                self.line(f"if ({self.val(c)}) {{")
+                self._nested(op.then)
+                if op.orelse:
+                    self.line("} else {")
+                    self._nested(op.orelse)
+                self.line("}")
+            case ir.Loop(body=body):
+                self.line("loop {")
+                self._nested(body)
+                self.line("}")
+            case ir.Range():
+                self._range(op)
+            case ir.Break():
+                self.line("break;")
+            case ir.Continue():
+                self.line("continue;")
+            case ir.Return():
+                self.line("return;")
+            case _:  # pragma: no cover
+                raise Unsupported(f"wgsl codegen: {op!r}")
+
+    def _nested(self, block) -> None:
+        self.depth += 1
+        self._block(block)
+        self.depth -= 1
+
+    def _range(self, op: ir.Range) -> None:
+        t = op.var.type
+        v = f"v{op.var.id}"
+        end = self.tmp(self.val_as(op.end, t))
+        self.assign(op.var, self.val_as(op.start, t))
+        cmp = "<" if op.step > 0 else ">"
+        self.line("loop {")
+        self.depth += 1
+        self.line(f"if (!({v} {cmp} {end})) {{ break; }}")
+        self._block(op.body)
+        self.line("continuing {")
+        step = k(op.step, t)
+        self.line(f"    {v} = {self.x.wrap(t, f'({v} + {step})')};")
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+
+    # ---- builtins and metadata ---------------------------------------------------------
+    def _builtin(self, name: str) -> str:
+        cube_pos = "(wid.x + nwg.x * (wid.y + nwg.y * wid.z))"
+        cube_dim = "(WG_X * WG_Y * WG_Z)"
+        table = {
+            "UNIT_POS": "lidx", "CUBE_POS": cube_pos, "CUBE_DIM": cube_dim,
+            "CUBE_COUNT": "(nwg.x * nwg.y * nwg.z)",
+            "ABSOLUTE_POS": f"({cube_pos} * {cube_dim} + lidx)",
+            "PLANE_DIM": f"{self.plane}u", "UNIT_POS_PLANE": "0u",
+        }
+        for a in XYZ:
+            A = a.upper()
+            table[f"UNIT_POS_{A}"] = f"lid.{a}"
+            table[f"CUBE_POS_{A}"] = f"wid.{a}"
+            table[f"CUBE_DIM_{A}"] = f"WG_{A}"
+            table[f"CUBE_COUNT_{A}"] = f"nwg.{a}"
+            table[f"ABSOLUTE_POS_{A}"] = f"gid.{a}"
+        return table[name]
+
+    def word(self, i: int) -> str:
+        return f"cube_meta[{i // 4}][{i % 4}]"
+
+    def _slot(self, p: ir.Param):
+        for s in self.abi.slots:
+            if s.param is p:
+                return s
+        raise KeyError(p.name)
+
+    def _meta(self, op: ir.Meta) -> str:
+        m = op.mem
+        if not isinstance(m, ir.Param):
+            return f"{m.size if op.what in ('len', 'shape') else 1}u"
+        if op.what == "rank":
+            return f"{m.rank}u"
+        s = self._slot(m)
+        if op.what == "len":
+            return self.word(s.meta)
+        if m.kind == "array":  # a 1-D view: shape = scalar elements, stride 1
+            vals = [f"({self.word(s.meta)} * {m.type.lanes}u)"] if op.what == "shape" \
+                else ["1u"]
+        else:
+            base = s.meta + 1 + (0 if op.what == "shape" else m.rank)
+            vals = [self.word(base + d) for d in range(m.rank)]
+        if isinstance(op.dim, ir.Const):
+            d = int(op.dim.value)
+            return vals[d] if 0 <= d < len(vals) else "0u"
+        dim = self.val_as(op.dim, u32)
+        r = "0u"
+        for d, v in enumerate(vals):
+            r = f"select({r}, {v}, {dim} == {d}u)"
+        return r
+
+    def _scalar_param(self, p: ir.Param) -> str:
+        w = self.word(self._slot(p).meta)
+        e = p.type.elem
+        if e.is_bool:
+            return f"({w} != 0u)"
+        if e.name == "f16":
+            self.uses_f16 = True
+            return f"f16(unpack2x16float({w}).x)"
+        if e.name == "bf16":
+            return f"bitcast<f32>({w} << 16u)"
+        if e.is_float:
+            return f"bitcast<f32>({w})"
+        return f"bitcast<i32>({w})" if e.is_signed else w
+
+    # ---- memory ------------------------------------------------------------------------
+    def _index(self, i: ir.Value) -> str:
+        if isinstance(i, ir.Const):
+            return f"{int(i.value)}u"
+        return self.tmp(self.val_as(i, u32))
+
+    def _load(self, d: ir.Var, m, i: ir.Value) -> None:
+        t = m.type
+        if isinstance(m, ir.Param) and m.kind == "scalar":
+            self._assign_conv(d, t.elem, self._scalar_param(m))
+            return
+        idx = self._index(i)
+        name = self.names[id(m)]
+        if not isinstance(m, ir.Param):
+            if id(m) in self.atomic:
+                r = f"atomicLoad(&{name}[{idx}])"
+                r = f"bitcast<f32>({r})" if t.elem.is_float else r
+            else:
+                r = f"{name}[{idx}]"
+            self._assign_conv(d, t, r)
+            return
+        e = t.elem
+        if is_packed(e, self.f16):
+            vals = [self._packed_load(m, f"({idx} * {t.lanes}u + {j}u)" if t.lanes > 1
+                                      else idx) for j in range(t.lanes)]
+            self._assign_lanes(d, t, vals)
+        elif id(m) in self.atomic:
+            r = f"atomicLoad(&{name}[{idx}])"
+            self._assign_conv(d, t, f"bitcast<f32>({r})" if e.is_float else r)
+        elif not isinstance(t, Vec) or t.lanes in (2, 4):
+            self._assign_conv(d, t, f"{name}[{idx}]")
+        else:  # vec3 and wide lines are stored as scalars
+            vals = [f"{name}[{idx} * {t.lanes}u + {j}u]" for j in range(t.lanes)]
+            self._assign_lanes(d, t, vals)
+
+    def _assign_conv(self, d: ir.Var, t: Type, r: str) -> None:
+        if d.type == t:
+            self.assign(d, r)
+        elif wide(d.type):
+            tmp = self.tmp(r)
+            for ln in self.lanes(d.type):
+                src = f"{tmp}[{ln}]" if isinstance(t, Vec) else tmp
+                self.assign(d, self.x.cast(t.elem, d.type.elem, src), ln)
+        else:
+            self.assign(d, self.x.cast(t, d.type, r))
+
+    def _assign_lanes(self, d: ir.Var, t: Type, vals: list[str]) -> None:
+        """Lane values (of t's element register type) into d (of type t)."""
+        if not isinstance(t, Vec):
+            self._assign_conv(d, t, vals[0])
+        elif wide(t) and d.type == t:
+            for ln, v in enumerate(vals):
+                self.assign(d, v, ln)
+        else:
+            self._assign_conv(d, t, f"{reg(t)}({', '.join(vals)})")
+
+    def _packed_load(self, m: ir.Param, idx: str) -> str:
+        e = m.type.elem
+        name = self.names[id(m)]
+        per = 32 // e.bits if not e.is_bool else 4
+        bits = 32 // per
+        i = self.tmp(idx)
+        word = f"{name}[{i} / {per}u]"
+        if id(m) in self.stored:
+            word = f"atomicLoad(&{word})"
+        raw = f"(({word} >> (({i} % {per}u) * {bits}u)) & {(1 << bits) - 1}u)"
+        if e.is_bool:
+            return f"({raw} != 0u)"
+        if e.name == "bf16":
+            return f"bitcast<f32>({raw} << 16u)"
+        if e.is_signed:
+            return f"((bitcast<i32>({raw}) << {32 - bits}u) >> {32 - bits}u)"
+        return raw
+
+    def _packed_store(self, m: ir.Param, idx: str, v: str) -> None:
+        e = m.type.elem
+        name = self.names[id(m)]
+        per = 32 // e.bits if not e.is_bool else 4
+        bits = 32 // per
+        mask = (1 << bits) - 1
+        if e.is_bool:
+            raw = f"select(0u, 1u, {v})"
+        elif e.name == "bf16":
+            raw = f"(bitcast<u32>({v}) >> 16u)"
+        else:
+            raw = f"(u32({v}) & {mask}u)"
+        i = self.tmp(idx)
+        sh = self.tmp(f"({i} % {per}u) * {bits}u")
+        self.line(f"atomicAnd(&{name}[{i} / {per}u], ~({mask}u << {sh}));")
+        self.line(f"atomicOr(&{name}[{i} / {per}u], {raw} << {sh});")
+
+    def _store(self, m, i: ir.Value, v: ir.Value) -> None:
+        t = m.type
+        idx = self._index(i)
+        name = self.names[id(m)]
+        if not isinstance(m, ir.Param):
+            val = self.val_as(v, t) if not wide(t) else self._wide_value(v, t)
+            if id(m) in self.atomic:
+                val = f"bitcast<u32>({val})" if t.elem.is_float else val
+                self.line(f"atomicStore(&{name}[{idx}], {val});")
+            else:
+                self.line(f"{name}[{idx}] = {val};")
+            return
+        e = t.elem
+        if is_packed(e, self.f16):
+            for j in range(t.lanes):
+                lv = self._lane_value(v, t, j)
+                self._packed_store(m, f"({idx} * {t.lanes}u + {j}u)" if t.lanes > 1 else idx,
+                                   lv)
+        elif id(m) in self.atomic:
+            val = self.val_as(v, t)
+            val = f"bitcast<u32>({val})" if e.is_float else val
+            self.line(f"atomicStore(&{name}[{idx}], {val});")
+        elif not isinstance(t, Vec) or t.lanes in (2, 4):
+            self.line(f"{name}[{idx}] = {self.val_as(v, t)};")
+        else:
+            for j in range(t.lanes):
+                self.line(f"{name}[{idx} * {t.lanes}u + {j}u] = {self._lane_value(v, t, j)};")
+
+    def _lane_value(self, v: ir.Value, t: Type, j: int) -> str:
+        """Lane j of v as t's element register type."""
+        if not isinstance(t, Vec):
+            return self.val_as(v, t)
+        if wide(t):
+            return self.val_as(v, t, j)
+        if isinstance(v, ir.Const):
+            return lit(v.value, t.elem)
+        return f"{self.tmp(self.val_as(v, t))}[{j}]"
+
+    def _wide_value(self, v: ir.Value, t: Type) -> str:
+        return f"{reg(t)}({', '.join(self.val_as(v, t, j) for j in range(t.lanes))})"
+
+    # ---- atomics -----------------------------------------------------------------------
+    def _atomic(self, op: ir.Atomic) -> None:
+        m, t = op.mem, op.mem.type
+        e = t.elem
+        idx = self._index(op.index)
+        if isinstance(m, ir.LocalArray):  # unit-private: a plain read-modify-write
+            old = self.tmp(f"{self.names[id(m)]}[{idx}]")
+            new = self._rmw(op, t, old)
+            self.line(f"{self.names[id(m)]}[{idx}] = {new};")
+            self._atomic_result(op, t, old)
+            return
+        ptr = f"&{self.names[id(m)]}[{idx}]"
+        val = self.val_as(op.value, t)
+        if e.is_float or op.op == "cas":
+            old = self._cas_loop(op, t, ptr, val)
+        else:
+            fn = {"add": "atomicAdd", "sub": "atomicSub", "min": "atomicMin",
+                  "max": "atomicMax", "and": "atomicAnd", "or": "atomicOr",
+                  "xor": "atomicXor", "exchange": "atomicExchange"}[op.op]
+            old = self.tmp(f"{fn}({ptr}, {val})")
+        self._atomic_result(op, t, old)
+
+    def _rmw(self, op: ir.Atomic, t: Type, old: str) -> str:
+        val = self.val_as(op.value, t)
+        if op.op == "exchange":
+            return val
+        if op.op == "cas":
+            return f"select({old}, {val}, {old} == {self.val_as(op.cmp, t)})"
+        return self.x.binary(op.op, t, old, val)
+
+    def _cas_loop(self, op: ir.Atomic, t: Type, ptr: str, val: str) -> str:
+        """Float RMW ops and strong CAS through atomicCompareExchangeWeak on u32/i32 bits."""
+        f = t.elem.is_float
+        bits = (lambda s: f"bitcast<u32>({s})") if f else (lambda s: s)
+        back = (lambda s: f"bitcast<f32>({s})") if f else (lambda s: s)
+        self.ntmp += 1
+        old = f"old{self.ntmp}"
+        self.line(f"var {old} = atomicLoad({ptr});")
+        self.line("loop {")
+        self.depth += 1
+        if op.op == "cas":
+            cmp = bits(self.val_as(op.cmp, t))
+            self.line(f"if ({old} != {cmp}) {{ break; }}")
+            self.line(f"let r = atomicCompareExchangeWeak({ptr}, {old}, {bits(val)});")
+        else:
+            new = self._rmw(op, t, back(old))
+            self.line(f"let r = atomicCompareExchangeWeak({ptr}, {old}, {bits(new)});")
+        self.line("if (r.exchanged) { break; }")
+        self.line(f"{old} = r.old_value;")
+        self.depth -= 1
+        self.line("}")
+        return back(old)
+
+    def _atomic_result(self, op: ir.Atomic, t: Type, old: str) -> None:
+        if op.dst is not None:
+            self.assign(op.dst, self.x.cast(t, op.dst.type, old))
+
+    # ---- plane ops ---------------------------------------------------------------------
+    def _plane(self, op: ir.Plane) -> None:
+        d = op.dst
+        if self.plane != 1:
+            raise Unsupported("plane sizes other than 1 on the wgsl target")
+        for ln in self.lanes(d.type):
+            if op.op == "exclusive_sum":
+                r = lit(False if d.type.elem.is_bool else 0, d.type.elem) if ln is not None \
+                    else k(False if d.type.elem.is_bool else 0, d.type)
+            elif op.op == "exclusive_prod":
+                r = lit(1, d.type.elem) if ln is not None else k(1, d.type)
+            else:
+                r = self.val_as(op.value, d.type, ln)
+            self.assign(d, r, ln)
+
+
+def emit(kernel: ir.Kernel, f16: bool = True, plane_size: int = 1) -> tuple[str, ShaderAbi]:
+    em = Emitter(kernel, f16, plane_size)
+    return em.run(), em.abi
+
+
+__all__ = ["Emitter", "Unsupported", "emit", "entry_name"]

@@ -1,0 +1,161 @@
+"""WGSL helper functions, instantiated per concrete type on demand (WGSL has no generics).
+
+The f32 math (exp, log, log1p, tanh, erf) is the same Cephes/Juffa code as the LLVM
+backend's inline math, so results agree across targets to about 2 ulp instead of depending
+on a driver's `exp` (Vulkan only promises 3 + 2|x| ulp, and lavapipe's tanh loses digits
+near 0). Each template gets T (the float type), U/I (u32/i32 of the same lanes) and B (bool).
+"""
+from __future__ import annotations
+
+INF, NAN = "bitcast<f32>(0x7f800000u)", "bitcast<f32>(0x7fc00000u)"
+
+
+def _poly(x: str, coeffs: list[float]) -> str:
+    y = f"T({coeffs[0]!r})"
+    for c in coeffs[1:]:
+        y = f"fma({y}, {x}, T({c!r}))"
+    return y
+
+
+ISNAN = "fn cube_isnan{S}(x: T) -> B { return (bitcast<U>(x) & U(0x7fffffffu)) > U(0x7f800000u); }"
+
+EXP = """fn cube_exp{S}(x: T) -> T {
+    let xc = min(max(x, T(-104.0)), T(89.0));
+    let n = round(xc * T(1.44269504088896341));
+    var r = fma(n, T(-0.693359375), xc);
+    r = fma(n, T(2.12194440e-4), r);
+    let z = r * r;
+    var y = POLY_EXP;
+    y = fma(y, z, r) + T(1.0);
+    let ni = I(n);
+    let n1 = ni >> U(1u);
+    let n2 = ni - n1;
+    y = y * bitcast<T>((n1 + I(127)) << U(23u)) * bitcast<T>((n2 + I(127)) << U(23u));
+    return select(y, x, cube_isnan{S}(x));
+}""".replace("POLY_EXP", _poly("r", [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                       4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1]))
+
+LOG = """fn cube_log{S}(x: T) -> T {
+    let sub = x < T(1.1754943508222875e-38);
+    let xs = select(x, x * T(33554432.0), sub);
+    let eoff = select(I(126), I(151), sub);
+    let b = bitcast<U>(xs);
+    let e0 = T(bitcast<I>(b >> U(23u)) - eoff);
+    let m0 = bitcast<T>((b & U(0x007fffffu)) | U(0x3f000000u));
+    let small = m0 < T(0.707106781186547524);
+    let e = select(e0, e0 - T(1.0), small);
+    let m = select(m0 - T(1.0), m0 + m0 - T(1.0), small);
+    let z = m * m;
+    var y = POLY_LOG;
+    y = y * m * z;
+    y = fma(e, T(-2.12194440e-4), y);
+    y = fma(z, T(-0.5), y);
+    var r = fma(e, T(0.693359375), m + y);
+    r = select(r, T(INF), x == T(INF));
+    r = select(r, -T(INF), x == T(0.0));
+    r = select(r, T(NAN), x < T(0.0));
+    return select(r, x, cube_isnan{S}(x));
+}""".replace("POLY_LOG", _poly("m", [7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1,
+                                       -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
+                                       2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1]))
+
+LOG1P = """fn cube_log1p{S}(x: T) -> T {
+    let u = T(1.0) + x;
+    let d = u - T(1.0);
+    var r = cube_log{S}(u) * x / d;
+    r = select(r, x, d == T(0.0));
+    return select(r, x, x == T(INF));
+}"""
+
+TANH = """fn cube_tanh{S}(x: T) -> T {
+    let ax = abs(x);
+    let z = x * x;
+    let q = POLY_TANH;
+    let small = fma(q * z, x, x);
+    let e = cube_exp{S}(min(ax + ax, T(88.0)));
+    let large = select(T(1.0), T(-1.0), x < T(0.0)) * (T(1.0) - T(2.0) / (e + T(1.0)));
+    let r = select(large, small, ax < T(0.625));
+    return select(r, x, cube_isnan{S}(x));
+}""".replace("POLY_TANH", _poly("z", [-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2,
+                                        1.33314422036e-1, -3.33332819422e-1]))
+
+ERF = """fn cube_erf{S}(x: T) -> T {
+    let t = abs(x);
+    let s = x * x;
+    var r = fma(T(-1.72853470e-5), t, T(3.83197126e-4));
+    let u = fma(T(-3.88396438e-3), t, T(2.42546219e-2));
+    r = fma(r, s, u);
+    r = fma(r, t, T(-1.06777877e-1));
+    r = fma(r, t, T(-6.34846687e-1));
+    r = fma(r, t, T(-1.28717512e-1));
+    r = fma(r, t, -t);
+    let big = select(T(1.0), T(-1.0), x < T(0.0)) * (T(1.0) - cube_exp{S}(r));
+    let sm = fma(POLY_ERF, x, x);
+    let res = select(sm, big, t > T(0.927734375));
+    return select(res, x, cube_isnan{S}(x));
+}""".replace("POLY_ERF", _poly("s", [-5.96761703e-4, 4.99119423e-3, -2.67681349e-2,
+                                       1.12819925e-1, -3.76125336e-1, 1.28379166e-1]))
+
+# pow as numpy does it for real results: negative bases need an integer exponent
+POW = """fn cube_pow{S}(x: T, y: T) -> T {
+    let r = cube_exp{S}(y * cube_log{S}(abs(x)));
+    let yint = y == trunc(y);
+    let odd = yint & (abs(y - T(2.0) * trunc(y * T(0.5))) == T(1.0));
+    var n = select(T(NAN), select(r, -r, odd), yint);
+    var res = select(r, n, x < T(0.0));
+    res = select(res, T(1.0), (y == T(0.0)) | (x == T(1.0)));
+    return select(res, x + y, cube_isnan{S}(x) | cube_isnan{S}(y));
+}"""
+
+BF16 = """fn cube_bf16{S}(x: T) -> T {
+    let b = bitcast<U>(x);
+    let r = (b + U(0x7fffu) + ((b >> U(16u)) & U(1u))) & U(0xffff0000u);
+    let q = (b | U(0x400000u)) & U(0xffff0000u);
+    return bitcast<T>(select(r, q, cube_isnan{S}(x)));
+}"""
+
+DEPS = {"exp": ["isnan"], "log": ["isnan"], "log1p": ["log"], "tanh": ["exp"],
+        "erf": ["exp"], "pow": ["exp", "log"], "bf16": ["isnan"], "isnan": []}
+TEMPLATES = {"isnan": ISNAN, "exp": EXP, "log": LOG, "log1p": LOG1P, "tanh": TANH,
+             "erf": ERF, "pow": POW, "bf16": BF16}
+
+
+def float_helper(name: str, lanes: int, out: dict) -> str:
+    """Instantiate cube_<name> for f32 (lanes 1) or vec<lanes><f32> into out; its name."""
+    suffix = "" if lanes == 1 else f"_v{lanes}"
+    fname = f"cube_{name}{suffix}"
+    if fname in out:
+        return fname
+    for dep in DEPS[name]:
+        float_helper(dep, lanes, out)
+
+    def ty(s: str) -> str:
+        return s if lanes == 1 else f"vec{lanes}<{s}>"
+    text = TEMPLATES[name].replace("{S}", suffix).replace("INF", INF).replace("NAN", NAN)
+    for k, v in (("T", "f32"), ("U", "u32"), ("I", "i32"), ("B", "bool")):
+        text = _subst(text, k, ty(v))
+    out[fname] = text
+    return fname
+
+
+def _subst(text: str, k: str, v: str) -> str:
+    """Replace the type placeholder k where it stands alone (T(...), : T, -> T, <T>)."""
+    import re
+    return re.sub(rf"(?<![A-Za-z0-9_]){k}(?![A-Za-z0-9_])", v, text)
+
+
+def int_pow(t: str, signed: bool, out: dict) -> str:
+    """Square-and-multiply integer pow for the scalar int type t (i32/u32)."""
+    fname = f"cube_ipow_{t}"
+    if fname in out:
+        return fname
+    neg = ("    if (n < 0i) {\n        if (x == 1i) { return 1i; }\n"
+           "        if (x == -1i) { return select(1i, -1i, (n & 1i) == 1i); }\n"
+           "        return 0i;\n    }\n") if signed else ""
+    out[fname] = (f"fn {fname}(x: {t}, n: {t}) -> {t} {{\n{neg}"
+                  f"    var acc = {t}(1);\n    var base = x;\n    var e = n;\n"
+                  f"    loop {{\n        if (e == {t}(0)) {{ break; }}\n"
+                  f"        if ((e & {t}(1)) == {t}(1)) {{ acc = acc * base; }}\n"
+                  f"        base = base * base;\n        e = e >> 1u;\n    }}\n"
+                  f"    return acc;\n}}")
+    return fname

@@ -1,0 +1,54 @@
+"""Every kernel the examples and tests/cube/test_language.py build, as IR: their test
+functions run once on an interpreter runtime (plane size 1) that records what it compiles."""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import itertools
+import sys
+from pathlib import Path
+
+from runtimes.interp import InterpRuntime
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ["vector_add", "gelu", "softmax", "matmul", "histogram", "prefix_sum"]
+
+
+class _Recorder(InterpRuntime):
+    def __init__(self) -> None:
+        super().__init__(plane_size=1)
+        self.kernels: dict[str, object] = {}
+
+    def compile(self, kernel, cache_key=None):
+        from cube_ir.printer import format_kernel
+        self.kernels.setdefault(format_kernel(kernel), kernel)
+        return super().compile(kernel, cache_key)
+
+
+def _param_sets(fn) -> list[dict]:
+    marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+    names, values = [], []
+    for m in marks:
+        names.append(m.args[0])
+        values.append(m.args[1])
+    return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+
+
+@functools.cache
+def kernels() -> list:
+    rt = _Recorder()
+    sys.path.insert(0, str(ROOT / "examples"))
+    for name in EXAMPLES:
+        importlib.import_module(name).run(rt)
+    sys.path.insert(0, str(ROOT / "tests" / "cube"))
+    mod = importlib.import_module("test_language")
+    for name, fn in vars(mod).items():
+        if not name.startswith("test_") or "rt" not in inspect.signature(fn).parameters:
+            continue
+        for params in _param_sets(fn):
+            try:
+                fn(rt=rt, **params)
+            except Exception:  # a test that expects an error, or a device-only check
+                pass
+    return list(rt.kernels.values())
