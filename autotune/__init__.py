@@ -6,7 +6,7 @@ winner is kept in memory and in a per-device JSON file beside the kernel cache.
 fast (the default) times the top few; full times every valid candidate."""
 from .key import bucket, tune_key
 from .store import TuneStore, default_store
-from .tunable import Candidate, Tunable, mode
+from .tunable import Candidate, NoCandidate, Tunable, mode
 
-__all__ = ["Candidate", "Tunable", "TuneStore", "bucket", "default_store", "mode",
+__all__ = ["Candidate", "NoCandidate", "Tunable", "TuneStore", "bucket", "default_store", "mode",
            "tune_key"]

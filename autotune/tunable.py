@@ -10,6 +10,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .store import TuneStore, default_store
@@ -24,6 +25,10 @@ def mode() -> str:
     if m not in MODES:
         raise ValueError(f"CUBE_AUTOTUNE must be one of {', '.join(MODES)}, got {m!r}")
     return m
+
+
+class NoCandidate(ValueError):
+    pass
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,16 @@ class Tunable:
                 return c
         raise KeyError(f"{self.op} has no candidate {name!r}")
 
+    @contextmanager
+    def only(self, name: str):
+        """Run just one candidate inside the block (tests and benchmarks; not thread-safe)."""
+        saved = self.candidates
+        self.candidates = [self[name]]
+        try:
+            yield self.candidates[0]
+        finally:
+            self.candidates = saved
+
     def valid_candidates(self, rt, *args, **kw) -> list[Candidate]:
         """Valid candidates, highest priority first (stable for equal priorities)."""
         ok = [c for c in self.candidates if c.is_valid(rt, *args, **kw)]
@@ -74,7 +89,7 @@ class Tunable:
         m = mode()
         cands = self.valid_candidates(rt, *args, **kw)
         if not cands:
-            raise ValueError(f"{self.op}: no candidate can run {key}")
+            raise NoCandidate(f"{self.op}: no candidate can run {key}")
         if m == "off" or len(cands) == 1:
             return cands[0]
         device = rt.device_id()
