@@ -32,10 +32,12 @@ from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError
 from .host import HostMemoryMixin
 
-# Where a launch runs: below SERIAL_UNITS units on the calling thread; from PARALLEL_UNITS on
-# the thread pool; in between by the kernel's measured cost per unit (the last launch's), on
-# the pool when one thread would need more than PARALLEL_SECONDS (waking the pool costs tens
-# of microseconds, so cheap elementwise launches stay serial up to ~200K units).
+# Where a launch runs: one cube on the calling thread; from PARALLEL_UNITS on the thread pool;
+# in between by the kernel's measured cost per unit (the last launch's), on the pool when one
+# thread would need more than PARALLEL_SECONDS (waking the pool costs tens of microseconds,
+# so cheap elementwise launches stay serial up to ~200K units, while a few hundred heavy
+# units, e.g. matmul tiles, go parallel). Below SERIAL_UNITS a launch whose cost is not yet
+# known (or known to be small) skips the clock.
 SERIAL_UNITS = 1 << 11
 PARALLEL_UNITS = 1 << 20
 PARALLEL_SECONDS = 100e-6
@@ -200,7 +202,7 @@ def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, params: tuple[ParamSlo
            "struct_error": struct.error, "pool": cpu_pool.pool, "f16_bits": _f16_bits,
            "bf16_bits": _bf16_bits, "MAXU": MAX_UNITS, "SMALL": SERIAL_UNITS,
            "BIG": PARALLEL_UNITS, "PAR_SECONDS": PARALLEL_SECONDS, "clock": time.perf_counter,
-           "cost": [0.0],
+           "cost": [-1.0],
            "CALLER_UNITS": _caller_max_units(exe.stack_fixed, exe.stack_per_unit)}
     unpack = (", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "") + " = args"
               if n else "if args: raise ValueError")
@@ -226,12 +228,13 @@ def launch(cube_count, cube_dim, args):
                           f"positions (at most {{MAXU}})")
     if units > CALLER_UNITS:
         pool().run(call_par, blob, ncubes, False)
-    elif ncubes == 1 or total < SMALL:
+    elif ncubes == 1 or (total < SMALL and 0.0 <= total * cost[0] < 0.1 * PAR_SECONDS):
         call(blob, 0, ncubes)
-    elif total < BIG and total * cost[0] < PAR_SECONDS:
+    elif total < BIG and total * cost[0] < PAR_SECONDS:  # a negative cost: not yet measured
         t = clock()
         call(blob, 0, ncubes)
-        cost[0] = 0.5 * (cost[0] + (clock() - t) / total)
+        c = (clock() - t) / total
+        cost[0] = c if cost[0] < 0 else 0.5 * (cost[0] + c)
     else:
         p = pool()
         t = clock()

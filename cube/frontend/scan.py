@@ -37,11 +37,21 @@ class _Scan(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_For(self, node):
-        self._assign(node.target)
+        if not _unrolled(node.iter):  # an unrolled loop's counter is a compile-time value
+            self._assign(node.target)
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node):  # nested defs are rejected later
         pass
+
+
+def _unrolled(it) -> bool:
+    """`for` over a tuple/list or `range(..., unroll=True)`: unrolled at compile time."""
+    if isinstance(it, (ast.Tuple, ast.List)):
+        return True
+    return isinstance(it, ast.Call) and any(
+        k.arg == "unroll" and isinstance(k.value, ast.Constant) and k.value.value is True
+        for k in it.keywords)
 
 
 def assigned_names(stmts) -> set[str]:

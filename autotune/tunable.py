@@ -1,0 +1,143 @@
+"""Tunable operations: candidates with priorities, timed on the first call for a tune key.
+
+A candidate's `run(rt, *args, **kw)` launches its kernels and must only write the op's
+outputs (every candidate computes the same result), so timing one candidate after another
+on the caller's own arguments is safe. Tuning never changes results, only speed."""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from .store import TuneStore, default_store
+
+MODES = ("off", "fast", "full")
+FAST_TOP = 3  # how many candidates, by priority, `fast` times
+PROGRESS_AFTER_S = 1.0  # tuning that takes longer reports progress on stderr
+
+
+def mode() -> str:
+    m = os.environ.get("CUBE_AUTOTUNE", "fast").strip().lower() or "fast"
+    if m not in MODES:
+        raise ValueError(f"CUBE_AUTOTUNE must be one of {', '.join(MODES)}, got {m!r}")
+    return m
+
+
+class NoCandidate(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    run: Callable[..., None]
+    priority: int | Callable[..., int] = 0  # an int, or priority(rt) -> int
+    valid: Callable[..., bool] | None = None  # valid(rt, *args, **kw): can it run these?
+
+    def priority_for(self, rt) -> int:
+        return self.priority(rt) if callable(self.priority) else self.priority
+
+    def is_valid(self, rt, *args, **kw) -> bool:
+        return self.valid is None or bool(self.valid(rt, *args, **kw))
+
+
+class Tunable:
+    def __init__(self, op: str, candidates: list[Candidate], store: TuneStore | None = None,
+                 repeats: int = 5):
+        names = [c.name for c in candidates]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{op}: candidate names must be unique, got {names}")
+        self.op = op
+        self.candidates = list(candidates)
+        self._store = store
+        self.repeats = repeats
+        self.tunings = 0  # how many times this process timed candidates (tests read it)
+
+    @property
+    def store(self) -> TuneStore:
+        return self._store if self._store is not None else default_store()
+
+    def __getitem__(self, name: str) -> Candidate:
+        for c in self.candidates:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.op} has no candidate {name!r}")
+
+    @contextmanager
+    def only(self, name: str):
+        """Run just one candidate inside the block (tests and benchmarks; not thread-safe)."""
+        saved = self.candidates
+        self.candidates = [self[name]]
+        try:
+            yield self.candidates[0]
+        finally:
+            self.candidates = saved
+
+    def valid_candidates(self, rt, *args, **kw) -> list[Candidate]:
+        """Valid candidates, highest priority first (stable for equal priorities)."""
+        ok = [c for c in self.candidates if c.is_valid(rt, *args, **kw)]
+        return sorted(ok, key=lambda c: -c.priority_for(rt))
+
+    def __call__(self, rt, key: str, *args, **kw):
+        return self.choose(rt, key, *args, **kw).run(rt, *args, **kw)
+
+    def choose(self, rt, key: str, *args, **kw) -> Candidate:
+        m = mode()
+        cands = self.valid_candidates(rt, *args, **kw)
+        if not cands:
+            raise NoCandidate(f"{self.op}: no candidate can run {key}")
+        if m == "off" or len(cands) == 1:
+            return cands[0]
+        device = rt.device_id()
+        full_key = f"{self.op}|{key}"
+        hit = self.store.get(device, full_key)
+        if hit is not None and (m == "fast" or hit.get("mode") == "full"):
+            for c in cands:
+                if c.name == hit["winner"]:
+                    return c
+        timed = cands if m == "full" else cands[:FAST_TOP]
+        times = self._tune(rt, full_key, timed, args, kw)
+        ok = {n: t for n, t in times.items() if t is not None}
+        if not ok:
+            raise RuntimeError(f"{self.op}: every candidate failed for {key}")
+        winner = min(ok, key=ok.get)
+        self.store.put(device, full_key, {
+            "winner": winner, "mode": m,
+            "times_ms": {n: (None if t is None else round(t * 1e3, 4)) for n, t in times.items()}})
+        return self[winner]
+
+    def _tune(self, rt, key: str, cands: list[Candidate], args, kw) -> dict:
+        self.tunings += 1
+        start = time.perf_counter()
+        times: dict[str, float | None] = {}
+        best = float("inf")
+        for i, c in enumerate(cands):
+            try:
+                times[c.name] = t = self._time(rt, c, args, kw, best)
+            except Exception as e:  # a candidate this device cannot build: skip it
+                times[c.name] = t = None
+                err = f"failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            if t is not None:
+                best = min(best, t)
+            if time.perf_counter() - start > PROGRESS_AFTER_S:
+                what = err if t is None else f"{t * 1e3:.3f} ms"
+                print(f"cube autotune {key}: [{i + 1}/{len(cands)}] {c.name}: {what}",
+                      file=sys.stderr, flush=True)
+        return times
+
+    def _time(self, rt, c: Candidate, args, kw, best: float) -> float:
+        c.run(rt, *args, **kw)  # warm-up: compiles, touches memory
+        rt.sync()
+        ts = []
+        for _ in range(self.repeats):
+            t = time.perf_counter()
+            c.run(rt, *args, **kw)
+            rt.sync()
+            ts.append(time.perf_counter() - t)
+            if ts[-1] > 3 * best or sum(ts) > 1.0:  # clearly slower, or slow: enough data
+                break
+        return statistics.median(ts)

@@ -1,0 +1,190 @@
+"""conv2d (NCHW input, OIHW weights) with stride, padding, dilation and groups.
+
+- `im2col`: unfold the input into columns (G, C/G*KH*KW, N*OH*OW), multiply by the weights
+  with the tuned matmul (G, OC/G, C/G*KH*KW) @ columns, then one pass writes NCHW output with
+  bias and activation. Most of the work is in the matmul.
+- `direct`: one unit per output element, the C/G x KH x KW loop in the kernel (no extra
+  memory; for small problems and as the reference-like candidate).
+"""
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+
+import cube as cb
+from autotune import Candidate, Tunable, tune_key
+from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
+
+from . import matmul as mm
+from .common import cdiv
+from .epilogue import ACTIVATIONS, activate
+from .pool import out_size
+from .view import strided
+
+F = typing.TypeVar("F")
+
+
+@cube(launch=True, unchecked=True)
+def im2col(x: Tensor[F], col: Array[F], G: Comptime[int], KH: Comptime[int],
+           KW: Comptime[int], SH: Comptime[int], SW: Comptime[int], PH: Comptime[int],
+           PW: Comptime[int], DH: Comptime[int], DW: Comptime[int], OH: u32, OW: u32):
+    """col[g, (c*KH + kh)*KW + kw, (n*OH + oh)*OW + ow] = x[n, g*CG + c, h, w] (0 in padding);
+    one unit per (g, c, n, oh, ow), the KH x KW taps unrolled."""
+    cg = x.shape(1) // G
+    npix = x.shape(0) * OH * OW
+    g = ABSOLUTE_POS
+    pix = g % npix
+    gc = g // npix
+    if gc < x.shape(1):
+        ow = pix % OW
+        oh = (pix // OW) % OH
+        n = pix // (OW * OH)
+        h0 = i32(oh * SH) - PH
+        w0 = i32(ow * SW) - PW
+        base = n * x.stride(0) + gc * x.stride(1)
+        row0 = ((gc // cg) * cg * KH * KW + (gc % cg) * KH * KW) * npix + pix
+        for kh in cb.range(KH, unroll=True):
+            h = h0 + kh * DH
+            for kw in cb.range(KW, unroll=True):
+                w = w0 + kw * DW
+                v = F(0)
+                if h >= 0 and h < i32(x.shape(2)) and w >= 0 and w < i32(x.shape(3)):
+                    v = x[base + u32(h) * x.stride(2) + u32(w) * x.stride(3)]
+                col[row0 + (kh * KW + kw) * npix] = v
+
+
+@cube(launch=True, unchecked=True)
+def col2out(tmp: Array[F], bias: Array[F], out: Array[F], OCG: Comptime[int],
+            G: Comptime[int], HAS_BIAS: Comptime[bool], ACT: Comptime[str], NB: u32, P: u32):
+    """out[n, g*OCG + o, p] = act(tmp[g, o, n*P + p] + bias[g*OCG + o])."""
+    i = ABSOLUTE_POS
+    if i < out.len():
+        p = i % P
+        oc = (i // P) % (G * OCG)
+        n = i // (P * G * OCG)
+        v = tmp[oc * NB * P + n * P + p]
+        if HAS_BIAS:
+            v += bias[oc]
+        out[i] = activate(v, ACT)
+
+
+@cube(launch=True, unchecked=True)
+def conv_direct(x: Tensor[F], w: Tensor[F], bias: Array[F], out: Tensor[F], G: Comptime[int],
+                KH: Comptime[int], KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
+                PH: Comptime[int], PW: Comptime[int], DH: Comptime[int], DW: Comptime[int],
+                HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
+    oh_n = out.shape(2)
+    ow_n = out.shape(3)
+    oc_n = out.shape(1)
+    g = ABSOLUTE_POS
+    ow = g % ow_n
+    oh = (g // ow_n) % oh_n
+    oc = (g // (ow_n * oh_n)) % oc_n
+    n = g // (ow_n * oh_n * oc_n)
+    if n < out.shape(0):
+        cg = x.shape(1) // G
+        c0 = (oc // (oc_n // G)) * cg
+        h0 = i32(oh * SH) - PH
+        w0 = i32(ow * SW) - PW
+        acc = F(0)
+        for c in range(cg):
+            xb = n * x.stride(0) + (c0 + c) * x.stride(1)
+            wb = oc * w.stride(0) + c * w.stride(1)
+            for kh in cb.range(KH, unroll=True):
+                h = h0 + kh * DH
+                for kw in cb.range(KW, unroll=True):
+                    ww = w0 + kw * DW
+                    if h >= 0 and h < i32(x.shape(2)) and ww >= 0 and ww < i32(x.shape(3)):
+                        acc += x[xb + u32(h) * x.stride(2) + u32(ww) * x.stride(3)] \
+                            * w[wb + kh * w.stride(2) + kw * w.stride(3)]
+        if HAS_BIAS:
+            acc += bias[oc]
+        out[n * out.stride(0) + oc * out.stride(1) + oh * out.stride(2) + ow * out.stride(3)] \
+            = activate(acc, ACT)
+
+
+def _run_im2col(rt, x, w, bias, out, cfg):
+    n, c, h, wd = x.shape
+    oc = w.shape[0]
+    g = cfg["G"]
+    _, _, oh, ow = out.shape
+    kh, kw = cfg["KH"], cfg["KW"]
+    ck = c // g * kh * kw
+    npix = n * oh * ow
+    col = rt.empty((g, ck, npix), x.elem)
+    geo = {k: cfg[k] for k in ("G", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
+    im2col.launch(rt, cube_count=cdiv(c * npix, 256), cube_dim=256, x=x, col=col,
+                  OH=oh, OW=ow, **geo)
+    wv = strided(w, (g, oc // g, ck), (oc // g * ck, ck, 1))
+    tmp = rt.empty((g, oc // g, npix), x.elem)
+    mm.matmul(rt, wv, col, out=tmp)
+    col2out.launch(rt, cube_count=cdiv(out.size, 256), cube_dim=256, tmp=tmp,
+                   bias=bias if bias is not None else tmp, out=out, OCG=oc // g, G=g,
+                   HAS_BIAS=bias is not None, ACT=cfg["ACT"], NB=n, P=oh * ow)
+
+
+def _run_direct(rt, x, w, bias, out, cfg):
+    conv_direct.launch(rt, cube_count=cdiv(out.size, 64), cube_dim=64, x=x, w=w,
+                       bias=bias if bias is not None else out, out=out,
+                       HAS_BIAS=bias is not None, **cfg)
+
+
+CONV = Tunable("conv2d", [
+    Candidate("im2col", _run_im2col, 100),
+    Candidate("direct", _run_direct, 50),
+])
+
+
+def _pair(v) -> tuple[int, int]:
+    return (int(v), int(v)) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def conv2d(rt, x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1,
+           act: str = "none"):
+    """x (N, C, H, W), weight (OC, C/groups, KH, KW), bias (OC,) -> (N, OC, OH, OW)."""
+    xb, wb = x.buffer, weight.buffer
+    if len(xb.shape) != 4 or len(wb.shape) != 4:
+        raise ValueError("conv2d takes a 4-D input and 4-D weights")
+    if act not in ACTIVATIONS:
+        raise ValueError(f"act must be one of {ACTIVATIONS}")
+    n, c, h, w = xb.shape
+    oc, cg, kh, kw = wb.shape
+    g = int(groups)
+    if g < 1 or c % g or oc % g or cg != c // g:
+        raise ValueError(f"conv2d: {c} channels, {oc} filters of {cg} do not fit groups={g}")
+    (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
+    oh, ow = out_size(h, kh, sh, ph, dh), out_size(w, kw, sw, pw, dw)
+    if oh < 1 or ow < 1:
+        raise ValueError("conv2d: the kernel does not fit the input")
+    if bias is not None and tuple(bias.buffer.shape) != (oc,):
+        raise ValueError(f"bias must have shape ({oc},)")
+    out = rt.empty((n, oc, oh, ow), xb.elem)
+    if out.size == 0:
+        return out
+    cfg = dict(G=g, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw, ACT=act)
+    key = tune_key("conv", xb.elem, [xb.shape, wb.shape], (sh, sw, ph, pw, dh, dw, g))
+    CONV(rt, key, xb, wb, None if bias is None else bias.buffer, out, cfg)
+    return out
+
+
+def reference(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
+    n, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    oh, ow = out_size(h, kh, sh, ph, dh), out_size(wd, kw, sw, pw, dw)
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for gi in range(groups):
+        xs = xp[:, gi * cg:(gi + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                           j * dw:j * dw + sw * (ow - 1) + 1:sw]
+                out[:, gi * ocg:(gi + 1) * ocg] += np.einsum(
+                    "nchw,oc->nohw", patch, w[gi * ocg:(gi + 1) * ocg, :, i, j])
+    if bias is not None:
+        out += bias.astype(np.float64)[None, :, None, None]
+    return out

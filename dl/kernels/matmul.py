@@ -1,0 +1,380 @@
+"""Batched matmul C[z] = act(A[z] @ B[z] + bias), operands of any strides (a transpose is a
+view), batch broadcast by stride 0. Candidates:
+
+- `tiled_MRxNR`: each unit keeps an MR x NR tile of lines of C in registers; B and C are read
+  and written as lines along N (line size 1 when B's rows are not contiguous), A as scalars
+  broadcast into lines. The CPU's main kernel: one unit per cube, cubes walk down the rows so
+  one B panel stays in cache while A streams.
+- `dot_MRxNR`: for B stored transposed (K contiguous in both operands): lines along K, a
+  horizontal sum at the end.
+- `shared_T`: GPU style, T x T units stage tiles of A and B in shared memory.
+- `plane`: one plane per output element, lanes split K and `plane_sum` combines them (for
+  small M x N with long K on GPUs).
+"""
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+
+import cube as cb
+from autotune import Candidate, Tunable, tune_key
+from cube import (
+    CUBE_DIM_X,
+    CUBE_DIM_Y,
+    CUBE_POS_X,
+    CUBE_POS_Y,
+    CUBE_POS_Z,
+    UNIT_POS_PLANE,
+    UNIT_POS_X,
+    UNIT_POS_Y,
+    Array,
+    Comptime,
+    Line,
+    Tensor,
+    cube,
+    u32,
+)
+
+from .common import cdiv, is_cpu, line_size
+from .epilogue import ACTIVATIONS, activate
+from .view import is_contiguous, strided
+
+F = typing.TypeVar("F")
+
+
+@cube(launch=True, unchecked=True)
+def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Array[Line[F]],
+                 MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
+                 ACT: Comptime[str], PACKED: Comptime[bool]):
+    """PACKED: b is `pack_b`'s output, each NR-line column panel contiguous over k."""
+    L = cb.comptime(c.line_size())
+    m = a.shape(1)
+    k = a.shape(2)
+    nl = c.shape(2) // L
+    z = CUBE_POS_Z
+    row0 = (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X) * MR
+    col0 = (CUBE_POS_Y * CUBE_DIM_Y + UNIT_POS_Y) * NR
+    if row0 < m and col0 < nl:
+        # unchecked: edge tiles clamp their reads to the last row/line and skip their stores
+        offa = cb.LocalArray(u32, MR)
+        for i in cb.range(MR, unroll=True):
+            offa[i] = z * a.stride(0) + min(row0 + i, m - 1) * a.stride(1)
+        offb = cb.LocalArray(u32, NR)
+        sb = b.stride(1) // L
+        for j in cb.range(NR, unroll=True):
+            if PACKED:
+                offb[j] = z * (b.stride(0) // L) + col0 * k + j
+            else:
+                offb[j] = z * (b.stride(0) // L) + min(col0 + j, nl - 1) * b.stride(2)
+        if PACKED:
+            sb = u32(NR)
+        acc = cb.LocalArray(Line[F, L], MR * NR)
+        for t in cb.range(MR * NR, unroll=True):
+            acc[t] = Line[F, L](0)
+        bv = cb.LocalArray(Line[F, L], NR)
+        sa = a.stride(2)
+        ka = u32(0)
+        kb = u32(0)
+        for _ in range(k):
+            for j in cb.range(NR, unroll=True):
+                bv[j] = b[offb[j] + kb]
+            for i in cb.range(MR, unroll=True):
+                av = Line[F, L](a[offa[i] + ka])
+                for j in cb.range(NR, unroll=True):
+                    acc[i * NR + j] = cb.fma(av, bv[j], acc[i * NR + j])
+            ka += sa
+            kb += sb
+        sc0 = z * (c.stride(0) // L)
+        sc1 = c.stride(1) // L
+        for i in cb.range(MR, unroll=True):
+            for j in cb.range(NR, unroll=True):
+                if row0 + i < m and col0 + j < nl:
+                    v = acc[i * NR + j]
+                    if HAS_BIAS:
+                        v += bias[col0 + j]
+                    c[sc0 + (row0 + i) * sc1 + col0 + j] = activate(v, ACT)
+
+
+@cube(launch=True)
+def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
+    """(batch, K, N) lines -> (batch, panels, K, NR) lines, zero past N: each unit's B panel
+    is then one contiguous stream (a power-of-two row stride would make the panel's rows
+    collide in the same cache sets)."""
+    L = cb.comptime(b.line_size())
+    k = b.shape(1)
+    nl = b.shape(2) // L
+    panels = (nl + NR - 1) // NR
+    i = cb.ABSOLUTE_POS
+    j = i % NR
+    kk = (i // NR) % k
+    p = (i // (NR * k)) % panels
+    z = i // (NR * k * panels)
+    if z < b.shape(0):
+        col = p * NR + j
+        v = Line[F, L](0)
+        if col < nl:
+            v = b[z * (b.stride(0) // L) + kk * (b.stride(1) // L) + col * b.stride(2)]
+        out[i] = v
+
+
+@cube(launch=True, unchecked=True)
+def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Array[F],
+               MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
+               ACT: Comptime[str]):
+    """bt is B seen as (batch, N, K) with K contiguous; a and bt are read as lines along K."""
+    L = cb.comptime(a.line_size())
+    m = a.shape(1)
+    kl = a.shape(2) // L
+    n = bt.shape(1)
+    z = CUBE_POS_Z
+    row0 = (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X) * MR
+    col0 = (CUBE_POS_Y * CUBE_DIM_Y + UNIT_POS_Y) * NR
+    if row0 < m and col0 < n:
+        offa = cb.LocalArray(u32, MR)
+        for i in cb.range(MR, unroll=True):
+            offa[i] = (z * a.stride(0) + min(row0 + i, m - 1) * a.stride(1)) // L
+        offb = cb.LocalArray(u32, NR)
+        for j in cb.range(NR, unroll=True):
+            offb[j] = (z * bt.stride(0) + min(col0 + j, n - 1) * bt.stride(1)) // L
+        acc = cb.LocalArray(Line[F, L], MR * NR)
+        for t in cb.range(MR * NR, unroll=True):
+            acc[t] = Line[F, L](0)
+        bv = cb.LocalArray(Line[F, L], NR)
+        for kk in range(kl):
+            for j in cb.range(NR, unroll=True):
+                bv[j] = bt[offb[j] + kk]
+            for i in cb.range(MR, unroll=True):
+                av = a[offa[i] + kk]
+                for j in cb.range(NR, unroll=True):
+                    acc[i * NR + j] = cb.fma(av, bv[j], acc[i * NR + j])
+        for i in cb.range(MR, unroll=True):
+            for j in cb.range(NR, unroll=True):
+                if row0 + i < m and col0 + j < n:
+                    w = acc[i * NR + j]
+                    v = w[0]
+                    for q in cb.range(1, L, unroll=True):
+                        v += w[q]
+                    if HAS_BIAS:
+                        v += bias[col0 + j]
+                    c[z * c.stride(0) + (row0 + i) * c.stride(1) + col0 + j] = activate(v, ACT)
+
+
+@cube(launch=True)
+def matmul_shared(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F], T: Comptime[int],
+                  HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
+    """T x T units per cube; each stages one element of the A and B tiles per step."""
+    ty = UNIT_POS_Y
+    tx = UNIT_POS_X
+    z = CUBE_POS_Z
+    m = a.shape(1)
+    k = a.shape(2)
+    n = b.shape(2)
+    row = CUBE_POS_Y * T + ty
+    col = CUBE_POS_X * T + tx
+    ta = cb.SharedMemory(F, T * T)
+    tb = cb.SharedMemory(F, T * T)
+    acc = F(0)
+    for t0 in range(0, k, T):
+        ka = t0 + tx
+        kb = t0 + ty
+        ta[ty * T + tx] = a[z * a.stride(0) + row * a.stride(1) + ka * a.stride(2)] \
+            if row < m and ka < k else F(0)
+        tb[ty * T + tx] = b[z * b.stride(0) + kb * b.stride(1) + col * b.stride(2)] \
+            if kb < k and col < n else F(0)
+        cb.sync_cube()
+        for kk in cb.range(T, unroll=True):
+            acc += ta[ty * T + kk] * tb[kk * T + tx]
+        cb.sync_cube()
+    if row < m and col < n:
+        if HAS_BIAS:
+            acc += bias[col]
+        c[z * c.stride(0) + row * c.stride(1) + col] = activate(acc, ACT)
+
+
+@cube(launch=True)
+def matmul_plane(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F],
+                 P: Comptime[int], HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
+    """One plane (of P lanes) per output element; UNIT_POS_Y picks the plane."""
+    z = CUBE_POS_Z
+    m = a.shape(1)
+    k = a.shape(2)
+    n = b.shape(2)
+    e = CUBE_POS_X * CUBE_DIM_Y + UNIT_POS_Y
+    row = e // n
+    col = e % n
+    acc = F(0)
+    if row < m:
+        for kk in range(UNIT_POS_PLANE, k, P):
+            acc += a[z * a.stride(0) + row * a.stride(1) + kk * a.stride(2)] \
+                * b[z * b.stride(0) + kk * b.stride(1) + col * b.stride(2)]
+    total = cb.plane_sum(acc)
+    if row < m and UNIT_POS_PLANE == 0:
+        if HAS_BIAS:
+            total += bias[col]
+        c[z * c.stride(0) + row * c.stride(1) + col] = activate(total, ACT)
+
+
+# ---- launch -------------------------------------------------------------------------------
+
+def _batch3(x):
+    """A rank-3 view (batch, rows, cols) of a 2-D or 3-D operand."""
+    x = x.buffer if hasattr(x, "buffer") else x
+    if len(x.shape) == 2:
+        return strided(x, (1, *x.shape), (0, *x.strides))
+    if len(x.shape) != 3:
+        raise ValueError(f"matmul takes 2-D or 3-D operands, got shape {x.shape}")
+    return x
+
+
+def _broadcast(x, batch: int):
+    if x.shape[0] == batch:
+        return x
+    return strided(x, (batch, *x.shape[1:]), (0, *x.strides[1:]))
+
+
+def _tiled_line(rt, a, b, c) -> int:
+    n = c.shape[2]
+    if b.strides[2] != 1 and n > 1:
+        return 1
+    return line_size(rt, c.elem, n, b.strides[0], b.strides[1])
+
+
+def _run_tiled(mr: int, nr: int, packed: bool = False):
+    def run(rt, a, b, c, bias, act):
+        lsz = _tiled_line(rt, a, b, c)
+        batch, m, n = c.shape
+        nl = n // lsz
+        units = (1, 1) if is_cpu(rt) else (8, 8)
+        grid = (cdiv(cdiv(m, mr), units[0]), cdiv(cdiv(nl, nr), units[1]), batch)
+        bl = (bias if bias is not None else c).buffer
+        bv = b.lines(lsz) if lsz > 1 else b
+        if packed:
+            k, panels = b.shape[1], cdiv(nl, nr)
+            bp = rt.empty((batch, panels * k, nr * lsz), c.elem)
+            total = batch * panels * k * nr
+            pack_b.launch(rt, cube_count=cdiv(total, 256), cube_dim=256, b=bv,
+                          out=bp.lines(lsz), NR=nr)
+            bv = bp.lines(lsz)
+        matmul_tiled.launch(rt, cube_count=grid, cube_dim=units, a=a, b=bv, c=c.lines(lsz),
+                            bias=bl.lines(lsz) if bias is not None else bl.lines(1),
+                            MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act, PACKED=packed)
+    return run
+
+
+def _dot_line(rt, a, b, c) -> int:
+    k = a.shape[2]
+    if a.strides[2] != 1 or b.strides[1] != 1:
+        return 0
+    return line_size(rt, a.elem, k, a.strides[0], a.strides[1], b.strides[0], b.strides[2])
+
+
+def _run_dot(mr: int, nr: int):
+    def run(rt, a, b, c, bias, act):
+        lsz = _dot_line(rt, a, b, c)
+        batch, m, n = c.shape
+        bt = strided(b, (b.shape[0], b.shape[2], b.shape[1]),
+                     (b.strides[0], b.strides[2], b.strides[1]))
+        units = (1, 1) if is_cpu(rt) else (8, 8)
+        grid = (cdiv(cdiv(m, mr), units[0]), cdiv(cdiv(n, nr), units[1]), batch)
+        matmul_dot.launch(rt, cube_count=grid, cube_dim=units, a=a.lines(lsz),
+                          bt=bt.lines(lsz), c=c, bias=bias if bias is not None else c.buffer,
+                          MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act)
+    return run
+
+
+def _run_shared(t: int):
+    def run(rt, a, b, c, bias, act):
+        batch, m, n = c.shape
+        matmul_shared.launch(rt, cube_count=(cdiv(n, t), cdiv(m, t), batch), cube_dim=(t, t),
+                             a=a, b=b, c=c, bias=bias if bias is not None else c.buffer, T=t,
+                             HAS_BIAS=bias is not None, ACT=act)
+    return run
+
+
+def _run_plane(rt, a, b, c, bias, act):
+    batch, m, n = c.shape
+    planes = max(1, 64 // rt.plane_size)
+    matmul_plane.launch(rt, cube_count=(cdiv(m * n, planes), 1, batch),
+                        cube_dim=(rt.plane_size, planes), a=a, b=b, c=c,
+                        bias=bias if bias is not None else c.buffer, P=rt.plane_size,
+                        HAS_BIAS=bias is not None, ACT=act)
+
+
+def _cpu_first(cpu: int, gpu: int):
+    return lambda rt: cpu if is_cpu(rt) else gpu
+
+
+def _shared_ok(t: int):
+    def ok(rt, a, b, c, bias, act):
+        return 2 * t * t * c.buffer.dtype.itemsize <= rt.features.max_shared_bytes \
+            and t * t <= rt.features.max_cube_dim
+    return ok
+
+
+MATMUL = Tunable("matmul", [
+    Candidate("packed_4x4", _run_tiled(4, 4, True), _cpu_first(110, 45)),
+    Candidate("packed_6x2", _run_tiled(6, 2, True), _cpu_first(105, 45)),
+    Candidate("tiled_6x2", _run_tiled(6, 2), _cpu_first(100, 60)),
+    Candidate("tiled_4x4", _run_tiled(4, 4), _cpu_first(90, 50)),
+    Candidate("tiled_8x1", _run_tiled(8, 1), _cpu_first(70, 40)),
+    Candidate("dot_4x2", _run_dot(4, 2), _cpu_first(95, 30),
+              lambda rt, a, b, c, bias, act: _dot_line(rt, a, b, c) > 1),
+    Candidate("shared_16", _run_shared(16), _cpu_first(20, 100), _shared_ok(16)),
+    Candidate("shared_8", _run_shared(8), _cpu_first(10, 90), _shared_ok(8)),
+    Candidate("plane", _run_plane, _cpu_first(0, 40),
+              lambda rt, *args: rt.features.plane_ops),
+])
+
+
+def prepare(rt, a, b, out=None, bias=None, act: str = "none"):
+    """Validated rank-3 operands (a, b, c, bias, act) for the candidates."""
+    if act not in ACTIVATIONS:
+        raise ValueError(f"act must be one of {ACTIVATIONS}, got {act!r}")
+    a3, b3 = _batch3(a), _batch3(b)
+    if a3.elem != b3.elem:
+        raise ValueError(f"matmul operands differ in type: {a3.elem} and {b3.elem}")
+    if a3.shape[2] != b3.shape[1]:
+        raise ValueError(f"matmul shapes do not match: {a3.shape} @ {b3.shape}")
+    batch = max(a3.shape[0], b3.shape[0])
+    if a3.shape[0] not in (1, batch) or b3.shape[0] not in (1, batch):
+        raise ValueError(f"matmul batches do not broadcast: {a3.shape} @ {b3.shape}")
+    a3, b3 = _broadcast(a3, batch), _broadcast(b3, batch)
+    m, n = a3.shape[1], b3.shape[2]
+    squeeze = len(a.buffer.shape) == 2 and len(b.buffer.shape) == 2
+    shape = (m, n) if squeeze else (batch, m, n)
+    if out is None:
+        out = rt.empty(shape, a3.elem)
+    elif tuple(out.buffer.shape) != shape or not is_contiguous(out):
+        raise ValueError(f"out must be a contiguous {shape} buffer, got {out.buffer.shape}")
+    c3 = _batch3(out.buffer)
+    if bias is not None and tuple(bias.buffer.shape) != (n,):
+        raise ValueError(f"bias must have shape ({n},), got {bias.buffer.shape}")
+    return a3, b3, c3, (None if bias is None else bias.buffer), act, out
+
+
+def matmul(rt, a, b, out=None, *, bias=None, act: str = "none"):
+    """act(a @ b + bias); a (..., M, K), b (..., K, N): 2-D or batched 3-D, any strides."""
+    a3, b3, c3, bias, act, out = prepare(rt, a, b, out, bias, act)
+    batch, m, n = c3.shape
+    if m * n * batch == 0:
+        return out
+    k = a3.shape[2]
+    if k == 0:
+        from .fill import fill
+        fill(rt, out, 0.0)
+        if bias is not None or act != "none":
+            raise ValueError("an empty K with an epilogue is not supported")
+        return out
+    layout = (int(a3.strides[2] == 1), int(b3.strides[2] == 1), int(b3.strides[1] == 1))
+    key = tune_key("f", c3.elem, [(batch, m, n, k)], (layout, act, bias is not None))
+    MATMUL(rt, key, a3, b3, c3, bias, act)
+    return out
+
+
+def reference(a, b, bias=None, act="none"):
+    from .epilogue import reference as act_ref
+    r = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if bias is not None:
+        r = r + bias.astype(np.float64)
+    return act_ref(r, act)

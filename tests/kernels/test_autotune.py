@@ -1,0 +1,148 @@
+"""autotune: keys, modes, the persistent per-device store, corrupt files, other processes."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import autotune
+from autotune import Candidate, Tunable, TuneStore, bucket, tune_key
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeRt:
+    name = "fake"
+
+    def __init__(self, device="fake-device"):
+        self.device = device
+
+    def device_id(self):
+        return self.device
+
+    def sync(self):
+        pass
+
+
+def _op(store, calls, fast_name="quick"):
+    """Three candidates: `slow` has the highest priority, `quick` is fastest, `never` is
+    invalid; calls records what ran."""
+    def make(name, seconds):
+        def run(rt, x):
+            calls.append(name)
+            time.sleep(seconds)
+        return run
+    return Tunable("toy", [
+        Candidate("slow", make("slow", 0.004), 30),
+        Candidate("never", make("never", 0.0), 40, lambda rt, x: False),
+        Candidate("medium", make("medium", 0.002), 20),
+        Candidate(fast_name, make(fast_name, 0.0), 10),
+    ], store=store, repeats=3)
+
+
+def test_bucket_and_key():
+    assert [bucket(n) for n in (0, 1, 2, 3, 5, 64, 65)] == [0, 1, 2, 4, 8, 64, 128]
+    assert tune_key("mm", "f32", [(100, 120)]) == tune_key("mm", "f32", [(128, 97)])
+    assert tune_key("mm", "f32", [(100, 120)]) != tune_key("mm", "f32", [(100, 129)])
+    assert tune_key("mm", "f32", [(4,)]) != tune_key("mm", "f64", [(4,)])
+
+
+def test_modes(tmp_path, monkeypatch):
+    calls = []
+    op = _op(TuneStore(tmp_path), calls)
+    rt = FakeRt()
+    monkeypatch.setenv("CUBE_AUTOTUNE", "off")
+    assert op.choose(rt, "k", 1).name == "slow" and calls == []  # top valid priority, untimed
+    monkeypatch.setenv("CUBE_AUTOTUNE", "fast")
+    autotune.tunable.FAST_TOP, old = 2, autotune.tunable.FAST_TOP
+    try:
+        assert op.choose(rt, "k", 1).name == "medium"  # only the top two were timed
+    finally:
+        autotune.tunable.FAST_TOP = old
+    assert "quick" not in calls and "never" not in calls
+    calls.clear()
+    assert op.choose(rt, "k", 1).name == "medium" and calls == []  # remembered
+    monkeypatch.setenv("CUBE_AUTOTUNE", "full")
+    assert op.choose(rt, "k", 1).name == "quick"  # full re-tunes a fast result, times all
+    assert set(calls) == {"slow", "medium", "quick"}
+    monkeypatch.setenv("CUBE_AUTOTUNE", "bogus")
+    with pytest.raises(ValueError):
+        op.choose(rt, "k", 1)
+
+
+def test_store_persists_per_device(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUBE_AUTOTUNE", "full")
+    calls = []
+    _op(TuneStore(tmp_path), calls).choose(FakeRt(), "k", 1)
+    files = list(tmp_path.glob("*.json"))
+    assert len(files) == 1
+    data = json.loads(files[0].read_text())
+    assert data["device"] == "fake-device"
+    assert data["entries"]["toy|k"]["winner"] == "quick"
+    calls.clear()  # a fresh store (another process) reads the winner back
+    assert _op(TuneStore(tmp_path), calls).choose(FakeRt(), "k", 1).name == "quick"
+    assert calls == []
+    _op(TuneStore(tmp_path), calls).choose(FakeRt("other"), "k", 1)  # another device tunes
+    assert calls and len(list(tmp_path.glob("*.json"))) == 2
+
+
+def test_corrupt_file_is_ignored_and_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUBE_AUTOTUNE", "fast")
+    store = TuneStore(tmp_path)
+    path = store.path("fake-device")
+    path.write_text("{not json")
+    calls = []
+    assert _op(store, calls).choose(FakeRt(), "k", 1).name in ("slow", "medium", "quick")
+    assert calls  # it tuned
+    data = json.loads(path.read_text())
+    assert "toy|k" in data["entries"]
+
+
+def test_progress_on_stderr_when_slow(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CUBE_AUTOTUNE", "full")
+    monkeypatch.setattr(autotune.tunable, "PROGRESS_AFTER_S", 0.0)
+    _op(TuneStore(tmp_path), []).choose(FakeRt(), "k", 1)
+    assert "cube autotune toy|k" in capsys.readouterr().err
+
+
+def test_failing_candidate_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUBE_AUTOTUNE", "full")
+
+    def boom(rt, x):
+        raise RuntimeError("cannot build here")
+    op = Tunable("toy2", [Candidate("boom", boom, 10), Candidate("ok", lambda rt, x: None, 1)],
+                 store=TuneStore(tmp_path))
+    assert op.choose(FakeRt(), "k", 1).name == "ok"
+
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np, cube as cb
+    from dl.kernels import reduce as R
+    rt = cb.runtime("cpu")
+    x = rt.from_numpy(np.arange(3000, dtype=np.float32).reshape(3, 1000))
+    got = R.reduce(rt, x, 1, "sum").numpy()
+    assert np.allclose(got, np.arange(3000.).reshape(3, 1000).sum(1))
+    print(R.REDUCE.tunings)
+""")
+
+
+def test_winner_reused_by_a_later_process(tmp_path):
+    env = {**os.environ, "CUBE_CACHE_DIR": str(tmp_path), "CUBE_AUTOTUNE": "fast",
+           "PYTHONPATH": str(ROOT)}
+
+    def run():
+        r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout.split()[-1])
+    assert run() == 1  # the first process times the candidates
+    files = list((tmp_path / "autotune").glob("*.json"))
+    assert len(files) == 1 and "reduce|" in files[0].read_text()
+    assert run() == 0  # the second reads the winner from disk
+    files[0].write_text("garbage")
+    assert run() == 1  # a corrupt file: tuned again and rewritten
+    assert json.loads(files[0].read_text())["entries"]

@@ -1,0 +1,77 @@
+"""matmul: every candidate against NumPy float64, on every runtime."""
+import numpy as np
+import pytest
+from kutil import candidate, names, need
+
+from dl.kernels import matmul as mm
+from dl.kernels.view import transpose
+
+CASES = [  # (batch, m, n, k, transposed a, transposed b)
+    (None, 7, 13, 5, False, False),
+    (None, 1, 1, 1, False, False),
+    (3, 17, 32, 9, False, True),
+    (2, 33, 48, 20, True, False),
+    (None, 5, 64, 64, True, True),
+]
+
+
+def _operand(rt, rng, shape, trans, dtype):
+    x = rng.standard_normal(shape).astype(dtype)
+    if not trans:
+        return x, rt.from_numpy(x)
+    t = np.ascontiguousarray(np.swapaxes(x, -1, -2))
+    return x, transpose(rt.from_numpy(t))
+
+
+@pytest.mark.parametrize("name", names(mm.MATMUL))
+@pytest.mark.parametrize("case", CASES)
+def test_matmul_candidates(rt, name, case, monkeypatch):
+    batch, m, n, k, ta, tb = case
+    rng = np.random.default_rng(m * n + k)
+    lead = () if batch is None else (batch,)
+    a, da = _operand(rt, rng, (*lead, m, k), ta, np.float32)
+    b, db = _operand(rt, rng, (*lead, k, n), tb, np.float32)
+    with candidate(mm.MATMUL, name, monkeypatch):
+        out = mm.matmul(rt, da, db)
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "tanh"])
+@pytest.mark.parametrize("name", ["tiled_6x2", "packed_4x4", "dot_4x2", "shared_8", "plane"])
+def test_matmul_epilogue(rt, name, act, monkeypatch):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((9, 32)).astype(np.float32), \
+        rng.standard_normal((32, 16)).astype(np.float32)
+    bias = rng.standard_normal(16).astype(np.float32)
+    db = rt.from_numpy(b) if name != "dot_4x2" else \
+        transpose(rt.from_numpy(np.ascontiguousarray(b.T)))
+    with candidate(mm.MATMUL, name, monkeypatch):
+        out = mm.matmul(rt, rt.from_numpy(a), db, bias=rt.from_numpy(bias), act=act)
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, act), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_matmul_broadcast_batch_and_f64(rt):
+    need(rt, np.float64)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((4, 6, 10))
+    b = rng.standard_normal((10, 7))
+    out = mm.matmul(rt, rt.from_numpy(a), rt.from_numpy(b[None]))  # batch 1 broadcasts
+    np.testing.assert_allclose(out.numpy(), a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_matmul_rejects_bad_shapes(rt):
+    a, b = rt.empty((3, 4)), rt.empty((5, 2))
+    with pytest.raises(ValueError, match="do not match"):
+        mm.matmul(rt, a, b)
+
+
+@pytest.mark.slow
+def test_matmul_tuned_large(rt):
+    if rt.name == "interp":
+        pytest.skip("too big for the interpreter")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 257)).astype(np.float32)
+    b = rng.standard_normal((257, 190)).astype(np.float32)
+    out = mm.matmul(rt, rt.from_numpy(a), rt.from_numpy(b))
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-3, atol=1e-3)
