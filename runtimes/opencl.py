@@ -20,7 +20,7 @@ from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
-from .pool import Pool
+from .pool import Block, Pool
 from .scalar_bits import slot_bits
 
 CACHE_FORMAT = "opencl-bin-1"
@@ -50,19 +50,17 @@ def _pick_device():
 class ClBuffer(Buffer):
     def __init__(self, rt: OpenCLRuntime, shape, elem):
         super().__init__(rt, shape, elem)
-        self.mem, self._cls = rt.pool.take(self.nbytes)
+        self._block = Block(rt.pool, self.nbytes)
+
+    @property
+    def mem(self):
+        return self._block.mem
 
     def numpy(self) -> np.ndarray:
         out = np.empty(self.shape, self.dtype)
         if self.nbytes:
             cl.enqueue_copy(self.rt.queue, out, self.mem, is_blocking=True)
         return out
-
-    def __del__(self):
-        try:
-            self.rt.pool.give(self.mem, self._cls)
-        except Exception:  # interpreter shutdown
-            pass
 
 
 class OpenCLRuntime(Runtime):

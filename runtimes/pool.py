@@ -45,3 +45,20 @@ class Pool:
         with self._lock:
             self._free.clear()
             self._held = 0
+
+
+class Block:
+    """One pooled allocation, shared by a buffer and every view (copy) of it: the memory goes
+    back to the pool when the last of them is gone, never while a view still uses it."""
+
+    __slots__ = ("pool", "mem", "cls")
+
+    def __init__(self, pool: Pool, nbytes: int):
+        self.pool = pool
+        self.mem, self.cls = pool.take(nbytes)
+
+    def __del__(self):
+        try:
+            self.pool.give(self.mem, self.cls)
+        except Exception:  # interpreter shutdown
+            pass

@@ -77,11 +77,18 @@ class _Pool:
         gbuf.destroy()
 
 
+class _Owner:
+    __slots__ = ("__weakref__",)
+
+
 class WgpuBuffer(Buffer):
     def __init__(self, rt, gbuf, alloc: int, shape, elem):
         super().__init__(rt, shape, elem)
         self.gbuf, self.alloc = gbuf, alloc
-        weakref.finalize(self, rt._pool.give, alloc, gbuf)
+        # the allocation is owned by a token that views (copies of this buffer) share, so it
+        # returns to the pool only when the last of them is gone
+        self._owner = _Owner()
+        weakref.finalize(self._owner, rt._pool.give, alloc, gbuf)
 
     def numpy(self) -> np.ndarray:
         raw = self.rt.device.queue.read_buffer(self.gbuf, 0, self.alloc)
@@ -292,16 +299,12 @@ class WgpuExecutable(Executable):
         self.module_for = module_for  # cube_dim -> shader module
         wgpu = rt.wgpu
         dev = rt.device
-        stored = {id(op.mem) for op in ir.walk(kernel.body)
-                  if isinstance(op, (ir.Store, ir.Atomic))}
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": wgpu.BufferBindingType.uniform}}]
         for s in abi.slots:
-            if s.binding is not None:
-                ro = id(s.param) not in stored
+            if s.binding is not None:  # all read-write: see the shader generators (aliases)
                 entries.append({"binding": s.binding, "visibility": wgpu.ShaderStage.COMPUTE,
-                                "buffer": {"type": wgpu.BufferBindingType.read_only_storage
-                                           if ro else wgpu.BufferBindingType.storage}})
+                                "buffer": {"type": wgpu.BufferBindingType.storage}})
         self.bgl = dev.create_bind_group_layout(entries=entries)
         self.playout = dev.create_pipeline_layout(bind_group_layouts=[self.bgl])
         self.meta = dev.create_buffer(size=abi.meta_words * 4,

@@ -166,14 +166,12 @@ class Emitter:
             m.emit("globals", "TypeStruct", st, ra)
             m.emit("annot", "Decorate", st, 2)
             m.emit("annot", "MemberDecorate", st, 0, 35, 0)
-            if id(p) not in self.stored:
-                m.emit("annot", "MemberDecorate", st, 0, 24)  # NonWritable
+            # never NonWritable: a buffer bound twice (aliases, in-place ops) would carry
+            # conflicting read-only and read-write usages in one dispatch, which WebGPU forbids
             v = m.id()
             m.emit("globals", "Variable", m.ptr(STORAGE, st), v, STORAGE)
             m.emit("annot", "Decorate", v, 34, 0)
             m.emit("annot", "Decorate", v, 33, slot.binding)
-            if id(p) not in self.stored:  # naga reads the access from the variable
-                m.emit("annot", "Decorate", v, 24)
             self.mems[id(p)] = (v, STORAGE, elem)
 
     def _atomic_elem(self, t: Type) -> int:

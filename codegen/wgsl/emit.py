@@ -76,8 +76,10 @@ class Emitter:
                 continue
             name = f"p_{_ident(p.name)}"
             self.names[id(p)] = name
-            access = "read_write" if id(p) in self.stored else "read"
-            decls.append(f"@group(0) @binding({slot.binding}) var<storage, {access}> "
+            # read_write even when the kernel only reads: WebGPU forbids binding one buffer
+            # read-only and read-write in a dispatch, and callers may pass aliases
+            # (an in-place op, views of one allocation)
+            decls.append(f"@group(0) @binding({slot.binding}) var<storage, read_write> "
                          f"{name}: array<{self._param_elem(p)}>;")
         for s in k.shared:
             name = f"sh{s.id}"
