@@ -1,7 +1,8 @@
 """What differs between CUDA, HIP, MSL and OpenCL C: a table per dialect and a few overrides.
 
-The emitter (emit.py) writes everything else the same way for all four: lines as scalarised
-lanes, f16/bf16 computed in float, C-semantics helpers (prelude.py) shared by all.
+The emitter (emit.py) writes everything else the same way for all four: lines as native
+vectors where `vec` names one (else lanes), f16/bf16 computed in float, C-semantics helpers
+(prelude.py) shared by all.
 """
 from __future__ import annotations
 

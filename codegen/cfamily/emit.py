@@ -1,12 +1,12 @@
 """IR -> C-family source: one walk over the kernel for all four dialects.
 
-Lines are scalarised: a `Line[T, n]` variable is n C locals (`v7_0 .. v7_{n-1}`) and every
-op is written once per lane, so any line size works in every dialect (CUDA has no float8,
-OpenCL no float3 in memory, bool lines exist nowhere) and the GPU compilers see plain scalar
-code, which is what they schedule best anyway. Line memories are arrays of scalars (line i
-at [i*n, i*n+n)). f16 and bf16 values are held in float and rounded after each inexact op,
-which gives the correctly rounded half result for + - * / sqrt (f32 has more than 2*11+2
-bits) and needs no half arithmetic from the device.
+A `Line[T, n]` variable is one native vector where the dialect has that type (OpenCL `float4`,
+MSL `float3`; see vectors.py), else n C locals (`v7_0 .. v7_{n-1}`, CUDA/HIP, bool lines,
+sizes the dialect lacks). Lane k of either is an lvalue, so every op has a lane-by-lane form
+and vector ops are a fast path on top. CUDA/HIP move lines of buffers in 16-byte vector
+accesses. f16 and bf16 values are held in float and rounded after each inexact op, which gives
+the correctly rounded half result for + - * / sqrt (f32 has more than 2*11+2 bits) and needs no
+half arithmetic from the device.
 """
 from __future__ import annotations
 
