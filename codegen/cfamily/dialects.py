@@ -1,11 +1,12 @@
 """What differs between CUDA, HIP, MSL and OpenCL C: a table per dialect and a few overrides.
 
-The emitter (emit.py) writes everything else the same way for all four: lines as scalarised
-lanes, f16/bf16 computed in float, C-semantics helpers (prelude.py) shared by all.
+The emitter (emit.py) writes everything else the same way for all four: lines as native
+vectors where `vec` names one (else lanes), f16/bf16 computed in float, C-semantics helpers
+(prelude.py) shared by all.
 """
 from __future__ import annotations
 
-from cube_ir.types import Scalar
+from cube_ir.types import SCALARS, Scalar
 
 _C_INTS = {"i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
            "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int",
@@ -119,6 +120,48 @@ class Dialect:
     def atomic_load_bits(self, up: str, bits: int) -> str:
         return f"*{up}"
 
+    # ---- native vectors (see vectors.py) --------------------------------------------------
+    vec_sizes: frozenset[int] = frozenset()  # line sizes held in one native vector
+
+    def vec(self, e: Scalar, n: int) -> str | None:
+        """The native vector type a Line[e, n] is held in, or None (scalarised lanes)."""
+        if n not in self.vec_sizes or e.is_bool or e.name == "bf16" or \
+                (e.name == "f16" and not self.vec_f16):
+            return None
+        return f"{self.reg(e)}{n}"
+
+    # erf from the prelude (f32): MSL has none; PoCL's is ~40x slower than exp and, having
+    # branches, stops its work-item vectoriser
+    own_erf = False
+    vec_f16 = False  # f16 lines as float vectors, rounded through the dialect's half vector
+
+    def lane(self, x: str, k: int) -> str:
+        """Lane k of a native vector (also an lvalue)."""
+        return f"{x}.{'xyzw'[k]}"
+
+    def splat(self, vt: str, x: str) -> str:
+        return f"{vt}({x})"
+
+    def bitcast(self, vt: str, x: str) -> str:
+        raise NotImplementedError
+
+    def convert(self, vt: str, x: str, sat: bool = False) -> str | None:
+        """Lane-wise conversion to vector type vt (sat: float->int, saturating, NaN -> 0);
+        None where the dialect has no such conversion."""
+        return None
+
+    def vload(self, vt: str, mt: str, n: int, idx: str, p: str, space: str) -> str:
+        """Line idx of memory p (elements of C type mt) as a vt vector."""
+        raise NotImplementedError
+
+    def vstore(self, v: str, mt: str, n: int, idx: str, p: str, space: str) -> str:
+        raise NotImplementedError
+
+    def mem_chunks(self, e: Scalar, n: int) -> tuple[int, str] | None:
+        """Scalarised dialects: (w, vector type) to move a line of n memory elements of e in
+        n/w aligned w-wide accesses, or None (one access per lane)."""
+        return None
+
     # ---- plane ops ---------------------------------------------------------------------
     def plane(self, op: str, v: str, e: Scalar, lane: str | None, my_lane: str,
               plane_size: int) -> str:
@@ -204,6 +247,22 @@ class Cuda(Dialect):
     def f16_needs(self) -> set[str]:
         return {"f16_ptx"}
 
+    _VEC_NAMES = {"i8": "char", "u8": "uchar", "i16": "short", "u16": "ushort", "i32": "int",
+                  "u32": "uint", "f32": "float", "i64": "longlong", "u64": "ulonglong",
+                  "f64": "double"}
+
+    def mem_chunks(self, e, n):
+        # the memory element: bool is a byte, bf16 (and f16 in CUDA) its 16 bits
+        m = {"bool": "u8", "bf16": "u16", "f16": self.f16_mem_vec}.get(e.name, e.name)
+        base = self._VEC_NAMES.get(m)
+        size = SCALARS[m].bits // 8 if m else 0
+        for w in (4, 2):  # aligned 16-byte (or smaller) vector accesses
+            if base and n % w == 0 and w * size <= 16:
+                return w, f"{base}{w}"
+        return None
+
+    f16_mem_vec = "u16"
+
 
 class Hip(Cuda):
     name = "hip"
@@ -230,6 +289,8 @@ class Hip(Cuda):
     def f16_needs(self):
         return set()
 
+    f16_mem_vec = None  # _Float16 has no HIP vector type
+
 
 class OpenCL(Dialect):
     name = "opencl"
@@ -237,6 +298,28 @@ class OpenCL(Dialect):
     fn = "static inline"
     spaces = {"global": "__global ", "shared": "__local "}
     plane_size = 1  # subgroups only where the runtime finds them
+    vec_sizes = frozenset((2, 3, 4, 8, 16))
+    own_erf = True
+
+    def lane(self, x, k):
+        return f"{x}.s{k:x}"
+
+    def splat(self, vt, x):
+        return f"({vt})({x})"
+
+    def bitcast(self, vt, x):
+        return f"as_{vt}({x})"
+
+    # vloadN/vstoreN need only element alignment (and vload3 reads 3, not 4, elements)
+    def vload(self, vt, mt, n, idx, p, space):
+        return f"vload{n}({idx}, {p})"
+
+    def vstore(self, v, mt, n, idx, p, space):
+        return f"vstore{n}({v}, {idx}, {p});"
+
+    def convert(self, vt, x, sat=False):
+        # float->int: round toward zero (the default) and, with _sat, clamp and NaN -> 0
+        return f"convert_{vt}{'_sat' if sat else ''}({x})"
 
     atomic_native = {
         **{(op, t): "atomic_" + f for op, f in (
@@ -326,6 +409,30 @@ class Msl(Dialect):
     has_f64 = False
     half_mem = "half"
     plane_size = 32
+    vec_sizes = frozenset((2, 3, 4))
+    vec_f16 = True
+    own_erf = True
+
+    def vec(self, e, n):
+        return None if e.bits == 64 else super().vec(e, n)
+
+    def bitcast(self, vt, x):
+        return f"as_type<{vt}>({x})"
+
+    # packed_* types need only element alignment (float3 would be 16 bytes)
+    _MSL_SPACE = {"global": "device", "shared": "threadgroup", "local": "thread"}
+
+    def vload(self, vt, mt, n, idx, p, space):
+        q = self._MSL_SPACE[space]
+        return f"{vt}(*({q} const packed_{mt}{n}*)({p} + (long)({idx}) * {n}))"
+
+    def vstore(self, v, mt, n, idx, p, space):
+        q = self._MSL_SPACE[space]
+        x = f"half{n}({v})" if mt == "half" else v  # f16 computes in float vectors
+        return f"*({q} packed_{mt}{n}*)({p} + (long)({idx}) * {n}) = packed_{mt}{n}({x});"
+
+    def convert(self, vt, x, sat=False):
+        return None if sat else f"{vt}({x})"  # MSL leaves out-of-range float->int undefined
 
     def as_float(self, bits, x):
         return f"as_type<float>((uint)({x}))"
@@ -379,7 +486,7 @@ class Msl(Dialect):
         return set()
 
     def math(self, name, e):
-        return {"erf": "cube_erf", "log1p": "cube_log1p"}.get(name, name)
+        return {"log1p": "cube_log1p"}.get(name, name)
 
     atomic_native = {
         **{(op, t): f"atomic_fetch_{op}_explicit" for op in ("add", "sub", "min", "max",

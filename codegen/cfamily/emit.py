@@ -1,12 +1,12 @@
 """IR -> C-family source: one walk over the kernel for all four dialects.
 
-Lines are scalarised: a `Line[T, n]` variable is n C locals (`v7_0 .. v7_{n-1}`) and every
-op is written once per lane, so any line size works in every dialect (CUDA has no float8,
-OpenCL no float3 in memory, bool lines exist nowhere) and the GPU compilers see plain scalar
-code, which is what they schedule best anyway. Line memories are arrays of scalars (line i
-at [i*n, i*n+n)). f16 and bf16 values are held in float and rounded after each inexact op,
-which gives the correctly rounded half result for + - * / sqrt (f32 has more than 2*11+2
-bits) and needs no half arithmetic from the device.
+A `Line[T, n]` variable is one native vector where the dialect has that type (OpenCL `float4`,
+MSL `float3`; see vectors.py), else n C locals (`v7_0 .. v7_{n-1}`, CUDA/HIP, bool lines,
+sizes the dialect lacks). Lane k of either is an lvalue, so every op has a lane-by-lane form
+and vector ops are a fast path on top. CUDA/HIP move lines of buffers in 16-byte vector
+accesses. f16 and bf16 values are held in float and rounded after each inexact op, which gives
+the correctly rounded half result for + - * / sqrt (f32 has more than 2*11+2 bits) and needs no
+half arithmetic from the device.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from cube_ir.types import Scalar, Type, u32
 from . import abi, prelude
 from .dialects import Dialect
 from .values import Values
+from .vectors import VecOps
 
 EXACT = frozenset("neg abs min max floor ceil round clamp".split())  # no f16/bf16 rounding
 MATH = {"sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "log1p": "log1p",
@@ -42,6 +43,8 @@ class Emitter:
         self.k, self.d = kernel, d
         self.needs: dict = {}
         self.v = Values(d, self.needs)
+        self.vo = VecOps(d, self.v)
+        self.ntemps = 0
         self.slots, self.nbuf, self.nslots = abi.layout(kernel.params)
         self.ps = kernel.plane_size
         self.out: list[str] = []
@@ -64,7 +67,33 @@ class Emitter:
         n = self.names.get(v.id)
         if n is None:
             n = self.names[v.id] = _ident(v.name, f"v{v.id}")
-        return n if v.type.lanes == 1 else f"{n}_{k}"
+        if v.type.lanes == 1:
+            return n
+        return self.d.lane(n, k) if self.vtype(v.type) else f"{n}_{k}"
+
+    def vname(self, v: ir.Var) -> str:
+        """The C name of a native-vector variable as a whole."""
+        self.var(v)
+        return self.names[v.id]
+
+    def vtype(self, t: Type) -> str | None:
+        """The native vector type a line of type t is held in (None: scalarised lanes)."""
+        return self.d.vec(t.elem, t.lanes) if t.lanes > 1 else None
+
+    def vval(self, x: ir.Value, e: Scalar, n: int) -> str | None:
+        """x as one native vector of n lanes of e (a scalar splats), or None."""
+        vt = self.d.vec(e, n)
+        if vt is None:
+            return None
+        if isinstance(x, ir.Const) or x.type.lanes == 1:
+            return self.d.splat(vt, self.val(x, 0, e))
+        if x.type.lanes != n or not self.vtype(x.type):
+            return None
+        return self.vo.cast(self.vname(x), x.type.elem, e, n)
+
+    def temp(self) -> str:
+        self.ntemps += 1
+        return f"cube_v{self.ntemps}"
 
     def mem_name(self, m) -> str:
         n = self.mem_names.get(id(m))
@@ -157,6 +186,11 @@ class Emitter:
             self.line(f"{d.mem(lo.type.elem)} {self.mem_name(lo)}[{lo.size * lo.type.lanes}];")
         for v in _all_vars(k):
             if v.id in self.names:
+                vt = self.vtype(v.type)
+                if vt:
+                    self.reg(v.type.elem)
+                    self.line(f"{vt} {self.vname(v)} = {d.splat(vt, '0')};")
+                    continue
                 lanes = ", ".join(f"{self.var(v, i)} = 0" for i in range(v.type.lanes))
                 self.line(f"{self.reg(v.type.elem)} {lanes};")
 
@@ -173,6 +207,12 @@ class Emitter:
         return range(t.lanes)
 
     def op(self, op) -> None:
+        dst = getattr(op, "dst", None)
+        if dst is not None and self.vtype(dst.type):
+            r = self.vector_op(op)
+            if r is not None:
+                self.line(f"{self.vname(dst)} = {r};")
+                return
         match op:
             case ir.Assign(dst=d, src=s):
                 self.set(d, [self.val(s, i, d.type.elem) for i in self.lanes(d.type)])
@@ -202,9 +242,7 @@ class Emitter:
             case ir.Load(dst=d, mem=m, index=i):
                 self.set(d, self.load(m, i, d.type))
             case ir.Store(mem=m, index=i, value=x):
-                e = m.type.elem
-                for k in self.lanes(m.type):
-                    self.line(f"{self.ref(m, i, k)} = {self.v.to_mem(e, self.val(x, k, e))};")
+                self.store(m, i, x)
             case ir.Meta():
                 self.set(op.dst, [self.meta(op)])
             case ir.Builtin(dst=d, name=n):
@@ -245,6 +283,46 @@ class Emitter:
             case _:  # pragma: no cover
                 raise NotImplementedError(f"C codegen: {op!r}")
 
+    def vector_op(self, op) -> str | None:
+        """One native-vector expression for op (its dst is a vector), or None: lanes."""
+        vo, dt = self.vo, op.dst.type
+        e, n = dt.elem, dt.lanes
+        match op:
+            case ir.Assign(src=s):
+                return self.vval(s, e, n)
+            case ir.Unary(op=o, a=x):
+                a = self.vval(x, x.type.elem, n) if x.type.elem == e else None
+                return None if a is None else vo.unary(o, e, n, a)
+            case ir.Binary(op=o, a=x, b=y):
+                if o in CMP:
+                    return None
+                a, b = self.vval(x, e, n), self.vval(y, e, n)
+                return None if a is None or b is None else vo.binary(o, e, n, a, b)
+            case ir.Ternary(op=o, a=x, b=y, c=z):
+                ws = [self.vval(w, e, n) for w in (x, y, z)]
+                return None if None in ws else vo.ternary(o, e, n, *ws)
+            case ir.Select(cond=c, a=x, b=y):
+                a, b = self.vval(x, e, n), self.vval(y, e, n)
+                if c.type.lanes > 1 or a is None or b is None:
+                    return None  # a line of bools is scalarised: lane by lane
+                return f"{self.val(c, 0)} ? {a} : {b}"
+            case ir.Cast(a=x):
+                if x.type.lanes == 1 or not self.vtype(x.type):
+                    return None
+                return vo.cast(self.vname(x), x.type.elem, e, n)
+            case ir.Insert(vec=v, lane=k, value=x):
+                whole = self.vval(v, e, n)
+                if whole is None:
+                    return None
+                self.line(f"{self.vname(op.dst)} = {whole};")
+                self.line(f"{self.var(op.dst, k)} = {self.val(x, 0, e)};")
+                return self.vname(op.dst)
+            case ir.Load(mem=m, index=i):
+                return self.vload(m, i, dt)
+            case ir.Plane(op=o, value=x) if self.ps == 1 and not o.startswith("exclusive"):
+                return self.vval(x, e, n)
+        return None
+
     def nested(self, block) -> None:
         self.depth += 1
         self.block(block)
@@ -270,9 +348,10 @@ class Emitter:
             return f"({self.reg(e)})({a} < 0 ? ({u})0 - ({u}){a} : ({u}){a})"
         if o not in MATH or not e.is_float:
             raise NotImplementedError(f"C codegen: {o} on {e}")
-        if o == "log1p" or o == "erf":
-            if d.name == "msl":
-                self.need("mslmath")
+        if o == "log1p" and d.name == "msl":
+            self.need("mslmath")
+        if o == "erf" and d.own_erf and e.bits <= 32:
+            return self.v.rnd(e, self.v.erf("float", a))
         r = f"{d.math(MATH[o], e)}({a})"
         return r if o in EXACT else self.v.rnd(e, r)
 
@@ -344,17 +423,77 @@ class Emitter:
             return f"{self.mem_name(m)}[{idx}]"
         return f"{self.mem_name(m)}[({self.d.ints['i64']})({idx}) * {n} + {k}]"
 
+    def space(self, m) -> str:
+        return "global" if isinstance(m, ir.Param) else \
+            "shared" if isinstance(m, ir.SharedArray) else "local"
+
+    def index(self, index: ir.Value) -> str:
+        it = index.type.elem
+        return self.val(index, 0, u32 if it.is_bool else it)
+
+    def vload(self, m, index: ir.Value, t: Type) -> str | None:
+        """A line load into a native vector (OpenCL vloadN, MSL packed types), or None."""
+        n, me = t.lanes, m.type.elem
+        if (isinstance(m, ir.Param) and m.kind == "scalar") or m.type.lanes != n or \
+                self.d.vec(me, n) is None:
+            return None
+        x = self.d.vload(self.d.vec(me, n), self.d.mem(me), n, self.index(index),
+                         self.mem_name(m), self.space(m))
+        return self.vo.cast(x, me, t.elem, n)
+
+    def chunks(self, m, n: int) -> tuple[int, str] | None:
+        """CUDA/HIP: w-wide vector accesses for a line of a buffer (buffers are allocated
+        aligned and a line of n elements at index i starts at n*i, so a w-chunk that divides
+        n is w-element aligned; shared/local arrays are only element aligned)."""
+        if not isinstance(m, ir.Param) or m.kind == "scalar" or m.type.lanes != n or n == 1:
+            return None
+        return self.d.mem_chunks(m.type.elem, n)
+
+    def chunk_at(self, index: ir.Value, per_line: int, j: int) -> str:
+        if per_line == 1:
+            return self.index(index)
+        return f"({self.d.ints['i64']})({self.index(index)}) * {per_line} + {j}"
+
     def load(self, m, index: ir.Value, t: Type) -> list[str]:
         e = m.type.elem
         if isinstance(m, ir.Param) and m.kind == "scalar":
             s = self.slots[m.index]
             x = self.v.from_bits(e, f"args.s[{s.offset}]")
             return [self.v.cast(x, e, t.elem)] * t.lanes
+        ch = self.chunks(m, t.lanes)
+        if ch:
+            w, vt = ch
+            out = []
+            for j in range(t.lanes // w):
+                tmp = self.temp()
+                self.line(f"const {vt} {tmp} = reinterpret_cast<const {vt}*>"
+                          f"({self.mem_name(m)})[{self.chunk_at(index, t.lanes // w, j)}];")
+                out += [self.v.cast(self.v.from_mem(e, f"{tmp}.{'xyzw'[c]}"), e, t.elem)
+                        for c in range(w)]
+            return out
         out = []
         for k in self.lanes(t):
             x = self.v.from_mem(e, self.ref(m, index, k if m.type.lanes > 1 else 0))
             out.append(self.v.cast(x, e, t.elem))
         return out
+
+    def store(self, m, index: ir.Value, x: ir.Value) -> None:
+        e, n = m.type.elem, m.type.lanes
+        p = self.mem_name(m)
+        v = self.vval(x, e, n) if n > 1 else None
+        if v is not None:
+            self.line(self.d.vstore(v, self.d.mem(e), n, self.index(index), p, self.space(m)))
+            return
+        ch = self.chunks(m, n)
+        if ch:
+            w, vt = ch
+            for j in range(n // w):
+                lanes = ", ".join(self.v.to_mem(e, self.val(x, j * w + c, e)) for c in range(w))
+                self.line(f"reinterpret_cast<{vt}*>({p})[{self.chunk_at(index, n // w, j)}] = "
+                          f"make_{vt}({lanes});")
+            return
+        for k in self.lanes(m.type):
+            self.line(f"{self.ref(m, index, k)} = {self.v.to_mem(e, self.val(x, k, e))};")
 
     def meta(self, op: ir.Meta) -> str:
         m = op.mem

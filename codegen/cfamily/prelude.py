@@ -99,26 +99,33 @@ def _msl_math(d: Dialect, fn: str) -> str:
     float u = 1.0f + x, m = u - 1.0f;
     if (m == 0.0f || isinf(x)) return x;
     return log(u) * x / m;
-}}
-{fn} float cube_erf(float x) {{
-    float t = fabs(x), s = x * x, r, u;
-    if (t > 0.927734375f) {{
-        r = fma(-1.72853470e-5f, t, 3.83197126e-4f);
-        u = fma(-3.88396438e-3f, t, 2.42546219e-2f);
-        r = fma(r, s, u);
-        r = fma(r, t, -1.06777877e-1f);
-        r = fma(r, t, -6.34846687e-1f);
-        r = fma(r, t, -1.28717512e-1f);
-        r = fma(r, t, -t);
-        return copysign(1.0f - exp(r), x);
-    }}
-    r = -5.96761703e-4f;
-    r = fma(r, s, 4.99119423e-3f);
-    r = fma(r, s, -2.67681349e-2f);
-    r = fma(r, s, 1.12819925e-1f);
-    r = fma(r, s, -3.76125336e-1f);
-    r = fma(r, s, 1.28379166e-1f);
-    return fma(r, x, x);
+}}"""
+
+
+def _erf(d: Dialect, fn: str, t: str) -> str:
+    """erf for float or a float vector type t, max error ~1 ulp (N. Juffa's erff, both
+    branches computed and selected, so it vectorises)."""
+    def c(x: str) -> str:
+        return d.splat(t, x)
+
+    return f"""{fn} {t} cube_erf_{t}({t} x) {{
+    {t} a = fabs(x), s = x * x, r, u, p;
+    r = fma({c("-1.72853470e-5f")}, a, {c("3.83197126e-4f")});
+    u = fma({c("-3.88396438e-3f")}, a, {c("2.42546219e-2f")});
+    r = fma(r, s, u);
+    r = fma(r, a, {c("-1.06777877e-1f")});
+    r = fma(r, a, {c("-6.34846687e-1f")});
+    r = fma(r, a, {c("-1.28717512e-1f")});
+    r = fma(r, a, -a);
+    r = copysign({c("1.0f")} - exp(r), x);
+    p = {c("-5.96761703e-4f")};
+    p = fma(p, s, {c("4.99119423e-3f")});
+    p = fma(p, s, {c("-2.67681349e-2f")});
+    p = fma(p, s, {c("1.12819925e-1f")});
+    p = fma(p, s, {c("-3.76125336e-1f")});
+    p = fma(p, s, {c("1.28379166e-1f")});
+    p = fma(p, x, x);
+    return select(p, r, a > {c("0.927734375f")});
 }}"""
 
 
@@ -189,6 +196,8 @@ def render(d: Dialect, needs: dict, plane_size: int) -> str:
             out.append(_f2i(d, fn, *rest.split(":")))
         elif kind == "mslmath":
             out.append(_msl_math(d, fn))
+        elif kind == "erf":
+            out.append(_erf(d, fn, rest))
         elif kind == "mslcas":
             out.append(_msl_cas(d, fn))
         elif kind == "shfl":

@@ -61,6 +61,11 @@ class Values:
             return f"{n}u"
         return f"(({c}){n})"
 
+    def erf(self, t: str, x: str) -> str:
+        """erf on float (or a float vector type t) by the prelude's branch-free helper."""
+        self.need(f"erf:{t}")
+        return f"cube_erf_{t}({x})"
+
     # ---- rounding of f16/bf16 computed in float -----------------------------------------
     def rnd(self, e: Scalar, x: str) -> str:
         if e.name == "bf16":

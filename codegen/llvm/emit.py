@@ -438,7 +438,9 @@ class Emitter:
         else:  # pragma: no cover
             raise TypeError(m)
         mt = mem(m.type)
-        p = fn.op(f"getelementptr inbounds {mt}, ptr {base}, i64 {idx}", "p")
+        if m.type.lanes > 1:  # step in elements: <3 x float> has an alloc size of 16 bytes
+            idx = fn.op(f"mul i64 {idx}, {m.type.lanes}")
+        p = fn.op(f"getelementptr inbounds {mem(m.type.elem)}, ptr {base}, i64 {idx}", "p")
         return p, mt, mem_bytes(m.type.elem)
 
     def _load(self, m, index: ir.Value, t: Type) -> str:

@@ -12,10 +12,10 @@ from pathlib import Path
 from cube.frontend.translator import Target
 from cube.kernel import CubeFunction
 from cube.targets import TARGETS
-from cube_ir.types import bf16, f16, f32, f64, i8, i32, i64, u8, u16, u32, u64
+from cube_ir.types import bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ["tests/cube/test_language.py", "tests/cube/test_cache.py",
+MODULES = ["tests/cube/test_language.py", "tests/cube/test_cache.py", "tests/cube/test_lines.py",
            *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.py"))]
 MATH_OPS = ["sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos", "tanh", "erf", "floor",
             "ceil", "round", "abs", "neg", "pow", "fma", "clamp", "minmax"]
@@ -35,6 +35,14 @@ VARIANTS: dict[str, list[tuple[dict, dict, dict]]] = {
     "matmul": [({}, {"TILE": 16}, {})],
     "block_scan": [({}, {"BLOCK": 256}, {})],
     "softmax_rows": [({}, {"BLOCK": 128}, {})],
+    "line_float": [({"F": t}, {}, dict.fromkeys(("x", "y", "o_ar", "o_math", "o_sel", "o_cmp",
+                                                   "o_plane"), n))
+                   for t, n in [(f32, 1), (f32, 2), (f32, 3), (f32, 4), (f32, 8), (f32, 16),
+                                (f16, 3), (f16, 4), (bf16, 4), (f64, 2)]],
+    "line_int": [({"I": t}, {}, dict.fromkeys(("x", "y", "o_ar", "o_bits", "o_div"), n))
+                 for t, n in [(i32, 4), (u8, 16), (i64, 2), (i16, 3), (u32, 8)]],
+    "line_cast": [({}, {}, dict.fromkeys(("x", "oi", "ou8", "oi8", "of", "ob"), n))
+                  for n in (1, 3, 4, 8, 16)],
 }
 
 
