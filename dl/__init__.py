@@ -8,13 +8,14 @@
 
 `dl.fusion(False)` turns fusion off; `with dl.count_kernels() as c:` counts launches.
 """
-from . import autograd, dtypes, fusion, ops
+from . import autograd, dtypes, fusion, nn, ops, optim
 from .autograd import enable_grad, no_grad, set_grad_enabled
-from .device import Device
-from .device import get as device
+from .devices import Device, set_default_device
+from .devices import get as device
 from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
 from .fusion import count_kernels
 from .io.dlpack import from_dlpack
+from .io.safetensors import load_file, save_file
 from .ops import *  # noqa: F403
 from .tensor import Tensor
 

@@ -9,7 +9,7 @@ import copy
 
 import numpy as np
 
-from . import device as _device
+from . import devices as _device
 from . import dtypes, shapes
 from .io import host
 

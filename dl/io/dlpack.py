@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import device as _device
+from .. import devices as _device
 from .. import dtypes
 
 _KDL_CPU = 1

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .. import device as _device
+from .. import devices as _device
 from .. import dtypes
 from ..fusion import elementwise
 from ..tensor import Tensor

@@ -2,7 +2,7 @@
 squeeze/unsqueeze) share storage and launch nothing; the rest copy through a fused kernel."""
 from __future__ import annotations
 
-from .. import device as _device
+from .. import devices as _device
 from .. import dtypes, shapes
 from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled, no_grad

@@ -40,6 +40,12 @@ _devices: dict[str, Device] = {}
 default_device = "cpu"
 
 
+def set_default_device(name: str) -> None:
+    """Where tensors are created when no device is given ("cpu" unless set)."""
+    global default_device
+    default_device = get(name).name
+
+
 def get(d=None) -> Device:
     if isinstance(d, Device):
         return d
