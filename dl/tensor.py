@@ -9,7 +9,6 @@ import copy
 
 import numpy as np
 
-from . import devices as _device
 from . import dtypes, shapes
 from .io import host
 
@@ -224,6 +223,3 @@ Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: self.transpose(-2, -1))
 Tensor.is_cpu = property(lambda self: self.device.name == "cpu")
 
-
-def default_device():
-    return _device.get()

@@ -34,15 +34,13 @@ def sum_dims(x: Tensor, dims, keepdim: bool = False) -> Tensor:
         from .shape import permute
         block = elementwise("cast", [permute(x, *kept, *dims)], [x.dtype.compute], acc)
         block._materialise()
-        y = Tensor._empty((rows,), acc, x.device)
         if rows and cols:
+            y = Tensor._empty(out_shape, acc, x.device)
             launch_1d(sum_rows_stopgap, x.device.rt, rows, x=block._buf, out=y._buf,
                       rows=rows, cols=cols)
-        elif rows:
+        else:  # nothing to add up: zeros (or an empty result)
             from .creation import zeros
-            y = zeros((rows,), dtype=acc, device=x.device)
-        y = Tensor(y._buf, out_shape, shapes.contiguous_strides(out_shape), 0, acc,
-                   x.device) if y._buf is not None else y.reshape(out_shape)
+            y = zeros(out_shape, dtype=acc, device=x.device)
     y = y.to(x.dtype) if x.dtype.is_float else y
     if x.dtype.is_float:
         shape = x.shape
