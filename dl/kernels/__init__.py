@@ -11,4 +11,7 @@ cube_dim and lets `autotune` choose among the candidates.
     from dl.kernels.view import strided, transpose, permute
 
 Launchers take runtime buffers (or strided views) and return the output buffer. Each module
-keeps its `Tunable` (e.g. `matmul.MATMUL`) so tests can run every candidate."""
+keeps its `Tunable` (e.g. `matmul.MATMUL`) so tests can run every candidate.
+
+The tensor layer's own kernels (copies, fills, random numbers, indexing) are the
+`tensor_*.py` modules."""

@@ -1,0 +1,91 @@
+"""Reverse-mode autodiff on a tape.
+
+Every differentiable op that sees an input requiring grad (while grad mode is on) attaches a
+`GradFn` to its output: the inputs and a closure from the output's gradient to the inputs'
+gradients. `backward` walks the recorded graph in reverse topological order. Gradients are
+built from the same lazy elementwise ops as the forward pass, so a backward chain fuses too;
+leaf gradients are materialised at the end, one kernel per shape."""
+from __future__ import annotations
+
+from .grad_mode import is_grad_enabled, no_grad
+
+
+class GradFn:
+    __slots__ = ("name", "inputs", "backward")
+
+    def __init__(self, name: str, inputs: tuple, backward):
+        self.name = name
+        self.inputs = inputs  # tensors (or None for inputs that take no gradient)
+        self.backward = backward  # grad_out -> tuple of grads (None where not needed)
+
+    def __repr__(self) -> str:
+        return f"<{self.name}Backward>"
+
+
+def needs_grad(*xs) -> bool:
+    if not is_grad_enabled():
+        return False
+    return any(getattr(x, "requires_grad", False) for x in xs)
+
+
+def record(out, name: str, inputs: tuple, backward):
+    """Attach a GradFn to `out` when any tensor input requires grad; returns out."""
+    if needs_grad(*inputs):
+        out.requires_grad = True
+        out._grad_fn = GradFn(name, tuple(x if getattr(x, "requires_grad", False) else None
+                                          for x in inputs), backward)
+    return out
+
+
+def _topo(root) -> list:
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        t, done = stack.pop()
+        if done:
+            order.append(t)
+            continue
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        stack.append((t, True))
+        if t._grad_fn is not None:
+            for x in t._grad_fn.inputs:
+                if x is not None and id(x) not in seen:
+                    stack.append((x, False))
+    return order
+
+
+def backward(root, grad=None) -> None:
+    from .. import ops
+    from ..fusion import realise
+    if not root.requires_grad:
+        raise RuntimeError("backward() on a tensor that does not require grad (set "
+                           "requires_grad=True on a leaf it depends on)")
+    if grad is None:
+        if root.numel() != 1:
+            raise RuntimeError(f"backward() without a gradient needs a one-element output, "
+                               f"got shape {root.shape}: pass grad=")
+        grad = ops.ones_like(root)
+    with no_grad():
+        grads = {id(root): grad}
+        touched = []
+        for t in reversed(_topo(root)):
+            g = grads.pop(id(t), None)
+            if g is None:
+                continue
+            if t._grad_fn is None:
+                if t.requires_grad:
+                    g = g if g.dtype == t.dtype else g.to(t.dtype)
+                    t.grad = g if t.grad is None else ops.add(t.grad, g)
+                    touched.append(t)
+                continue
+            for x, gx in zip(t._grad_fn.inputs, t._grad_fn.backward(g)):
+                if x is None or gx is None:
+                    continue
+                if gx.shape != x.shape:
+                    raise RuntimeError(f"{t._grad_fn.name} backward gave a gradient of shape "
+                                       f"{gx.shape} for an input of shape {x.shape}")
+                prev = grads.get(id(x))
+                grads[id(x)] = gx if prev is None else ops.add(prev, gx)
+        realise([t.grad for t in touched])

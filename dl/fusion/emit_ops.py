@@ -1,0 +1,169 @@
+"""How each elementwise op is emitted through the cube_ir builder.
+
+An emitter gets the builder context, the node and its inputs already converted to the node's
+`in_types` (compute types); it returns the result in the node's compute type. New elementwise
+ops register here (`@emitter("name")`) and in `dl.ops` for the tensor-level function."""
+from __future__ import annotations
+
+import math
+
+from cube_ir.types import f32, f64
+
+EMITTERS: dict = {}
+
+
+def emitter(*names):
+    def wrap(fn):
+        for n in names:
+            EMITTERS[n] = fn
+        return fn
+    return wrap
+
+
+def _ct(node):
+    return node.dtype.compute.cube
+
+
+# ---- unary ---------------------------------------------------------------------------------
+_IR_UNARY = ("neg", "abs", "sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos", "tanh", "erf",
+             "floor", "ceil", "round")
+
+
+@emitter(*_IR_UNARY)
+def _unary(ctx, node, a):
+    return ctx.b.unary(node.op, a[0])
+
+
+@emitter("logical_not")
+def _not(ctx, node, a):
+    return ctx.b.unary("not", a[0])
+
+
+@emitter("cast", "identity")
+def _cast(ctx, node, a):
+    return ctx.b.to_type(a[0], _ct(node))
+
+
+@emitter("sigmoid")
+def _sigmoid(ctx, node, a):
+    b = ctx.b
+    return b.div(1.0, b.add(1.0, b.unary("exp", b.unary("neg", a[0]))))
+
+
+@emitter("relu")
+def _relu(ctx, node, a):
+    b = ctx.b
+    return b.select(b.binary("gt", a[0], 0), a[0], 0)
+
+
+@emitter("gelu")
+def _gelu(ctx, node, a):
+    b, x = ctx.b, a[0]
+    if node.attrs == ("tanh",):
+        inner = b.mul(math.sqrt(2.0 / math.pi), b.add(x, b.mul(0.044715, b.mul(x, b.mul(x, x)))))
+        return b.mul(b.mul(0.5, x), b.add(1.0, b.unary("tanh", inner)))
+    return b.mul(b.mul(0.5, x), b.add(1.0, b.unary("erf", b.mul(x, 0.7071067811865476))))
+
+
+@emitter("silu")
+def _silu(ctx, node, a):
+    b, x = ctx.b, a[0]
+    return b.div(x, b.add(1.0, b.unary("exp", b.unary("neg", x))))
+
+
+@emitter("sign")
+def _sign(ctx, node, a):
+    b, x = ctx.b, a[0]
+    pos = b.select(b.binary("gt", x, 0), 1, 0)
+    return b.select(b.binary("lt", x, 0), -1, pos)
+
+
+# ---- binary / ternary ----------------------------------------------------------------------
+_IR_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
+              "maximum": "max", "minimum": "min", "eq": "eq", "ne": "ne", "lt": "lt",
+              "le": "le", "gt": "gt", "ge": "ge", "logical_and": "and", "logical_or": "or",
+              "logical_xor": "xor"}
+
+
+@emitter(*_IR_BINARY)
+def _binary(ctx, node, a):
+    return ctx.b.binary(_IR_BINARY[node.op], a[0], a[1])
+
+
+@emitter("where")
+def _where(ctx, node, a):
+    return ctx.b.select(a[0], a[1], a[2])
+
+
+@emitter("clamp_min")
+def _clamp_min(ctx, node, a):
+    b = ctx.b
+    return b.select(b.binary("lt", a[0], a[1]), a[1], a[0])
+
+
+@emitter("clamp_max")
+def _clamp_max(ctx, node, a):
+    b = ctx.b
+    return b.select(b.binary("gt", a[0], a[1]), a[1], a[0])
+
+
+# ---- generators: they read the element's linear index ---------------------------------------
+@emitter("full")
+def _full(ctx, node, a):
+    return ctx.b.to_type(a[0], _ct(node))
+
+
+@emitter("arange")
+def _arange(ctx, node, a):
+    b = ctx.b  # start + i * step, in the compute type (f64 steps for float64)
+    t = node.in_types[0].cube
+    return b.to_type(b.add(a[0], b.mul(b.cast(ctx.i, t), a[1])), _ct(node))
+
+
+@emitter("eye")
+def _eye(ctx, node, a):
+    b = ctx.b
+    cols = ctx.shape(1)
+    return b.to_type(b.binary("eq", b.binary("rem", ctx.i, cols),
+                              b.binary("div", ctx.i, cols)), _ct(node))
+
+
+def _mix32(b, x):
+    """lowbias32 (Chris Wellons): a strong 32-bit integer hash."""
+    x = b.binary("xor", x, b.binary("shr", x, 16))
+    x = b.mul(x, 0x7FEB352D)
+    x = b.binary("xor", x, b.binary("shr", x, 15))
+    x = b.mul(x, 0x846CA68B)
+    return b.binary("xor", x, b.binary("shr", x, 16))
+
+
+def counter_hash(b, i, k0, k1, stream: int):
+    """A counter-based random u32 for element i under the key (k0, k1): the same key and
+    index always give the same bits, on every runtime and fused or not."""
+    x = b.add(b.mul(i, 0x9E3779B9), b.add(k0, stream * 0x632BE5AB))
+    return _mix32(b, b.binary("xor", _mix32(b, x), k1))
+
+
+def _uniform(b, h, t):
+    """24 random bits as a float in [0, 1)."""
+    return b.mul(b.cast(b.binary("shr", h, 8), t), 1.0 / (1 << 24))
+
+
+@emitter("rand")
+def _rand(ctx, node, a):
+    b = ctx.b
+    t = f64 if node.dtype.cube == f64 else f32
+    return b.to_type(_uniform(b, counter_hash(b, ctx.i, a[0], a[1], 0), t), _ct(node))
+
+
+@emitter("randn")
+def _randn(ctx, node, a):
+    b = ctx.b  # Box-Muller on two independent uniforms; u1 in (0, 1] so log is finite
+    t = f64 if node.dtype.cube == f64 else f32
+    u1 = b.sub(1.0, _uniform(b, counter_hash(b, ctx.i, a[0], a[1], 0), t))
+    u2 = _uniform(b, counter_hash(b, ctx.i, a[0], a[1], 1), t)
+    r = b.unary("sqrt", b.mul(-2.0, b.unary("log", u1)))
+    return b.to_type(b.mul(r, b.unary("cos", b.mul(2.0 * math.pi, u2))), _ct(node))
+
+
+GENERATORS = frozenset(("full", "arange", "eye", "rand", "randn"))

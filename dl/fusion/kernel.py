@@ -1,0 +1,104 @@
+"""Builds one fused elementwise kernel from a graph with the cube_ir builder.
+
+The kernel has one unit per element of the graph's shape. Operands that are contiguous with
+the graph's shape are read at `offset + i`; any other view (broadcast: stride 0, permuted,
+sliced) is read at `offset + sum(coord[d] * stride[d])`, the coordinates decomposed from `i`
+once per kernel. Which of the two each operand uses is part of the structure key, its strides
+and offsets are launch arguments, so one kernel serves every shape of that rank."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cube_ir import ir
+from cube_ir.builder import Builder
+from cube_ir.types import u32
+
+from .emit_ops import EMITTERS
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The cache key of a fused kernel: no shapes, no values."""
+
+    rank: int
+    nodes: tuple  # (op, dtype, in_types, attrs, refs) in topological order
+    leaves: tuple  # (dtype, contiguous)
+    consts: tuple  # dtype of each scalar argument
+    outs: tuple  # (node position, dtype, contiguous)
+
+
+class _Ctx:
+    def __init__(self, b: Builder, i, out_param):
+        self.b, self.i, self._out = b, i, out_param
+        self._shape: dict[int, object] = {}
+
+    def shape(self, d: int):
+        if d not in self._shape:
+            self._shape[d] = self.b.shape(self._out, d)
+        return self._shape[d]
+
+
+def build(s: Structure, dtypes: dict) -> ir.Kernel:
+    """`dtypes` maps dtype names to DTypes (the structure holds names to stay hashable)."""
+    b = Builder("dl_fused")
+    r = s.rank
+    outs = [b.tensor(f"out{k}", dtypes[dt].cube, r) for k, (_, dt, _) in enumerate(s.outs)]
+    leaves = [b.array(f"x{j}", dtypes[dt].cube) if contig else
+              b.tensor(f"x{j}", dtypes[dt].cube, r) for j, (dt, contig) in enumerate(s.leaves)]
+    n_p = b.scalar("n", u32)
+    out_off = [b.scalar(f"out{k}_off", u32) for k in range(len(outs))]
+    leaf_off = [b.scalar(f"x{j}_off", u32) for j in range(len(leaves))]
+    const_p = [b.scalar(f"c{k}", dtypes[dt].cube) for k, dt in enumerate(s.consts)]
+
+    n = b.scalar_param_value(n_p)
+    out_off = [b.scalar_param_value(p) for p in out_off]
+    leaf_off = [b.scalar_param_value(p) for p in leaf_off]
+    consts = [b.scalar_param_value(p) for p in const_p]
+    i = b.builtin("ABSOLUTE_POS")
+    with b.if_(b.lt(i, n)):
+        ctx = _Ctx(b, i, outs[0])
+        coords: list = []
+
+        def index(param, off, contig):
+            if contig:
+                return b.add(off, i)
+            if not coords:  # decompose i into coordinates once, innermost dim last
+                rem = i
+                for d in range(r - 1, 0, -1):
+                    coords.insert(0, b.binary("rem", rem, ctx.shape(d)))
+                    rem = b.binary("div", rem, ctx.shape(d))
+                coords.insert(0, rem)
+            acc = off
+            for d in range(r):
+                acc = b.add(acc, b.mul(coords[d], b.stride(param, d)))
+            return acc
+
+        leaf_vals: dict[int, object] = {}
+
+        def leaf(j):
+            if j not in leaf_vals:
+                leaf_vals[j] = b.load(leaves[j], index(leaves[j], leaf_off[j], s.leaves[j][1]))
+            return leaf_vals[j]
+
+        vals = []
+        for op, dt, in_types, attrs, refs in s.nodes:
+            args = []
+            for (kind, k), t in zip(refs, in_types, strict=True):
+                v = vals[k] if kind == "n" else leaf(k) if kind == "t" else consts[k]
+                args.append(b.to_type(v, dtypes[t].cube))
+            node = _NodeView(op, dtypes[dt], tuple(dtypes[t] for t in in_types), attrs)
+            res = EMITTERS[op](ctx, node, args)
+            # round to the storage type after every op: fused == unfused, bit for bit
+            vals.append(b.to_type(b.to_type(res, dtypes[dt].cube), dtypes[dt].compute.cube))
+        for k, (pos, dt, contig) in enumerate(s.outs):
+            b.store(outs[k], index(outs[k], out_off[k], contig), b.to_type(vals[pos],
+                                                                           dtypes[dt].cube))
+    return b.finish()
+
+
+@dataclass(frozen=True)
+class _NodeView:
+    op: str
+    dtype: object
+    in_types: tuple
+    attrs: tuple

@@ -1,0 +1,49 @@
+"""Recording elementwise ops: a new lazy tensor per op, fused later (or at once when fusion
+is off or the graph is too big)."""
+from __future__ import annotations
+
+from .. import shapes
+from ..tensor import Tensor
+from . import settings
+from .graph import Const, Node
+from .materialise import materialise
+
+
+def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs: tuple = (),
+                shape=None) -> Tensor:
+    """A lazy tensor for `op(*inputs)`. Inputs are tensors (broadcast together) or Python
+    scalars (passed as kernel arguments of their in_type); generators give `shape`."""
+    tensors = [x for x in inputs if isinstance(x, Tensor)]
+    if shape is None:
+        shape = shapes.broadcast_shapes(*(t.shape for t in tensors))
+    if device is None:
+        device = tensors[0].device
+    for t in tensors:
+        if t.device != device:
+            raise ValueError(f"{op}: tensors on different devices ({device} and {t.device}); "
+                             f"move one with .to()")
+    args = []
+    for x, t in zip(inputs, in_types, strict=True):
+        if not isinstance(x, Tensor):
+            args.append(Const(x, t))
+        elif x._node is not None and x.shape == shape:
+            args.append(x._node)
+        else:
+            if x._node is not None:  # a lazy value read broadcast: compute it first
+                x._materialise()
+            args.append(x)
+    node = Node(op, tuple(args), tuple(in_types), dtype, tuple(shape), attrs)
+    out = Tensor._lazy(node, device)
+    if not settings.enabled() or node.size > settings.MAX_NODES:
+        materialise([out])
+    return out
+
+
+def realise(tensors: list[Tensor]) -> None:
+    """Materialise several lazy tensors, one kernel per (shape, device) group."""
+    groups: dict = {}
+    for t in tensors:
+        if t is not None and t._node is not None:
+            groups.setdefault((t.shape, t.device), []).append(t)
+    for group in groups.values():
+        materialise(group)

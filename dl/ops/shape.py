@@ -1,0 +1,343 @@
+"""Shape ops. Views (reshape where strides allow, permute, transpose, slicing, expand,
+squeeze/unsqueeze) share storage and launch nothing; the rest copy through a fused kernel."""
+from __future__ import annotations
+
+from .. import devices as _device
+from .. import dtypes, shapes
+from ..autograd import record
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..fusion import elementwise, materialise
+from ..fusion.graph import Node
+from ..tensor import Tensor
+from .elementwise import cast
+from .reduce_grad import sum_to
+from .registry import register
+
+
+def _dims(args) -> tuple:
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+@register("contiguous")
+def contiguous(x: Tensor) -> Tensor:
+    if x.is_lazy or x.is_contiguous():
+        return x
+    y = Tensor._lazy(Node("identity", (x,), (x.dtype.compute,), x.dtype, x.shape), x.device)
+    y._materialise()
+    return record(y, "contiguous", (x,), lambda g: (g,))
+
+
+@register("clone")
+def clone(x: Tensor) -> Tensor:
+    y = elementwise("identity", [x], [x.dtype.compute], x.dtype)
+    return record(y, "clone", (x,), lambda g: (g,))
+
+
+@register("detach")
+def detach(x: Tensor) -> Tensor:
+    if x.is_lazy:
+        return Tensor._lazy(x._node, x.device)
+    return Tensor(x._buf, x.shape, x._strides, x.offset, x.dtype, x.device)
+
+
+@register("reshape", "view")
+def reshape(x: Tensor, *shape) -> Tensor:
+    shape = shapes.infer_shape(_dims(shape), x.numel())
+    if shape == x.shape:
+        return x
+    # a lazy value will be contiguous; a view needs compatible strides, else a copy
+    st = shapes.contiguous_strides(shape) if x.is_lazy else \
+        shapes.view_strides(x.shape, x._strides, shape)
+    src = x if st is not None else contiguous(x)
+    y = src._view(shape, st or shapes.contiguous_strides(shape), src.offset)
+    old = x.shape
+    return record(y, "reshape", (src,), lambda g: (reshape(g, old),))
+
+
+@register("flatten")
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if x.ndim == 0:
+        return reshape(x, 1)
+    s, e = shapes.norm_dim(start_dim, x.ndim), shapes.norm_dim(end_dim, x.ndim)
+    return reshape(x, *x.shape[:s], shapes.numel(x.shape[s:e + 1]), *x.shape[e + 1:])
+
+
+@register("permute")
+def permute(x: Tensor, *dims) -> Tensor:
+    dims = tuple(shapes.norm_dim(d, x.ndim) for d in _dims(dims))
+    if sorted(dims) != list(range(x.ndim)):
+        raise ValueError(f"permute dims {dims} are not a permutation of 0..{x.ndim - 1}")
+    y = x._view(tuple(x.shape[d] for d in dims), tuple(x._strides[d] for d in dims),
+                x.offset)
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return record(y, "permute", (x,), lambda g: (permute(g, *inv),))
+
+
+@register("transpose", "swapaxes")
+def transpose(x: Tensor, dim0: int = 0, dim1: int = 1) -> Tensor:
+    if x.ndim < 2:
+        return x
+    d = list(range(x.ndim))
+    a, b = shapes.norm_dim(dim0, x.ndim), shapes.norm_dim(dim1, x.ndim)
+    d[a], d[b] = d[b], d[a]
+    return permute(x, *d)
+
+
+@register("t")
+def t(x: Tensor) -> Tensor:
+    if x.ndim > 2:
+        raise ValueError(f"t() expects a tensor of rank <= 2, got shape {x.shape}")
+    return transpose(x, 0, 1)
+
+
+@register("squeeze")
+def squeeze(x: Tensor, dim=None) -> Tensor:
+    if dim is None:
+        keep = [d for d in range(x.ndim) if x.shape[d] != 1]
+    else:
+        ds = {shapes.norm_dim(d, x.ndim) for d in (dim if isinstance(dim, (tuple, list))
+                                                   else (dim,))}
+        keep = [d for d in range(x.ndim) if d not in ds or x.shape[d] != 1]
+    y = x._view(tuple(x.shape[d] for d in keep), tuple(x._strides[d] for d in keep), x.offset)
+    old = x.shape
+    return record(y, "squeeze", (x,), lambda g: (reshape(g, old),))
+
+
+@register("unsqueeze")
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    d = shapes.norm_dim(dim, x.ndim + 1)
+    st = x._strides[d] * x.shape[d] if d < x.ndim else 1
+    y = x._view(x.shape[:d] + (1,) + x.shape[d:], x._strides[:d] + (st,) + x._strides[d:],
+                x.offset)
+    old = x.shape
+    return record(y, "unsqueeze", (x,), lambda g: (reshape(g, old),))
+
+
+@register("expand")
+def expand(x: Tensor, *size) -> Tensor:
+    size = _dims(size)
+    if len(size) < x.ndim:
+        raise ValueError(f"expand: the target {tuple(size)} has fewer dims than the tensor's "
+                         f"shape {x.shape}")
+    pad = len(size) - x.ndim
+    shape = tuple(x.shape[d - pad] if s == -1 and d >= pad else s for d, s in enumerate(size))
+    for d in range(x.ndim):
+        if x.shape[d] != 1 and x.shape[d] != shape[d + pad]:
+            raise ValueError(f"cannot expand shape {x.shape} to {shape}: dimension {d} is "
+                             f"{x.shape[d]}, not 1 or {shape[d + pad]}")
+    if shape == x.shape:
+        return x
+    y = x._view(shape, shapes.broadcast_strides(x.shape, x._strides, shape), x.offset)
+    old = x.shape
+    return record(y, "expand", (x,), lambda g: (sum_to(g, old),))
+
+
+@register("expand_as")
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    return expand(x, *other.shape)
+
+
+@register("broadcast_to")
+def broadcast_to(x: Tensor, shape) -> Tensor:
+    return expand(x, *shape)
+
+
+def broadcast_tensors(*xs):
+    shape = shapes.broadcast_shapes(*(x.shape for x in xs))
+    return tuple(expand(x, *shape) for x in xs)
+
+
+# ---- indexing ------------------------------------------------------------------------------
+def _index_view(x: Tensor, idx):
+    """(shape, strides, offset) of basic indexing: ints, slices (step > 0), None, Ellipsis."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if n_real > x.ndim:
+        raise IndexError(f"too many indices ({n_real}) for a tensor of shape {x.shape}")
+    if sum(1 for i in idx if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    if Ellipsis in [i for i in idx if not isinstance(i, Tensor)]:
+        k = [i is Ellipsis for i in idx].index(True)
+        idx = idx[:k] + (slice(None),) * (x.ndim - n_real) + idx[k + 1:]
+    else:
+        idx = idx + (slice(None),) * (x.ndim - n_real)
+    shape, strides, off, d = [], [], x.offset, 0
+    for i in idx:
+        if i is None:
+            shape.append(1)
+            strides.append(0)
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(x.shape[d])
+            if step <= 0:
+                raise IndexError("slices need a positive step")
+            n = len(range(start, stop, step))
+            shape.append(n)
+            strides.append(x._strides[d] * step)
+            off += start * x._strides[d] if n else 0
+            d += 1
+        elif isinstance(i, int) or hasattr(i, "__index__"):
+            i = int(i)
+            if not -x.shape[d] <= i < x.shape[d]:
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size "
+                                 f"{x.shape[d]}")
+            off += (i % x.shape[d]) * x._strides[d]
+            d += 1
+        else:
+            raise IndexError(f"unsupported index {i!r} (ints, slices, None, ... and 1-D "
+                             f"integer tensors are supported)")
+    return tuple(shape), tuple(strides), off
+
+
+@register("getitem")
+def getitem(x: Tensor, idx) -> Tensor:
+    if isinstance(idx, Tensor):
+        if idx.dtype is dtypes.bool_:
+            raise IndexError("boolean mask indexing is not supported (its shape depends on "
+                             "the data); use where()")
+        from .index import index_select
+        flat = index_select(x, 0, reshape(idx, -1))
+        return reshape(flat, *idx.shape, *x.shape[1:])
+    shape, strides, off = _index_view(x, idx)
+    y = x._view(shape, strides, off)
+    old, dt, dev = x.shape, x.dtype, x.device
+
+    def back(g):
+        from .creation import zeros
+        gx = zeros(old, dtype=dt, device=dev)._materialise()
+        setitem(gx, idx, g)
+        return (gx,)
+    return record(y, "getitem", (x,), back)
+
+
+@register("setitem")
+def setitem(x: Tensor, idx, value) -> None:
+    if x.requires_grad and is_grad_enabled():
+        raise RuntimeError("in-place assignment to a tensor that requires grad (wrap it in "
+                           "dl.no_grad())")
+    with no_grad():
+        view = getitem(x, idx)
+    assign(view, value)
+
+
+def assign(dst: Tensor, value) -> Tensor:
+    """Write `value` (a tensor broadcastable to dst, or a scalar) into dst's storage."""
+    dst._materialise()
+    if dst.numel() == 0:
+        return dst
+    if isinstance(value, Tensor):
+        if value.device != dst.device:
+            value = value.to(dst.device)
+        if shapes.broadcast_shapes(value.shape, dst.shape) != dst.shape:
+            raise ValueError(f"cannot assign a value of shape {value.shape} to a view of "
+                             f"shape {dst.shape}")
+        if _reads(value, dst):  # overlapping read and write: compute the value first
+            value = clone(value)._materialise()
+        lazy = elementwise("cast", [value], [value.dtype.compute], dst.dtype, shape=dst.shape)
+    else:
+        lazy = elementwise("full", [value], [dst.dtype.compute], dst.dtype, device=dst.device,
+                           shape=dst.shape)
+    materialise([lazy], [dst])
+    return dst
+
+
+def _reads(value: Tensor, dst: Tensor) -> bool:
+    """Whether computing value reads dst's storage through a different view."""
+    seen, stack = set(), [value._node if value.is_lazy else value]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Node):
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            stack.extend(x.inputs if x.result is None else [x.result])
+        elif isinstance(x, Tensor) and x._buf is dst._buf:
+            if (x.shape, x._strides, x.offset) != (dst.shape, dst._strides, dst.offset):
+                return True
+    return False
+
+
+@register("zero_")
+def zero_(x: Tensor) -> Tensor:
+    return assign(x, 0)
+
+
+@register("fill_")
+def fill_(x: Tensor, value) -> Tensor:
+    return assign(x, value)
+
+
+@register("copy_")
+def copy_(x: Tensor, src) -> Tensor:
+    return assign(x, src)
+
+
+# ---- conversions ---------------------------------------------------------------------------
+@register("to")
+def to(x: Tensor, *args, dtype=None, device=None) -> Tensor:
+    for a in args:
+        if isinstance(a, str) and a.split(":")[0] not in {d.name for d in dtypes.ALL} \
+                or isinstance(a, _device.Device):
+            device = a
+        else:
+            dtype = a
+    y = x
+    if device is not None and _device.get(device) != x.device:
+        y = _to_device(y, _device.get(device))
+    if dtype is not None:
+        y = cast(y, dtype)
+    return y
+
+
+def _to_device(x: Tensor, dev) -> Tensor:
+    from ..io import host
+    data = x.numpy()
+    y = Tensor._from_numpy(host.to_storage(data, x.dtype) if x.dtype is dtypes.bfloat16
+                           else data, x.dtype, dev)
+    src = x.device
+    return record(y, "to", (x,), lambda g: (_to_device(g, src),))
+
+
+def _caster(name, dt):
+    def fn(x):
+        return cast(x, dt)
+    fn.__name__ = name
+    return register(name)(fn)
+
+
+float_, double, half, bfloat16, int_, long, bool_ = (
+    _caster(n, d) for n, d in (("float", dtypes.float32), ("double", dtypes.float64),
+                               ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
+                               ("int", dtypes.int32), ("long", dtypes.int64),
+                               ("bool", dtypes.bool_)))
+
+
+@register("cpu")
+def cpu(x: Tensor) -> Tensor:
+    return to(x, device="cpu")
+
+
+@register("type_as")
+def type_as(x: Tensor, other: Tensor) -> Tensor:
+    return cast(x, other.dtype)
+
+
+@register("requires_grad_")
+def requires_grad_(x: Tensor, requires_grad: bool = True) -> Tensor:
+    if x._grad_fn is not None and not requires_grad:
+        raise RuntimeError("requires_grad_(False) on a non-leaf tensor")
+    if requires_grad and not x.dtype.is_float:
+        raise RuntimeError(f"only floating point tensors can require grad, got {x.dtype}")
+    x._materialise()
+    x.requires_grad = requires_grad
+    return x
+
+
+@register("backward")
+def backward(x: Tensor, gradient=None) -> None:
+    from ..autograd import backward as _backward
+    _backward(x, gradient)

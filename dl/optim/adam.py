@@ -1,0 +1,53 @@
+"""Adam and AdamW (PyTorch's update rule); each parameter's step is one fused kernel that
+rewrites the parameter and both moment buffers."""
+from __future__ import annotations
+
+import math
+
+from .. import ops
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    decoupled = False  # AdamW decays the weights directly instead of through the gradient
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, maximize: bool = False):
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, maximize=maximize))
+
+    def _step(self):
+        for group in self.param_groups:
+            lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+            wd = group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self._state(p)
+                if not st:
+                    st["step"] = 0
+                    st["exp_avg"] = ops.zeros_like(p)._materialise()
+                    st["exp_avg_sq"] = ops.zeros_like(p)._materialise()
+                st["step"] += 1
+                t = st["step"]
+                m, v = st["exp_avg"], st["exp_avg_sq"]
+                g = -p.grad if group["maximize"] else p.grad
+                param = p
+                if wd and self.decoupled:
+                    param = p * (1.0 - lr * wd)
+                elif wd:
+                    g = g + p * wd
+                new_m = m * b1 + g * (1.0 - b1)
+                new_v = v * b2 + g * g * (1.0 - b2)
+                bc1, bc2 = 1.0 - b1 ** t, 1.0 - b2 ** t
+                denom = new_v.sqrt() * (1.0 / math.sqrt(bc2)) + eps
+                new_p = param - new_m / denom * (lr / bc1)
+                self._update([(p, new_p), (m, new_m), (v, new_v)])
+
+
+class AdamW(Adam):
+    decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, maximize: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, maximize)

@@ -1,0 +1,39 @@
+"""SGD with momentum, dampening, Nesterov and weight decay (PyTorch's update rule)."""
+from __future__ import annotations
+
+from .. import ops
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False):
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum needs momentum > 0 and dampening 0")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    def _step(self):
+        for group in self.param_groups:
+            lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
+            wd, nesterov = group["weight_decay"], group["nesterov"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = -p.grad if group["maximize"] else p.grad
+                if wd:
+                    g = g + p * wd
+                pairs = []
+                if mom:
+                    st = self._state(p)
+                    buf = st.get("momentum_buffer")
+                    if buf is None:
+                        buf = st["momentum_buffer"] = ops.empty_like(p)
+                        new_buf = g
+                    else:
+                        new_buf = buf * mom + g * (1.0 - damp)
+                    pairs.append((buf, new_buf))
+                    g = g + new_buf * mom if nesterov else new_buf
+                pairs.insert(0, (p, p - g * lr))
+                self._update(pairs)

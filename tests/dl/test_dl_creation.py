@@ -1,0 +1,68 @@
+"""Creation ops, the counter-based RNG and dropout."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from dl_helpers import close
+
+import dl
+
+
+def test_constants_ranges_eye(dev):
+    close(dl.zeros(2, 3, device=dev), torch.zeros(2, 3))
+    close(dl.ones((4,), dtype=dl.float64, device=dev), torch.ones(4, dtype=torch.float64))
+    close(dl.full((2, 2), 7, device=dev), torch.full((2, 2), 7))
+    assert dl.full((2,), True).dtype is dl.bool_
+    close(dl.arange(5, device=dev), torch.arange(5))
+    close(dl.arange(1, 10, 3), torch.arange(1, 10, 3))
+    close(dl.arange(0.0, 1.0, 0.1, device=dev), torch.arange(0.0, 1.0, 0.1))
+    close(dl.arange(10, 0, -3), torch.arange(10, 0, -3))
+    close(dl.eye(3, device=dev), torch.eye(3))
+    close(dl.eye(2, 4, dtype=dl.int32), torch.eye(2, 4, dtype=torch.int32))
+    x = dl.ones(2, 3, dtype=dl.int32)
+    assert dl.zeros_like(x).dtype is dl.int32 and dl.full_like(x, 4).tolist() == [[4] * 3] * 2
+    assert dl.empty(2, 3).shape == (2, 3) and dl.ones_like(x, dtype=dl.float16).dtype is \
+        dl.float16
+
+
+def test_rand_is_reproducible_and_uniform(dev):
+    dl.manual_seed(123)
+    a = dl.rand(1000, device=dev).numpy()
+    b = dl.rand(1000, device=dev).numpy()
+    dl.manual_seed(123)
+    np.testing.assert_array_equal(dl.rand(1000, device=dev).numpy(), a)
+    assert not np.array_equal(a, b)  # each call gets a new key
+    assert 0 <= a.min() and a.max() < 1
+    assert abs(a.mean() - 0.5) < 0.04 and abs(a.std() - 12 ** -0.5) < 0.03
+
+
+def test_rand_same_on_every_runtime():
+    g = dl.ops.Generator(7)
+    cpu = dl.randn(64, generator=g, device="cpu").numpy()
+    g.manual_seed(7)
+    interp = dl.randn(64, generator=g, device="interp").numpy()
+    np.testing.assert_allclose(cpu, interp, rtol=1e-5, atol=1e-6)
+
+
+def test_randn_statistics():
+    x = dl.randn(200, 100, generator=dl.ops.Generator(1)).numpy()
+    assert abs(x.mean()) < 0.02 and abs(x.std() - 1) < 0.02
+    assert dl.randn(3, dtype=dl.float64).dtype is dl.float64
+    with pytest.raises(TypeError):
+        dl.rand(3, dtype=dl.int32)
+
+
+def test_dropout(dev):
+    x = dl.ones(100, 100, device=dev, requires_grad=True)
+    dl.manual_seed(0)
+    with dl.count_kernels() as c:
+        y = dl.nn.functional.dropout(x, 0.3)
+        out = y.numpy()
+    assert c.launches == 1  # the mask is generated inside the fused kernel
+    kept = out != 0
+    assert abs(kept.mean() - 0.7) < 0.03
+    np.testing.assert_allclose(out[kept], 1 / 0.7, rtol=1e-6)
+    y.backward(dl.ones_like(y))
+    np.testing.assert_array_equal(x.grad.numpy() != 0, kept)  # the same mask
+    assert dl.nn.functional.dropout(x, 0.3, training=False) is x

@@ -1,0 +1,207 @@
+"""Elementwise ops against PyTorch: forward, gradients, broadcasting, promotion."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from dl_helpers import close, rand_np, to_torch
+
+import dl
+
+UNARY = {  # name: (dl fn, torch fn, input range)
+    "neg": (lambda x: -x, lambda x: -x, (-2, 2)),
+    "abs": (dl.abs, torch.abs, (-2, 2)),
+    "sqrt": (dl.sqrt, torch.sqrt, (0.1, 3)),
+    "rsqrt": (dl.rsqrt, torch.rsqrt, (0.1, 3)),
+    "exp": (dl.exp, torch.exp, (-2, 2)),
+    "log": (dl.log, torch.log, (0.1, 3)),
+    "log1p": (dl.log1p, torch.log1p, (-0.5, 3)),
+    "sin": (dl.sin, torch.sin, (-3, 3)),
+    "cos": (dl.cos, torch.cos, (-3, 3)),
+    "tanh": (dl.tanh, torch.tanh, (-3, 3)),
+    "erf": (dl.erf, torch.erf, (-2, 2)),
+    "sigmoid": (dl.sigmoid, torch.sigmoid, (-5, 5)),
+    "relu": (dl.relu, torch.relu, (-2, 2)),
+    "gelu": (dl.gelu, torch.nn.functional.gelu, (-3, 3)),
+    "gelu_tanh": (lambda x: dl.gelu(x, approximate="tanh"),
+                  lambda x: torch.nn.functional.gelu(x, approximate="tanh"), (-3, 3)),
+    "silu": (dl.silu, torch.nn.functional.silu, (-4, 4)),
+    "square": (dl.square, torch.square, (-2, 2)),
+    "reciprocal": (dl.reciprocal, torch.reciprocal, (0.5, 2)),
+    "floor": (dl.floor, torch.floor, (-3, 3)),
+    "ceil": (dl.ceil, torch.ceil, (-3, 3)),
+    "sign": (dl.sign, torch.sign, (-2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_forward_and_grad(name):
+    f, tf, (lo, hi) = UNARY[name]
+    a = rand_np((3, 5), 11, low=lo, high=hi)
+    x = dl.tensor(a, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    y, ty = f(x), tf(tx)
+    close(y, ty, rtol=2e-6, atol=1e-6)
+    g = rand_np((3, 5), 12)
+    y.backward(dl.tensor(g))
+    ty.backward(torch.tensor(g))
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["exp", "gelu", "sigmoid", "relu", "tanh"])
+def test_unary_on_every_runtime(dev, name):
+    f, tf, (lo, hi) = UNARY[name]
+    a = rand_np((2, 3, 4), 13, low=lo, high=hi)
+    x = dl.tensor(a, device=dev, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    y, ty = f(x), tf(tx)
+    close(y, ty, rtol=2e-6, atol=1e-6)
+    y.backward(dl.ones_like(y))
+    ty.backward(torch.ones_like(ty))
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
+
+
+BROADCAST = [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 1, 4), (3, 1)),
+             ((), (2, 3)), ((2, 3), ()), ((), ()), ((0, 3), (1, 3)), ((1,), (5, 1, 1)),
+             ((4, 1, 2), (4, 3, 1))]
+BINARY = {
+    "add": (dl.add, torch.add), "sub": (dl.sub, torch.sub), "mul": (dl.mul, torch.mul),
+    "div": (dl.div, torch.div), "pow": (dl.pow, torch.pow),
+    "maximum": (dl.maximum, torch.maximum), "minimum": (dl.minimum, torch.minimum),
+}
+
+
+@pytest.mark.parametrize("shapes", BROADCAST, ids=str)
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_broadcast_forward_and_grad(name, shapes):
+    f, tf = BINARY[name]
+    sa, sb = shapes
+    a = rand_np(sa, 21, low=0.5, high=2.0)
+    b = rand_np(sb, 22, low=0.5, high=2.0)
+    if name in ("maximum", "minimum") and a.size and b.size:
+        b.reshape(-1)[0] = a.reshape(-1)[0]  # a tie: the gradient splits in half
+    x, y = dl.tensor(a, requires_grad=True), dl.tensor(b, requires_grad=True)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    z, tz = f(x, y), tf(tx, ty)
+    close(z, tz, rtol=2e-6)
+    g = rand_np(tz.shape, 23)
+    z.backward(dl.tensor(g))
+    tz.backward(torch.tensor(g))
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
+    close(y.grad, ty.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_broadcast_on_every_runtime(dev):
+    a, b = rand_np((2, 1, 3), 1), rand_np((4, 1), 2)
+    x, y = dl.tensor(a, device=dev, requires_grad=True), dl.tensor(b, device=dev,
+                                                                   requires_grad=True)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    z, tz = (x * y - y / 3).sigmoid(), (tx * ty - ty / 3).sigmoid()
+    close(z, tz)
+    z.backward(dl.ones_like(z))
+    tz.backward(torch.ones_like(tz))
+    close(x.grad, tx.grad)
+    close(y.grad, ty.grad)
+
+
+def test_random_broadcast_shapes():
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        rank = int(rng.integers(0, 4))
+        full = [int(rng.integers(0, 4)) for _ in range(rank)]
+        sa = tuple(1 if rng.random() < 0.3 else s for s in full)
+        sb = tuple(1 if rng.random() < 0.3 else s for s in full)[int(rng.integers(0, rank + 1)):]
+        a, b = rand_np(sa, 1), rand_np(sb, 2)
+        z = dl.tensor(a) * 2 - dl.tensor(b).exp()
+        close(z, torch.tensor(a) * 2 - torch.tensor(b).exp())
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_comparisons(op):
+    a, b = np.array([1, 2, 3, 4], np.int32), np.array([[3.0], [2.0]], np.float32)
+    got = getattr(dl, op)(dl.tensor(a), dl.tensor(b))
+    want = getattr(torch, op)(torch.tensor(a), torch.tensor(b))
+    assert got.dtype is dl.bool_
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(getattr(dl, op)(dl.tensor(a), 2).numpy(),
+                                  getattr(torch, op)(torch.tensor(a), 2).numpy())
+
+
+def test_logical_ops():
+    a, b = np.array([True, False, True, False]), np.array([True, True, False, False])
+    x, y = dl.tensor(a), dl.tensor(b)
+    np.testing.assert_array_equal((x & y).numpy(), a & b)
+    np.testing.assert_array_equal((x | y).numpy(), a | b)
+    np.testing.assert_array_equal((x ^ y).numpy(), a ^ b)
+    np.testing.assert_array_equal((~x).numpy(), ~a)
+
+
+def test_where_and_clamp_with_grads():
+    a, b = rand_np((3, 4), 31), rand_np((4,), 32)
+    x, y = dl.tensor(a, requires_grad=True), dl.tensor(b, requires_grad=True)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    z = dl.where(x > 0, x * 2, y) + x.clamp(-0.5, 0.7) + y.clamp(min=0.1)
+    tz = torch.where(tx > 0, tx * 2, ty) + tx.clamp(-0.5, 0.7) + ty.clamp(min=0.1)
+    close(z, tz)
+    g = rand_np((3, 4), 33)
+    z.backward(dl.tensor(g))
+    tz.backward(torch.tensor(g))
+    close(x.grad, tx.grad)
+    close(y.grad, ty.grad)
+    close(dl.where(x > 0, 1.0, 0.0), torch.where(tx > 0, 1.0, 0.0))
+    lo, hi = dl.tensor(rand_np((4,), 34) - 1), dl.tensor(rand_np((3, 1), 35) + 1)
+    close(x.clamp(lo, hi), tx.clamp(to_torch(lo), to_torch(hi)))
+
+
+DT = [dl.bool_, dl.int32, dl.int64, dl.float16, dl.bfloat16, dl.float32, dl.float64]
+TORCH_DT = {dl.bool_: torch.bool, dl.int32: torch.int32, dl.int64: torch.int64,
+            dl.float16: torch.float16, dl.bfloat16: torch.bfloat16,
+            dl.float32: torch.float32, dl.float64: torch.float64}
+
+
+def test_promotion_matches_torch():
+    for a in DT:
+        for b in DT:
+            want = torch.result_type(torch.ones(1, dtype=TORCH_DT[a]),
+                                     torch.ones(1, dtype=TORCH_DT[b]))
+            assert TORCH_DT[dl.dtypes.promote(a, b)] == want, (a, b)
+        for s in (True, 2, 2.5):
+            want = torch.result_type(torch.ones(1, dtype=TORCH_DT[a]), s)
+            assert TORCH_DT[dl.dtypes.promote_scalar(a, s)] == want, (a, s)
+
+
+@pytest.mark.parametrize("dt", [dl.float16, dl.bfloat16, dl.float64, dl.int32, dl.int64])
+def test_dtypes_compute_like_torch(dt):
+    a, b = rand_np((5, 3), 41) * 4, rand_np((3,), 42) * 4
+    if not dt.is_float:
+        a, b = np.round(a), np.round(b) + 5
+    x, y = dl.tensor(a, dtype=dt), dl.tensor(b, dtype=dt)
+    tx, ty = torch.tensor(a).to(TORCH_DT[dt]), torch.tensor(b).to(TORCH_DT[dt])
+    z, tz = x * y + x - 3, tx * ty + tx - 3
+    assert z.dtype is dt
+    close(z, tz, dt)
+    close(x / y, tx / ty, dt if dt.is_float else dl.float32)
+    if dt.is_float:
+        close((x * 0.5).exp(), (tx * 0.5).exp(), dt)
+
+
+def test_int_tensor_with_float_scalar_is_float():
+    t = dl.tensor([1, 2, 3]) * 0.5
+    assert t.dtype is dl.float32
+    np.testing.assert_array_equal(t.numpy(), [0.5, 1.0, 1.5])
+    assert (dl.tensor([True, False]) + 1).dtype is dl.int64
+
+
+def test_every_op_in_one_kernel_on_every_runtime(dev):
+    """All unary and binary ops, forward, computed together in one fused kernel per shape."""
+    a = rand_np((2, 3), 51, low=0.2, high=2.0)
+    b = rand_np((3,), 52, low=0.2, high=2.0)
+    x, y = dl.tensor(a, device=dev), dl.tensor(b, device=dev)
+    tx, ty = torch.tensor(a), torch.tensor(b)
+    outs = [f(x) for f, _, _ in UNARY.values()] + [f(x, y) for f, _ in BINARY.values()]
+    wants = [tf(tx) for _, tf, _ in UNARY.values()] + [tf(tx, ty) for _, tf in BINARY.values()]
+    with dl.count_kernels() as c:
+        dl.fusion.realise(outs)
+    assert c.launches == 1
+    for got, want in zip(outs, wants):
+        close(got, want, rtol=2e-6, atol=1e-6)

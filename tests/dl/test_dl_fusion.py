@@ -1,0 +1,115 @@
+"""Fusion: one kernel per elementwise chain, cached by structure, identical to unfused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from dl_helpers import rand_np
+
+import dl
+from dl.fusion import settings
+
+
+def chain(x, y):
+    return ((x * y + 1.0).exp() - y).sigmoid()  # 5 ops: mul add exp sub sigmoid
+
+
+def test_chain_is_one_kernel_fused_and_five_unfused(dev):
+    x, y = dl.tensor(rand_np((4, 8), 1), device=dev), dl.tensor(rand_np((8,), 2), device=dev)
+    with dl.count_kernels() as fused:
+        a = chain(x, y).numpy()
+    with dl.fusion(False), dl.count_kernels() as unfused:
+        b = chain(x, y).numpy()
+    assert fused.launches == 1
+    assert unfused.launches == 5
+    np.testing.assert_array_equal(a, b)  # bit for bit
+
+
+@pytest.mark.parametrize("dt", [dl.float16, dl.bfloat16])
+def test_half_types_round_after_every_op(dt):
+    x, y = dl.tensor(rand_np((64,), 3), dtype=dt), dl.tensor(rand_np((64,), 4), dtype=dt)
+    a = chain(x, y).numpy()
+    with dl.fusion(False):
+        b = chain(x, y).numpy()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_second_call_with_same_structure_does_no_codegen(dev):
+    def f(x, y):
+        return (x - y).tanh() * 3.0 + x.abs()
+    x, y = dl.tensor(rand_np((3, 4), 5), device=dev), dl.tensor(rand_np((4,), 6), device=dev)
+    f(x, y).numpy()
+    # other values, other shapes of the same rank and broadcast pattern, other scalar: no codegen
+    x2, y2 = dl.tensor(rand_np((7, 2), 7), device=dev), dl.tensor(rand_np((2,), 8), device=dev)
+    with dl.count_kernels() as c:
+        out = f(x2, y2).numpy()
+    assert c.launches == 1 and c.compiles == 0
+    np.testing.assert_allclose(out, np.tanh(x2.numpy() - y2.numpy()) * 3 + np.abs(x2.numpy()),
+                               rtol=1e-6)
+    if dev == "cpu":
+        rt = dl.device(dev).rt
+        before = rt.stats["codegen"]
+        f(x2, y2).numpy()
+        assert rt.stats["codegen"] == before
+
+
+def test_structure_change_compiles_again():
+    x = dl.tensor(rand_np((3, 4), 9))
+    (x.abs().log1p() - 2.0).erf().numpy()
+    with dl.count_kernels() as c:
+        (x.abs().log1p() - 2.0).sin().numpy()  # one op differs: a new kernel
+    assert c.compiles == 1
+
+
+def test_strided_and_broadcast_inputs_fuse(dev):
+    a = rand_np((4, 6), 10)
+    x = dl.tensor(a, device=dev)
+    v = x.t()[1:, ::2]  # a permuted, sliced view: read by index arithmetic, not copied
+    with dl.count_kernels() as c:
+        out = (v * 2 + x[:2, :1].t()).exp().numpy()
+    assert c.launches == 1
+    np.testing.assert_allclose(out, np.exp(a.T[1:, ::2] * 2 + a[:2, :1].T), rtol=1e-6)
+
+
+def test_materialisation_points():
+    x = dl.tensor(rand_np((3, 4), 11))
+    y = x * 2 + 1
+    assert y.is_lazy
+    with dl.count_kernels() as c:
+        z = y.t()  # a view needs storage: the chain runs first
+    assert c.launches == 1 and not y.is_lazy and not z.is_lazy
+    w = x.exp()
+    for _ in range(settings.MAX_NODES + 5):
+        w = w + 1.0
+    assert not w.is_lazy or w._node.size <= settings.MAX_NODES  # the graph-size limit
+
+
+def test_shared_subexpression_and_multiple_outputs():
+    x = dl.tensor(rand_np((5,), 12))
+    s = x.sigmoid()
+    a, b = s * 2, s + 1  # s is computed once inside the kernel
+    with dl.count_kernels() as c:
+        dl.fusion.realise([a, b])
+    assert c.launches == 1
+    sig = 1 / (1 + np.exp(-x.numpy()))
+    np.testing.assert_allclose(a.numpy(), sig * 2, rtol=1e-6)
+    np.testing.assert_allclose(b.numpy(), sig + 1, rtol=1e-6)
+
+
+def test_fusion_setter_and_context():
+    assert dl.fusion.enabled()
+    with dl.fusion(False):
+        assert not dl.fusion.enabled()
+        assert not (dl.ones(3) + 1).is_lazy
+    assert dl.fusion.enabled()
+
+
+def test_backward_chain_fuses():
+    x = dl.tensor(rand_np((4, 4), 13), requires_grad=True)
+    y = ((x * 3).tanh() * x).sigmoid()
+    with dl.count_kernels() as c:
+        y.backward(dl.ones_like(y))
+    with dl.fusion(False), dl.count_kernels() as u:
+        x.grad = None
+        y2 = ((x * 3).tanh() * x).sigmoid()
+        y2.backward(dl.ones_like(y2))
+    assert c.launches == 1 < u.launches
