@@ -19,6 +19,16 @@ def _bt(t: Type) -> Type:
     return with_elem(t, boolean)
 
 
+def logical(em: Emitter, name: str, t: Type, a: int, b: int) -> int:
+    """OpLogicalAnd/Or on bools of type t. On bool vectors as selects: naga (wgpu's SPIR-V
+    front end) accepts the logical instructions on scalars only."""
+    if t.lanes == 1:
+        return em.m.op(name, em.t(t), a, b)
+    if name == "LogicalOr":
+        return em.m.op("Select", em.t(t), a, em.c(True, t), b)
+    return em.m.op("Select", em.t(t), a, b, em.c(False, t))
+
+
 def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
     m, e, rt = em.m, t.elem, em.t(t)
     if o in FCMP:
@@ -34,6 +44,8 @@ def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
                 "max": "LogicalOr", "xor": "LogicalNotEqual"}.get(o)
         if name is None:
             raise Unsupported(f"{o} on bool is not supported by the spirv target")
+        if name in ("LogicalAnd", "LogicalOr"):
+            return logical(em, name, t, a, b)
         return m.op(name, rt, a, b)
     if e.is_float:
         simple = {"add": "FAdd", "sub": "FSub", "mul": "FMul", "div": "FDiv", "rem": "FRem"}
@@ -61,7 +73,7 @@ def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
         bz = m.op("IEqual", bt, b, zero)
         if e.is_signed:  # x / -1 as a negation: INT_MIN / -1 wraps instead of being UB
             bm = m.op("IEqual", bt, b, em.c(-1, t))
-            bad = m.op("LogicalOr", bt, bz, bm)
+            bad = logical(em, "LogicalOr", _bt(t), bz, bm)
             d = m.op("Select", rt, bad, em.c(1, t), b)
             if o == "div":
                 q = m.op("SDiv", rt, a, d)
@@ -83,7 +95,7 @@ def _fpow(em: Emitter, t: Type, a: int, b: int) -> int:
     half = em.ext(t, "Trunc", m.op("FMul", rt, b, em.c(0.5, t)))
     odd = m.op("FOrdEqual", bt, em.ext(t, "FAbs", m.op("FSub", rt, b, m.op(
         "FMul", rt, half, em.c(2.0, t)))), em.c(1.0, t))
-    odd = m.op("LogicalAnd", bt, yint, odd)
+    odd = logical(em, "LogicalAnd", _bt(t), yint, odd)
     neg = m.op("Select", rt, yint, m.op("Select", rt, odd, m.op("FNegate", rt, r), r),
                em.c(float("nan"), t))
     res = m.op("Select", rt, m.op("FOrdLessThan", bt, a, em.c(0.0, t)), neg, r)
