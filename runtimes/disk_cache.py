@@ -25,9 +25,33 @@ def cache_root() -> Path:
     return Path(base) / "cube"
 
 
+_ROOT = Path(__file__).resolve().parents[1]
+_GENERATOR_DIRS = ("cube_ir", "codegen", "runtimes")
+_fingerprint: str | None = None
+
+
+def generator_fingerprint() -> str:
+    """Identifies the code that turns IR into artefacts (size and mtime of every module of
+    the IR, code generators and runtimes), so an edited generator never reuses artefacts the
+    old one wrote, even within one package version. Stat calls only: well under a ms."""
+    global _fingerprint
+    if _fingerprint is None:
+        h = hashlib.sha256()
+        for d in _GENERATOR_DIRS:
+            for dirpath, dirnames, files in os.walk(_ROOT / d):
+                dirnames.sort()
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        st = os.stat(os.path.join(dirpath, name))
+                        h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+        _fingerprint = h.hexdigest()[:16]
+    return _fingerprint
+
+
 def make_key(*parts) -> str:
     h = hashlib.sha256()
     h.update(VERSION.encode())
+    h.update(generator_fingerprint().encode())
     for p in parts:
         h.update(b"\0")
         h.update(p if isinstance(p, bytes) else str(p).encode())

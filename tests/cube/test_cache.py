@@ -125,3 +125,13 @@ def test_concurrent_processes_share_cache(device_rt, tmp_path):
         assert p.returncode == 0, err
     assert DiskCache(cache).info()["entries"] >= 1
     assert not list((cache / "kernels").glob("*/.tmp-*"))
+
+
+def test_key_covers_the_code_generators(monkeypatch):
+    """An edited generator (another size/mtime of one of its modules) never reuses the
+    artefacts the old one wrote."""
+    from runtimes import disk_cache
+    before = disk_cache.make_key("kernel text", "cpu", "dev")
+    assert disk_cache.make_key("kernel text", "cpu", "dev") == before
+    monkeypatch.setattr(disk_cache, "_fingerprint", "another generator")
+    assert disk_cache.make_key("kernel text", "cpu", "dev") != before
