@@ -32,7 +32,7 @@ from .buffer import Buffer, as_elem
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable, UnsupportedFeature
 
-CACHE_FORMAT = "wgpu-1"
+CACHE_FORMAT = "wgpu-2"  # bumped when generated code changes for the same IR
 WANTED_FEATURES = ("shader-f16", "shader-float32-atomic")
 LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size",
           "max-buffer-size", "max-compute-workgroup-storage-size",
@@ -224,10 +224,9 @@ class WgpuSpirvRuntime(WgpuRuntime):
 
     def __init__(self) -> None:
         super().__init__()
-        # f32 atomics are a compare-exchange loop, which passes spirv-val but which naga's
-        # SPIR-V front end (wgpu-native 0.32) rejects; the WGSL runtime has them
-        self.features = replace(self.features, f16=False, bf16=False,
-                                atomic_types=frozenset({"i32", "u32"}))
+        # f32 atomics are OpAtomicFAddEXT (no compare-exchange loop: see codegen.spirv.ops)
+        if "shader-float32-atomic" not in self.adapter.features:
+            self.features = replace(self.features, atomic_types=frozenset({"i32", "u32"}))
 
     def generate(self, kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> str:
         from codegen.spirv import disassemble

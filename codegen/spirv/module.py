@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 OPS = dict(
-    ExtInstImport=11, ExtInst=12, MemoryModel=14, EntryPoint=15, ExecutionMode=16,
+    Extension=10, ExtInstImport=11, ExtInst=12, MemoryModel=14, EntryPoint=15, ExecutionMode=16,
     Capability=17, TypeVoid=19, TypeBool=20, TypeInt=21, TypeFloat=22, TypeVector=23,
     TypeArray=28, TypeRuntimeArray=29, TypeStruct=30, TypePointer=32, TypeFunction=33,
     ConstantTrue=41, ConstantFalse=42, Constant=43, ConstantComposite=44, Function=54,
@@ -25,7 +25,7 @@ OPS = dict(
     AtomicIAdd=234, AtomicISub=235, AtomicSMin=236, AtomicUMin=237, AtomicSMax=238,
     AtomicUMax=239, AtomicAnd=240, AtomicOr=241, AtomicXor=242, LoopMerge=246,
     SelectionMerge=247, Label=248, Branch=249, BranchConditional=250, Return=253,
-    Unreachable=255,
+    Unreachable=255, AtomicFAddEXT=6035,
 )
 NAMES = {v: k for k, v in OPS.items()}
 SECTIONS = ("cap", "ext", "mem", "entry", "mode", "annot", "globals", "code")
