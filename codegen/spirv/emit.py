@@ -69,6 +69,7 @@ class Emitter:
         self.interface: list[int] = []
         self.storage16 = False
         self.float_atomics = False
+        self.subgroup_caps: set[int] = set()  # GroupNonUniform* capabilities used
 
     # ---- types / constants -------------------------------------------------------------
     def t(self, t: Type) -> int:
@@ -153,6 +154,8 @@ class Emitter:
         m.emit("code", "FunctionEnd")
         if ("float", 16) in m.cache:
             m.emit("cap", "Capability", 9)  # Float16
+        for cap in sorted(self.subgroup_caps):
+            m.emit("cap", "Capability", cap)
         if self.float_atomics:
             m.emit("cap", "Capability", 6033)  # AtomicFloat32AddEXT
             imports = m.sec["ext"]  # extensions precede OpExtInstImport

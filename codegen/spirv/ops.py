@@ -365,9 +365,9 @@ def emit_op(em: Emitter, op) -> None:
             em.write(d, _builtin(em, n))
         case ir.Atomic():
             _atomic(em, op)
+        case ir.Plane(dst=d, op=o, value=x) if em.k.plane_size > 1:
+            em.write(d, _plane(em, op))
         case ir.Plane(dst=d, op=o, value=x):
-            if em.k.plane_size != 1:
-                raise Unsupported("plane sizes other than 1 on the spirv target")
             if o == "exclusive_sum":
                 r = em.c(False if d.type.elem.is_bool else 0, d.type)
             elif o == "exclusive_prod":
@@ -405,6 +405,74 @@ def emit_op(em: Emitter, op) -> None:
             em.terminated = True
         case _:  # pragma: no cover
             raise Unsupported(f"spirv codegen: {op!r}")
+
+
+SUBGROUP = 3  # scope
+GNU, GNU_VOTE, GNU_ARITH, GNU_BALLOT, GNU_SHUFFLE = 61, 62, 63, 64, 65  # capabilities
+GROUP_OP = {"sum": 0, "prod": 0, "max": 0, "min": 0, "inclusive_sum": 1, "inclusive_prod": 1,
+            "exclusive_sum": 2, "exclusive_prod": 2}  # Reduce, InclusiveScan, ExclusiveScan
+
+
+def _plane(em: Emitter, op: ir.Plane) -> int:
+    """A plane op as GroupNonUniform instructions over the subgroup (the runtime checked that
+    subgroups are runs of plane_size consecutive units, as the interpreter's planes)."""
+    m, t = em.m, op.dst.type
+    x = em.val_as(op.value, t)
+    em.subgroup_caps.add(GNU)
+    scope = em.u(SUBGROUP)
+    if op.op in ("broadcast", "shuffle", "shuffle_xor"):
+        # the interpreter's rule: a unit whose source lane is outside the plane, missing (a
+        # partial last plane) or inactive reads its own value; the ballot says which exist
+        em.subgroup_caps |= {GNU_BALLOT, GNU_SHUFFLE}
+        ps, ut = em.k.plane_size, em.t(u32)
+        src = em.val_as(op.lane, u32)
+        if op.op == "shuffle_xor":
+            lane = m.op("UMod", ut, _builtin(em, "UNIT_POS"), em.u(ps))
+            src = m.op("BitwiseXor", ut, lane, src)
+        ballot = m.op("GroupNonUniformBallot", m.vec(ut, 4), scope, m.const_bool(True))
+        inside = m.op("ULessThan", m.bool(), src, em.u(ps))
+        at = em.ext(u32, "UMin", src, em.u(ps - 1))
+        word = m.op("VectorExtractDynamic", ut, ballot, m.op("UDiv", ut, at, em.u(32)))
+        bit = m.op("BitwiseAnd", ut, m.op("ShiftRightLogical", ut, word, m.op(
+            "UMod", ut, at, em.u(32))), em.u(1))
+        ok = m.op("LogicalAnd", m.bool(), inside, m.op("IEqual", m.bool(), bit, em.u(1)))
+
+        def shuffle(lt: Type, v: int) -> int:
+            if lt.elem.is_bool:  # shuffled as u32 0/1
+                w = with_elem(lt, u32)
+                s = m.op("GroupNonUniformShuffle", em.t(w), scope, cast(em, lt, w, v), at)
+                sh = cast(em, w, lt, s)
+            else:
+                sh = m.op("GroupNonUniformShuffle", em.t(lt), scope, v, at)
+            if isinstance(lt, Vec):
+                okv = m.op("CompositeConstruct", em.t(_bt(lt)), *([ok] * lt.lanes))
+                return m.op("Select", em.t(lt), okv, sh, v)
+            return m.op("Select", em.t(lt), ok, sh, v)
+        if wide(t):
+            return lanewise(em, t, lambda v: shuffle(t.elem, v), (t, x))
+        return shuffle(t, x)
+    if op.op in ("all", "any"):
+        em.subgroup_caps.add(GNU_VOTE)
+        name = "GroupNonUniformAll" if op.op == "all" else "GroupNonUniformAny"
+        if isinstance(t, Vec):
+            return build(em, t, [m.op(name, m.bool(), scope, v) for v in lanes(em, t, x)])
+        return m.op(name, m.bool(), scope, x)
+    em.subgroup_caps.add(GNU_ARITH)
+    e = t.elem
+    kind = "F" if e.is_float else "I" if op.op.endswith(("sum", "prod")) else \
+        "S" if e.is_signed else "U"
+    base = {"sum": "Add", "prod": "Mul", "max": "Max", "min": "Min"}[op.op.split("_")[-1]]
+    name = f"GroupNonUniform{kind}{base}"
+
+    def arith(lt: Type, v: int) -> int:
+        if op.op in ("max", "min"):
+            return m.op(name, em.t(lt), scope, GROUP_OP[op.op], v)
+        # f16 accumulates in f32; narrow ints wrap and bf16 rounds once at the end
+        r = via_f32(em, lt, lambda ft, y: m.op(name, em.t(ft), scope, GROUP_OP[op.op], y), v)
+        return round_bf16(em, lt, wrap(em, lt, r))
+    if wide(t):
+        return lanewise(em, t, lambda v: arith(t.elem, v), (t, x))
+    return arith(t, x)
 
 
 def _loop(em: Emitter, rng: ir.Range | None, body) -> None:
@@ -465,9 +533,9 @@ def _builtin(em: Emitter, name: str) -> int:
         n = [comp("nwg", i) for i in range(3)]
         return mul(mul(n[0], n[1]), n[2])
     if name == "PLANE_DIM":
-        return em.u(1)
-    if name == "UNIT_POS_PLANE":
-        return em.u(0)
+        return em.u(em.k.plane_size)
+    if name == "UNIT_POS_PLANE":  # planes are runs of PLANE_DIM units (runtimes.wgpu checks)
+        return m.op("UMod", ut, _builtin(em, "UNIT_POS"), em.u(em.k.plane_size))
     base, ax = name.rsplit("_", 1)
     i = XYZ.index(ax.lower())
     src = {"UNIT_POS": "lid", "CUBE_POS": "wid", "CUBE_COUNT": "nwg", "ABSOLUTE_POS": "gid"}

@@ -1,6 +1,6 @@
 """Every kernel the examples, tests/cube/test_language.py and tests/cube/test_lines.py build,
-as IR: their test functions run once on an interpreter runtime (plane size 1) that records
-what it compiles."""
+as IR: their test functions run once on an interpreter runtime (plane size 1; plane tests
+also with 8) that records what it compiles."""
 from __future__ import annotations
 
 import functools
@@ -19,8 +19,8 @@ EXAMPLES = ["vector_add", "gelu", "softmax", "matmul", "histogram", "prefix_sum"
 
 
 class _Recorder(InterpRuntime):
-    def __init__(self) -> None:
-        super().__init__(plane_size=1)
+    def __init__(self, plane_size: int = 1) -> None:
+        super().__init__(plane_size=plane_size)
         self.kernels: dict[str, object] = {}
 
     def compile(self, kernel, cache_key=None):
@@ -40,7 +40,7 @@ def _param_sets(fn) -> list[dict]:
 
 @functools.cache
 def kernels() -> list:
-    rt = _Recorder()
+    rt, planes = _Recorder(), _Recorder(plane_size=8)
     sys.path.insert(0, str(ROOT / "examples"))
     for name in EXAMPLES:
         importlib.import_module(name).run(rt)
@@ -51,8 +51,10 @@ def kernels() -> list:
             if not name.startswith("test_") or "rt" not in inspect.signature(fn).parameters:
                 continue
             for params in _param_sets(fn):
-                try:
-                    fn(rt=rt, **params)
-                except (Exception, pytest.skip.Exception):  # expects an error, skips, ...
-                    pass
-    return list(rt.kernels.values())
+                # plane tests also with planes of 8 (subgroup code paths)
+                for r in (rt, planes) if "plane" in name else (rt,):
+                    try:
+                        fn(rt=r, **params)
+                    except (Exception, pytest.skip.Exception):  # expects an error, skips
+                        pass
+    return list(rt.kernels.values()) + list(planes.kernels.values())

@@ -52,6 +52,8 @@ def test_every_kernel_compiles_as_wgsl(corpus):
             with pytest.raises(WgslUnsupported, match="not supported by the wgsl target"):
                 emit_wgsl(k)
             continue
+        if k.plane_size > 1 and rt.plane_size == 1:
+            continue  # the device has no subgroups
         text = emit_wgsl(k, f16=rt.has_f16).text
         try:
             rt.device.create_shader_module(code=text)
@@ -96,6 +98,8 @@ def test_every_kernel_builds_on_wgpu_spirv(corpus):
         pytest.skip(f"wgpu-spirv unavailable: {str(e).splitlines()[0]}")
     built = 0
     for k in corpus:
+        if k.plane_size > 1 and rt.plane_size == 1:
+            continue  # the device has no subgroups
         try:
             blob = emit_spirv(k, (64, 1, 1)).binary
         except SpvUnsupported:
