@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from cube_ir import ir
 from runtimes.base import Features, Runtime
@@ -71,7 +71,7 @@ TARGETS: dict[str, TargetInfo] = {
     "llvm": TargetInfo("llvm", _gen_llvm, Features(plane_size=1)),
     **{n: TargetInfo(n, _gen_c(n), f) for n, f in C_TARGETS.items()},
     "wgsl": TargetInfo("wgsl", _gen_wgsl, WGSL_FEATURES),
-    "spirv": TargetInfo("spirv", _gen_spirv, replace(WGSL_FEATURES, f16=False, bf16=False)),
+    "spirv": TargetInfo("spirv", _gen_spirv, WGSL_FEATURES),
 }
 
 # runtime name -> (module:class, target, what it needs)

@@ -32,8 +32,8 @@ from .buffer import Buffer, as_elem
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable, UnsupportedFeature
 
-CACHE_FORMAT = "wgpu-1"
-WANTED_FEATURES = ("shader-f16", "shader-float32-atomic")
+CACHE_FORMAT = "wgpu-2"  # bumped when generated code changes for the same IR
+WANTED_FEATURES = ("shader-f16", "shader-float32-atomic", "subgroup")
 LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size",
           "max-buffer-size", "max-compute-workgroup-storage-size",
           "max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x",
@@ -117,12 +117,13 @@ class WgpuRuntime(Runtime):
             required_features=[f for f in WANTED_FEATURES if f in feats],
             required_limits=dict(self.limits))
         self.has_f16 = "shader-f16" in feats
+        self.subgroup_size = self._probe_subgroups() if "subgroup" in feats else 1
         info = adapter.info
         self._device_id = (f"{info.get('device', '?')} ({info.get('description', '')}, "
                            f"{info.get('backend_type', '')}) wgpu-py {wgpu.__version__} "
-                           f"f16={int(self.has_f16)}")
+                           f"f16={int(self.has_f16)} plane={self.subgroup_size}")
         self.features = Features(
-            plane_size=1, f16=self.has_f16, f64=False, int64=False,
+            plane_size=self.subgroup_size, f16=self.has_f16, f64=False, int64=False,
             atomic_types=frozenset({"i32", "u32", "f32"}),
             max_shared_bytes=self.limits.get("max-compute-workgroup-storage-size", 16384),
             max_cube_dim=self.limits.get("max-compute-invocations-per-workgroup", 256))
@@ -134,6 +135,58 @@ class WgpuRuntime(Runtime):
 
     def device_id(self) -> str:
         return self._device_id
+
+    def _probe_subgroups(self) -> int:
+        """The plane size: the subgroup size if subgroups are fixed-size runs of consecutive
+        local_invocation_index values (what the interpreter's planes are), else 1.
+
+        WebGPU promises neither: the size may lie anywhere in the adapter's min..max and
+        the layout is the driver's. So a probe runs 1-D workgroups of several sizes and
+        checks that every invocation reports the same subgroup_size s and
+        subgroup_invocation_id = index % s. (lavapipe: s = 8, its SIMD width; in a 2-D
+        workgroup its subgroups are runs along x that never span rows, hence the cube_dim
+        check at launch.)"""
+        wgpu = self.wgpu
+        src = ("@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+               "override N: u32 = 1u;\n"
+               "@compute @workgroup_size(N)\n"
+               "fn main(@builtin(local_invocation_index) i: u32,\n"
+               "        @builtin(workgroup_id) w: vec3<u32>,\n"
+               "        @builtin(subgroup_invocation_id) sid: u32,\n"
+               "        @builtin(subgroup_size) ss: u32) {\n"
+               "    let g = 2u * (w.x * N + i);\n"
+               "    out[g] = sid;\n"
+               "    out[g + 1u] = ss;\n}\n")
+        try:
+            dev = self.device
+            mod = dev.create_shader_module(code=src)
+            sizes = set()
+            for n in (1, 24, 64, 100):
+                buf = dev.create_buffer(size=2 * 4 * 2 * n, usage=wgpu.BufferUsage.STORAGE
+                                        | wgpu.BufferUsage.COPY_SRC)
+                pipe = dev.create_compute_pipeline(layout="auto", compute={
+                    "module": mod, "entry_point": "main", "constants": {"N": n}})
+                group = dev.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=[
+                    {"binding": 0, "resource": {"buffer": buf}}])
+                enc = dev.create_command_encoder()
+                cp = enc.begin_compute_pass()
+                cp.set_pipeline(pipe)
+                cp.set_bind_group(0, group)
+                cp.dispatch_workgroups(2)
+                cp.end()
+                dev.queue.submit([enc.finish()])
+                r = np.frombuffer(dev.queue.read_buffer(buf), np.uint32).reshape(-1, 2)
+                buf.destroy()
+                ss = set(r[:, 1].tolist())
+                if len(ss) != 1:
+                    return 1
+                s = ss.pop()
+                if s < 1 or (r[:, 0] != np.arange(2 * n) % n % s).any():
+                    return 1
+                sizes.add(s)
+        except Exception:
+            return 1
+        return sizes.pop() if len(sizes) == 1 else 1
 
     # ---- memory ------------------------------------------------------------------------
     def _alloc(self, nbytes: int):
@@ -224,10 +277,9 @@ class WgpuSpirvRuntime(WgpuRuntime):
 
     def __init__(self) -> None:
         super().__init__()
-        # f32 atomics are a compare-exchange loop, which passes spirv-val but which naga's
-        # SPIR-V front end (wgpu-native 0.32) rejects; the WGSL runtime has them
-        self.features = replace(self.features, f16=False, bf16=False,
-                                atomic_types=frozenset({"i32", "u32"}))
+        # f32 atomics are OpAtomicFAddEXT (no compare-exchange loop: see codegen.spirv.ops)
+        if "shader-float32-atomic" not in self.adapter.features:
+            self.features = replace(self.features, atomic_types=frozenset({"i32", "u32"}))
 
     def generate(self, kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> str:
         from codegen.spirv import disassemble
@@ -297,6 +349,7 @@ class WgpuExecutable(Executable):
                  module_for):
         self.rt, self.kernel, self.source, self.abi = rt, kernel, source, abi
         self.module_for = module_for  # cube_dim -> shader module
+        self.uses_planes = any(isinstance(op, ir.Plane) for op in ir.walk(kernel.body))
         wgpu = rt.wgpu
         dev = rt.device
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
@@ -352,6 +405,12 @@ class WgpuExecutable(Executable):
                 raise LaunchError(f"launch of {k.name}: cube_count {cc} exceeds the device's "
                                   f"max-compute-workgroups-per-dimension of "
                                   f"{self.max_groups}")
+        ps = k.plane_size
+        if ps > 1 and self.uses_planes and cd[1] * cd[2] > 1 and cd[0] % ps:
+            raise LaunchError(f"launch of {k.name}: plane operations in a cube_dim of "
+                              f"{cd} need cube_dim x to be a multiple of the plane size "
+                              f"{ps} (this device's subgroups do not span rows), or a 1-D "
+                              f"cube_dim")
         if cd[0] * cd[1] * cd[2] > self.max_inv:
             raise LaunchError(f"launch of {k.name}: {cd[0] * cd[1] * cd[2]} units per cube "
                               f"exceed the device's max-compute-invocations-per-workgroup "

@@ -18,13 +18,13 @@ import struct
 from cube_ir import ir
 from cube_ir.types import Type, Vec, u32
 
-from ..shader_abi import ShaderAbi, layout
+from ..shader_abi import ShaderAbi, is_packed, layout
 from .module import Module
 
 FUNCTION, INPUT, UNIFORM, WORKGROUP, STORAGE = 7, 1, 2, 4, 12
 GLSL = dict(RoundEven=2, Trunc=3, FAbs=4, SAbs=5, Floor=8, Ceil=9, Sin=13, Cos=14, Tanh=21,
             Pow=26, Exp=27, Log=28, Sqrt=31, InverseSqrt=32, UMin=38, SMin=39, UMax=41,
-            SMax=42, Fma=50, NMin=79, NMax=80)
+            SMax=42, Fma=50, UnpackHalf2x16=62, NMin=79, NMax=80)
 SCOPE_DEVICE, SCOPE_WG = 1, 2
 BARRIER_SEM = 0x8 | 0x40 | 0x100  # AcquireRelease | UniformMemory | WorkgroupMemory
 XYZ = "xyz"
@@ -36,10 +36,18 @@ class Unsupported(NotImplementedError):
 
 def _check(t: Type) -> None:
     e = t.elem
-    if e.name not in ("f32", "i32", "u32", "bool"):
+    if e.name in ("f64", "i64", "u64"):
         raise Unsupported(f"{e.name} is not supported by the spirv target")
-    if isinstance(t, Vec) and t.lanes not in (2, 4):
-        raise Unsupported(f"lines of {t.lanes} are not supported by the spirv target")
+
+
+def wide(t: Type) -> bool:
+    """A line longer than a SPIR-V vector: an OpTypeArray, its ops emitted lane by lane."""
+    return isinstance(t, Vec) and t.lanes > 4
+
+
+def f16_bits(v: float) -> int:
+    import numpy as np
+    return int(np.array([v], np.float16).view(np.uint16)[0])
 
 
 class Emitter:
@@ -53,17 +61,30 @@ class Emitter:
         self.stored = {id(op.mem) for op in ir.walk(kernel.body)
                        if isinstance(op, (ir.Store, ir.Atomic))}
         self.vars: dict[int, int] = {}
-        self.mems: dict[int, tuple] = {}  # id(mem) -> (var id, storage class, elem type id)
+        # id(mem) -> (var id, storage class, elem type id, layout); layout is "whole" (one
+        # element per line), "lanes" (one scalar per lane) or "packed" (u32 words)
+        self.mems: dict[int, tuple] = {}
         self.loops: list[tuple[int, int]] = []  # (merge, continue)
         self.builtin_vars: dict[str, int] = {}
         self.interface: list[int] = []
+        self.storage16 = False
+        self.float_atomics = False
+        self.subgroup_caps: set[int] = set()  # GroupNonUniform* capabilities used
 
     # ---- types / constants -------------------------------------------------------------
     def t(self, t: Type) -> int:
+        """The register type of t."""
         _check(t)
         m, e = self.m, t.elem
-        s = m.bool() if e.is_bool else m.float(32) if e.is_float else m.int(32, e.is_signed)
-        return m.vec(s, t.lanes) if isinstance(t, Vec) else s
+        if e.is_bool:
+            s = m.bool()
+        elif e.is_float:
+            s = m.float(16 if e.name == "f16" else 32)
+        else:
+            s = m.int(32, e.is_signed)
+        if not isinstance(t, Vec):
+            return s
+        return m.array(s, t.lanes) if wide(t) else m.vec(s, t.lanes)
 
     def c(self, value, t: Type) -> int:
         m, e = self.m, t.elem
@@ -71,15 +92,24 @@ class Emitter:
             s = m.const_bool(bool(value))
         elif e.is_float:
             v = float(value)
+            if e.name == "bf16":
+                from cube_ir.interpreter import round_bf16
+                v = float(round_bf16(v))
             bits = struct.unpack("<I", struct.pack("<f", v))[0] if v == v else 0x7FC00000
-            if v != v or v in (float("inf"), float("-inf")):  # naga rejects such literals
-                s = m.op("Bitcast", self.t(e), m.const(m.int(32, False), bits))
+            if v != v or v in (float("inf"), float("-inf")) or (
+                    e.name == "f16" and abs(v) > 65504):  # naga rejects such literals
+                s = m.op("Bitcast", m.float(32), m.const(m.int(32, False), bits))
+                if e.name == "f16":
+                    s = m.op("FConvert", self.t(e), s)
                 if isinstance(t, Vec):
                     return m.op("CompositeConstruct", self.t(t), *([s] * t.lanes))
                 return s
-            s = m.const(self.t(e), bits)
+            s = m.const(self.t(e), f16_bits(v) if e.name == "f16" else bits)
         else:
-            s = m.const(self.t(e), int(value) & 0xFFFFFFFF)
+            n = int(value) & ((1 << e.bits) - 1)
+            if e.is_signed and n >> (e.bits - 1):
+                n -= 1 << e.bits  # a narrow negative value sign-extends in its i32 register
+            s = m.const(self.t(e), n & 0xFFFFFFFF)
         if isinstance(t, Vec):
             return m.const_composite(self.t(t), (s,) * t.lanes)
         return s
@@ -99,7 +129,7 @@ class Emitter:
             arr = m.array(elem, s.size)
             v = m.id()
             m.emit("globals", "Variable", m.ptr(WORKGROUP, arr), v, WORKGROUP)
-            self.mems[id(s)] = (v, WORKGROUP, elem)
+            self.mems[id(s)] = (v, WORKGROUP, elem, "whole")
         fn = m.id()
         self.fn = fn
         m.emit("code", "Function", m.void(), fn, 0, m.fn_type(m.void()))
@@ -114,7 +144,7 @@ class Emitter:
             elem = self.t(lo.type)
             p = m.id()
             m.emit("code", "Variable", m.ptr(FUNCTION, m.array(elem, lo.size)), p, FUNCTION)
-            self.mems[id(lo)] = (p, FUNCTION, elem)
+            self.mems[id(lo)] = (p, FUNCTION, elem, "whole")
         for name in ("lid", "lidx", "wid", "nwg", "gid"):
             self._builtin_var(name)
         self.terminated = False
@@ -122,6 +152,18 @@ class Emitter:
         if not self.terminated:
             m.emit("code", "Return")
         m.emit("code", "FunctionEnd")
+        if ("float", 16) in m.cache:
+            m.emit("cap", "Capability", 9)  # Float16
+        for cap in sorted(self.subgroup_caps):
+            m.emit("cap", "Capability", cap)
+        if self.float_atomics:
+            m.emit("cap", "Capability", 6033)  # AtomicFloat32AddEXT
+            imports = m.sec["ext"]  # extensions precede OpExtInstImport
+            m.sec["ext"] = []
+            m.emit("ext", "Extension", "SPV_EXT_shader_atomic_float_add")
+            m.sec["ext"] += imports
+        if self.storage16:
+            m.emit("cap", "Capability", 4433)  # StorageBuffer16BitAccess (core in 1.3)
         code = m.sec["code"]
         code[self.var_at:self.var_at] = self.scratch_vars
         m.emit("entry", "EntryPoint", 5, fn, "main", *self.interface)
@@ -156,12 +198,22 @@ class Emitter:
             if slot.binding is None:
                 _check(p.type)
                 continue
-            if p.type.elem.is_bool:
-                raise Unsupported("bool storage is not supported by the spirv target")
-            elem = self._atomic_elem(p.type) if id(p) in self.atomic else self.t(p.type)
+            t, e = p.type, p.type.elem
+            _check(t)
+            if is_packed(e):
+                elem, how, size = m.int(32, False), "packed", 4
+            elif id(p) in self.atomic:
+                elem, how, size = self._atomic_elem(t), "whole", 4
+            elif isinstance(t, Vec) and t.lanes in (2, 4):
+                elem, how, size = self.t(t), "whole", e.bits // 8 * t.lanes
+            else:  # scalars, and lines of 3 (vec3 would be 16-byte aligned) or > 4
+                elem, how, size = self.t(e), "lanes" if isinstance(t, Vec) else "whole", \
+                    e.bits // 8
+            if e.name == "f16":
+                self.storage16 = True
             ra = m.id()
             m.emit("globals", "TypeRuntimeArray", ra, elem)
-            m.emit("annot", "Decorate", ra, 6, 4 * p.type.lanes)
+            m.emit("annot", "Decorate", ra, 6, size)
             st = m.id()
             m.emit("globals", "TypeStruct", st, ra)
             m.emit("annot", "Decorate", st, 2)
@@ -172,11 +224,13 @@ class Emitter:
             m.emit("globals", "Variable", m.ptr(STORAGE, st), v, STORAGE)
             m.emit("annot", "Decorate", v, 34, 0)
             m.emit("annot", "Decorate", v, 33, slot.binding)
-            self.mems[id(p)] = (v, STORAGE, elem)
+            self.mems[id(p)] = (v, STORAGE, elem, how)
 
     def _atomic_elem(self, t: Type) -> int:
         if isinstance(t, Vec) or t.elem.name not in ("i32", "u32", "f32"):
             raise Unsupported(f"atomics on {t} are not supported by the spirv target")
+        if t.elem.is_float:
+            return self.m.float(32)
         return self.m.int(32, t.elem.is_signed)
 
     def scratch(self, t: int) -> int:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import struct
 
 OPS = dict(
-    ExtInstImport=11, ExtInst=12, MemoryModel=14, EntryPoint=15, ExecutionMode=16,
+    Extension=10, ExtInstImport=11, ExtInst=12, MemoryModel=14, EntryPoint=15, ExecutionMode=16,
     Capability=17, TypeVoid=19, TypeBool=20, TypeInt=21, TypeFloat=22, TypeVector=23,
     TypeArray=28, TypeRuntimeArray=29, TypeStruct=30, TypePointer=32, TypeFunction=33,
     ConstantTrue=41, ConstantFalse=42, Constant=43, ConstantComposite=44, Function=54,
     FunctionEnd=56, Variable=59, Load=61, Store=62, AccessChain=65, Decorate=71,
-    MemberDecorate=72, CompositeConstruct=80, CompositeExtract=81, CompositeInsert=82,
+    MemberDecorate=72, VectorExtractDynamic=77, CompositeConstruct=80, CompositeExtract=81,
+    CompositeInsert=82,
     ConvertFToU=109, ConvertFToS=110, ConvertSToF=111, ConvertUToF=112, FConvert=115,
     Bitcast=124, SNegate=126, FNegate=127, IAdd=128, FAdd=129, ISub=130, FSub=131, IMul=132,
     FMul=133, UDiv=134, SDiv=135, FDiv=136, UMod=137, SRem=138, FRem=140, IsNan=156,
@@ -25,7 +26,12 @@ OPS = dict(
     AtomicIAdd=234, AtomicISub=235, AtomicSMin=236, AtomicUMin=237, AtomicSMax=238,
     AtomicUMax=239, AtomicAnd=240, AtomicOr=241, AtomicXor=242, LoopMerge=246,
     SelectionMerge=247, Label=248, Branch=249, BranchConditional=250, Return=253,
-    Unreachable=255,
+    Unreachable=255, GroupNonUniformAll=334, GroupNonUniformAny=335,
+    GroupNonUniformBallot=339, GroupNonUniformShuffle=345, GroupNonUniformIAdd=349,
+    GroupNonUniformFAdd=350, GroupNonUniformIMul=351, GroupNonUniformFMul=352,
+    GroupNonUniformSMin=353, GroupNonUniformUMin=354, GroupNonUniformFMin=355,
+    GroupNonUniformSMax=356, GroupNonUniformUMax=357, GroupNonUniformFMax=358,
+    AtomicFAddEXT=6035,
 )
 NAMES = {v: k for k, v in OPS.items()}
 SECTIONS = ("cap", "ext", "mem", "entry", "mode", "annot", "globals", "code")

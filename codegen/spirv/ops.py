@@ -1,11 +1,26 @@
 """IR ops as SPIR-V instructions (semantics as cube_ir.ir, like codegen/wgsl/expr.py:
-int x/0 = 0, shift counts modulo 32, float->int saturating with NaN -> 0)."""
+int x/0 = 0, shift counts modulo the width, narrow ints wrapped, float->int saturating with
+NaN -> 0, bf16 rounded to nearest even after inexact ops, f16 transcendentals in f32).
+Values of wide lines (arrays) are split into lanes, computed as scalars and rebuilt."""
 from __future__ import annotations
 
 from cube_ir import ir
-from cube_ir.types import Type, Vec, boolean, u32, with_elem
+from cube_ir.types import Type, Vec, boolean, f32, i32, u32, with_elem
 
-from .emit import BARRIER_SEM, FUNCTION, SCOPE_DEVICE, SCOPE_WG, STORAGE, XYZ, Emitter, Unsupported
+from .emit import (
+    BARRIER_SEM,
+    FUNCTION,
+    SCOPE_DEVICE,
+    SCOPE_WG,
+    STORAGE,
+    XYZ,
+    Emitter,
+    Unsupported,
+    wide,
+)
+
+EXACT_BF16 = frozenset("neg abs min max floor ceil round clamp".split())
+VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma".split())  # f16 in f32
 
 FCMP = {"eq": "FOrdEqual", "ne": "FUnordNotEqual", "lt": "FOrdLessThan",
         "le": "FOrdLessThanEqual", "gt": "FOrdGreaterThan", "ge": "FOrdGreaterThanEqual"}
@@ -19,6 +34,62 @@ def _bt(t: Type) -> Type:
     return with_elem(t, boolean)
 
 
+def lanes(em: Emitter, t: Type, x: int) -> list[int]:
+    """The lane values of x, a value of line type t (a scalar splats)."""
+    return [em.m.op("CompositeExtract", em.t(t.elem), x, j) for j in range(t.lanes)]
+
+
+def build(em: Emitter, t: Type, xs: list[int]) -> int:
+    return em.m.op("CompositeConstruct", em.t(t), *xs)
+
+
+def lanewise(em: Emitter, rt: Type, fn, *args: tuple[Type, int]) -> int:
+    """fn(*scalar lane values) per lane of the wide line type rt; args are (type, value)
+    pairs, a scalar one broadcast to every lane."""
+    cols = [lanes(em, t, x) if isinstance(t, Vec) else [x] * rt.lanes for t, x in args]
+    return build(em, rt, [fn(*vals) for vals in zip(*cols)])
+
+
+def wrap(em: Emitter, t: Type, x: int) -> int:
+    """An int result of a narrow type (in its 32-bit register) brought back into its
+    width: sign-extended for signed types, masked for unsigned ones."""
+    e = t.elem
+    if not e.is_int or e.bits >= 32:
+        return x
+    m, rt = em.m, em.t(t)
+    if e.is_signed:
+        n = em.c(32 - e.bits, t)
+        return m.op("ShiftRightArithmetic", rt, m.op("ShiftLeftLogical", rt, x, n), n)
+    return m.op("BitwiseAnd", rt, x, em.c((1 << e.bits) - 1, t))
+
+
+def round_bf16(em: Emitter, t: Type, x: int) -> int:
+    """An f32 register rounded to bf16, nearest even (NaN stays NaN), as the interpreter."""
+    if t.elem.name != "bf16":
+        return x
+    m = em.m
+    ut = with_elem(t, u32)
+    urt = em.t(ut)
+    b = m.op("Bitcast", urt, x)
+    odd = m.op("BitwiseAnd", urt, m.op("ShiftRightLogical", urt, b, em.c(16, ut)), em.c(1, ut))
+    r = m.op("IAdd", urt, m.op("IAdd", urt, b, em.c(0x7FFF, ut)), odd)
+    r = m.op("BitwiseAnd", urt, r, em.c(0xFFFF0000, ut))
+    q = m.op("BitwiseAnd", urt, m.op("BitwiseOr", urt, b, em.c(0x400000, ut)),
+             em.c(0xFFFF0000, ut))
+    r = m.op("Select", urt, m.op("IsNan", em.t(_bt(t)), x), q, r)
+    return m.op("Bitcast", em.t(t), r)
+
+
+def via_f32(em: Emitter, t: Type, fn, *xs: int) -> int:
+    """fn on f32 copies of f16 operands, converted back (other types: fn as is)."""
+    if t.elem.name != "f16":
+        return fn(t, *xs)
+    ft = with_elem(t, f32)
+    m = em.m
+    r = fn(ft, *(m.op("FConvert", em.t(ft), x) for x in xs))
+    return m.op("FConvert", em.t(t), r)
+
+
 def logical(em: Emitter, name: str, t: Type, a: int, b: int) -> int:
     """OpLogicalAnd/Or on bools of type t. On bool vectors as selects: naga (wgpu's SPIR-V
     front end) accepts the logical instructions on scalars only."""
@@ -30,6 +101,18 @@ def logical(em: Emitter, name: str, t: Type, a: int, b: int) -> int:
 
 
 def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
+    if wide(t):
+        return lanewise(em, _bt(t) if o in FCMP else t,
+                        lambda x, y: binary(em, o, t.elem, x, y), (t, a), (t, b))
+    r = _binary(em, o, t, a, b)
+    if o in FCMP:
+        return r
+    if t.elem.is_float and o not in EXACT_BF16:
+        return round_bf16(em, t, r)
+    return wrap(em, t, r) if o in ("add", "sub", "mul", "div", "rem", "shl") else r
+
+
+def _binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
     m, e, rt = em.m, t.elem, em.t(t)
     if o in FCMP:
         bt = em.t(_bt(t))
@@ -54,7 +137,7 @@ def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
         if o in ("min", "max"):
             return em.ext(t, "NMin" if o == "min" else "NMax", a, b)
         if o == "pow":
-            return _fpow(em, t, a, b)
+            return via_f32(em, t, lambda ft, x, y: _fpow(em, ft, x, y), a, b)
         raise Unsupported(f"float {o}")
     simple = {"add": "IAdd", "sub": "ISub", "mul": "IMul", "and": "BitwiseAnd",
               "or": "BitwiseOr", "xor": "BitwiseXor"}
@@ -63,7 +146,7 @@ def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
     if o in ("min", "max"):
         return em.ext(t, ("S" if e.is_signed else "U") + o.capitalize(), a, b)
     if o in ("shl", "shr"):
-        n = m.op("BitwiseAnd", rt, b, em.c(31, t))
+        n = m.op("BitwiseAnd", rt, b, em.c(min(e.bits, 32) - 1, t))
         name = "ShiftLeftLogical" if o == "shl" else (
             "ShiftRightArithmetic" if e.is_signed else "ShiftRightLogical")
         return m.op(name, rt, a, n)
@@ -103,6 +186,32 @@ def _fpow(em: Emitter, t: Type, a: int, b: int) -> int:
 
 
 def unary(em: Emitter, o: str, t: Type, a: int) -> int:
+    if wide(t):
+        return lanewise(em, t, lambda x: unary(em, o, t.elem, x), (t, a))
+    e = t.elem
+    if e.is_float and o != "not":
+        if o in VIA_F32:
+            r = via_f32(em, t, lambda ft, x: _unary(em, o, ft, x), a)
+        else:
+            r = _unary(em, o, t, a)
+        return r if o in EXACT_BF16 else round_bf16(em, t, r)
+    r = _unary(em, o, t, a)
+    return wrap(em, t, r) if o in ("neg", "bitnot", "abs") else r
+
+
+def ternary(em: Emitter, o: str, t: Type, a: int, b: int, c: int) -> int:
+    if wide(t):
+        return lanewise(em, t, lambda x, y, z: ternary(em, o, t.elem, x, y, z),
+                        (t, a), (t, b), (t, c))
+    if o == "clamp":
+        return binary(em, "min", t, binary(em, "max", t, a, b), c)
+    if t.elem.is_float:
+        r = via_f32(em, t, lambda ft, *xs: em.ext(ft, "Fma", *xs), a, b, c)
+        return round_bf16(em, t, r)
+    return binary(em, "add", t, binary(em, "mul", t, a, b), c)
+
+
+def _unary(em: Emitter, o: str, t: Type, a: int) -> int:
     m, e, rt = em.m, t.elem, em.t(t)
     if o == "not":
         if e.is_bool:
@@ -113,6 +222,8 @@ def unary(em: Emitter, o: str, t: Type, a: int) -> int:
     if o == "neg":
         if e.is_float:
             return m.op("FNegate", rt, a)
+        if not e.is_signed:  # naga has no Negate on unsigned ints
+            return m.op("ISub", rt, em.c(0, t), a)
         return m.op("SNegate", rt, a)
     if o == "abs":
         if e.is_float:
@@ -171,6 +282,8 @@ def cast(em: Emitter, src: Type, dst: Type, x: int) -> int:
     if isinstance(dst, Vec) and not isinstance(src, Vec):
         y = cast(em, src, dst.elem, x)
         return m.op("CompositeConstruct", em.t(dst), *([y] * dst.lanes))
+    if wide(dst):
+        return lanewise(em, dst, lambda v: cast(em, src.elem, dst.elem, v), (src, x))
     s, d = src.elem, dst.elem
     rt = em.t(dst)
     if s == d:
@@ -180,19 +293,30 @@ def cast(em: Emitter, src: Type, dst: Type, x: int) -> int:
     if s.is_bool:
         return m.op("Select", rt, x, em.c(1, dst), em.c(0, dst))
     if s.is_float and d.is_float:
-        return m.op("FConvert", rt, x)
+        if em.t(src) != rt:  # f16 <-> f32/bf16 registers
+            x = m.op("FConvert", rt, x)
+        return round_bf16(em, dst, x)
     if d.is_float:
-        return m.op("ConvertSToF" if s.is_signed else "ConvertUToF", rt, x)
+        r = m.op("ConvertSToF" if s.is_signed else "ConvertUToF", rt, x)
+        return round_bf16(em, dst, r)
     if s.is_float:  # saturate, NaN -> 0
+        if s.name == "f16":  # the bounds below need f32
+            src = with_elem(src, f32)
+            x = m.op("FConvert", em.t(src), x)
         bt = em.t(_bt(src))
-        lo, hi = (-2.0 ** 31, 2147483520.0) if d.is_signed else (0.0, 4294967040.0)
+        bits = min(d.bits, 32)
+        lo = -2.0 ** (bits - 1) if d.is_signed else 0.0
+        top = 2.0 ** (bits - 1) if d.is_signed else 2.0 ** bits  # the first value too big
+        hi = top - 1 if bits < 24 else top - 2.0 ** (bits - 24 - int(d.is_signed))
+        reg = with_elem(dst, i32 if d.is_signed else u32)
         c = em.ext(src, "NMax", em.ext(src, "NMin", x, em.c(hi, src)), em.c(lo, src))
         r = m.op("ConvertFToS" if d.is_signed else "ConvertFToU", rt, c)
-        big = m.op("FOrdGreaterThanEqual", bt, x, em.c(2.0 ** 31 if d.is_signed else 2.0 ** 32,
-                                                       src))
-        r = m.op("Select", rt, big, em.c(2 ** 31 - 1 if d.is_signed else 2 ** 32 - 1, dst), r)
+        big = m.op("FOrdGreaterThanEqual", bt, x, em.c(top, src))
+        r = m.op("Select", rt, big, em.c(int(top) - 1, reg), r)
         return m.op("Select", rt, m.op("IsNan", bt, x), em.c(0, dst), r)
-    return m.op("Bitcast", rt, x)  # i32 <-> u32
+    if em.t(src) != rt:
+        x = m.op("Bitcast", rt, x)  # i32 <-> u32 registers
+    return wrap(em, dst, x) if d.bits < s.bits or s.is_signed != d.is_signed else x
 
 
 def emit_op(em: Emitter, op) -> None:
@@ -207,14 +331,11 @@ def emit_op(em: Emitter, op) -> None:
             em.write(d, binary(em, o, t, em.val_as(a, t), em.val_as(b, t)))
         case ir.Ternary(dst=d, op=o, a=a, b=b, c=c):
             t = d.type
-            xs = [em.val_as(v, t) for v in (a, b, c)]
-            if o == "clamp":
-                r = binary(em, "min", t, binary(em, "max", t, xs[0], xs[1]), xs[2])
-            elif t.elem.is_float:
-                r = em.ext(t, "Fma", *xs)
-            else:
-                r = binary(em, "add", t, binary(em, "mul", t, xs[0], xs[1]), xs[2])
-            em.write(d, r)
+            em.write(d, ternary(em, o, t, *(em.val_as(v, t) for v in (a, b, c))))
+        case ir.Select(dst=d, cond=c, a=a, b=b) if wide(d.type):
+            em.write(d, lanewise(em, d.type, lambda cv, x, y: m.op(
+                "Select", em.t(d.type.elem), cv, x, y), (c.type, em.val(c)),
+                (d.type, em.val_as(a, d.type)), (d.type, em.val_as(b, d.type))))
         case ir.Select(dst=d, cond=c, a=a, b=b):
             cv = em.val(c)
             if isinstance(d.type, Vec) and not isinstance(c.type, Vec):
@@ -244,9 +365,9 @@ def emit_op(em: Emitter, op) -> None:
             em.write(d, _builtin(em, n))
         case ir.Atomic():
             _atomic(em, op)
+        case ir.Plane(dst=d, op=o, value=x) if em.k.plane_size > 1:
+            em.write(d, _plane(em, op))
         case ir.Plane(dst=d, op=o, value=x):
-            if em.k.plane_size != 1:
-                raise Unsupported("plane sizes other than 1 on the spirv target")
             if o == "exclusive_sum":
                 r = em.c(False if d.type.elem.is_bool else 0, d.type)
             elif o == "exclusive_prod":
@@ -284,6 +405,74 @@ def emit_op(em: Emitter, op) -> None:
             em.terminated = True
         case _:  # pragma: no cover
             raise Unsupported(f"spirv codegen: {op!r}")
+
+
+SUBGROUP = 3  # scope
+GNU, GNU_VOTE, GNU_ARITH, GNU_BALLOT, GNU_SHUFFLE = 61, 62, 63, 64, 65  # capabilities
+GROUP_OP = {"sum": 0, "prod": 0, "max": 0, "min": 0, "inclusive_sum": 1, "inclusive_prod": 1,
+            "exclusive_sum": 2, "exclusive_prod": 2}  # Reduce, InclusiveScan, ExclusiveScan
+
+
+def _plane(em: Emitter, op: ir.Plane) -> int:
+    """A plane op as GroupNonUniform instructions over the subgroup (the runtime checked that
+    subgroups are runs of plane_size consecutive units, as the interpreter's planes)."""
+    m, t = em.m, op.dst.type
+    x = em.val_as(op.value, t)
+    em.subgroup_caps.add(GNU)
+    scope = em.u(SUBGROUP)
+    if op.op in ("broadcast", "shuffle", "shuffle_xor"):
+        # the interpreter's rule: a unit whose source lane is outside the plane, missing (a
+        # partial last plane) or inactive reads its own value; the ballot says which exist
+        em.subgroup_caps |= {GNU_BALLOT, GNU_SHUFFLE}
+        ps, ut = em.k.plane_size, em.t(u32)
+        src = em.val_as(op.lane, u32)
+        if op.op == "shuffle_xor":
+            lane = m.op("UMod", ut, _builtin(em, "UNIT_POS"), em.u(ps))
+            src = m.op("BitwiseXor", ut, lane, src)
+        ballot = m.op("GroupNonUniformBallot", m.vec(ut, 4), scope, m.const_bool(True))
+        inside = m.op("ULessThan", m.bool(), src, em.u(ps))
+        at = em.ext(u32, "UMin", src, em.u(ps - 1))
+        word = m.op("VectorExtractDynamic", ut, ballot, m.op("UDiv", ut, at, em.u(32)))
+        bit = m.op("BitwiseAnd", ut, m.op("ShiftRightLogical", ut, word, m.op(
+            "UMod", ut, at, em.u(32))), em.u(1))
+        ok = m.op("LogicalAnd", m.bool(), inside, m.op("IEqual", m.bool(), bit, em.u(1)))
+
+        def shuffle(lt: Type, v: int) -> int:
+            if lt.elem.is_bool:  # shuffled as u32 0/1
+                w = with_elem(lt, u32)
+                s = m.op("GroupNonUniformShuffle", em.t(w), scope, cast(em, lt, w, v), at)
+                sh = cast(em, w, lt, s)
+            else:
+                sh = m.op("GroupNonUniformShuffle", em.t(lt), scope, v, at)
+            if isinstance(lt, Vec):
+                okv = m.op("CompositeConstruct", em.t(_bt(lt)), *([ok] * lt.lanes))
+                return m.op("Select", em.t(lt), okv, sh, v)
+            return m.op("Select", em.t(lt), ok, sh, v)
+        if wide(t):
+            return lanewise(em, t, lambda v: shuffle(t.elem, v), (t, x))
+        return shuffle(t, x)
+    if op.op in ("all", "any"):
+        em.subgroup_caps.add(GNU_VOTE)
+        name = "GroupNonUniformAll" if op.op == "all" else "GroupNonUniformAny"
+        if isinstance(t, Vec):
+            return build(em, t, [m.op(name, m.bool(), scope, v) for v in lanes(em, t, x)])
+        return m.op(name, m.bool(), scope, x)
+    em.subgroup_caps.add(GNU_ARITH)
+    e = t.elem
+    kind = "F" if e.is_float else "I" if op.op.endswith(("sum", "prod")) else \
+        "S" if e.is_signed else "U"
+    base = {"sum": "Add", "prod": "Mul", "max": "Max", "min": "Min"}[op.op.split("_")[-1]]
+    name = f"GroupNonUniform{kind}{base}"
+
+    def arith(lt: Type, v: int) -> int:
+        if op.op in ("max", "min"):
+            return m.op(name, em.t(lt), scope, GROUP_OP[op.op], v)
+        # f16 accumulates in f32; narrow ints wrap and bf16 rounds once at the end
+        r = via_f32(em, lt, lambda ft, y: m.op(name, em.t(ft), scope, GROUP_OP[op.op], y), v)
+        return round_bf16(em, lt, wrap(em, lt, r))
+    if wide(t):
+        return lanewise(em, t, lambda v: arith(t.elem, v), (t, x))
+    return arith(t, x)
 
 
 def _loop(em: Emitter, rng: ir.Range | None, body) -> None:
@@ -344,9 +533,9 @@ def _builtin(em: Emitter, name: str) -> int:
         n = [comp("nwg", i) for i in range(3)]
         return mul(mul(n[0], n[1]), n[2])
     if name == "PLANE_DIM":
-        return em.u(1)
-    if name == "UNIT_POS_PLANE":
-        return em.u(0)
+        return em.u(em.k.plane_size)
+    if name == "UNIT_POS_PLANE":  # planes are runs of PLANE_DIM units (runtimes.wgpu checks)
+        return m.op("UMod", ut, _builtin(em, "UNIT_POS"), em.u(em.k.plane_size))
     base, ax = name.rsplit("_", 1)
     i = XYZ.index(ax.lower())
     src = {"UNIT_POS": "lid", "CUBE_POS": "wid", "CUBE_COUNT": "nwg", "ABSOLUTE_POS": "gid"}
@@ -382,33 +571,115 @@ def _meta(em: Emitter, op: ir.Meta) -> int:
     return r
 
 
-def _ptr(em: Emitter, mem, i: ir.Value) -> tuple[int, int]:
+def _ptr(em: Emitter, mem, i: ir.Value | int) -> tuple[int, int]:
+    """A pointer to element i (an IR value or an id of a u32 value) of mem."""
     m = em.m
-    var, sc, elem = em.mems[id(mem)]
-    idx = em.val_as(i, u32) if not isinstance(i, ir.Const) else em.u(int(i.value))
+    var, sc, elem, _ = em.mems[id(mem)]
+    if isinstance(i, int):
+        idx = i
+    else:
+        idx = em.val_as(i, u32) if not isinstance(i, ir.Const) else em.u(int(i.value))
     chain = (em.u(0), idx) if sc == STORAGE else (idx,)
     return m.op("AccessChain", m.ptr(sc, elem), var, *chain), sc
+
+
+def _scalar_param(em: Emitter, mem: ir.Param) -> int:
+    """A scalar argument's register value from its meta word (codegen.shader_abi)."""
+    m = em.m
+    w = em.word(next(s for s in em.abi.slots if s.param is mem).meta)
+    e = mem.type.elem
+    if e.is_bool:
+        return m.op("INotEqual", m.bool(), w, em.u(0))
+    if e.name == "f16":  # naga has no u32 -> vec2<f16> bitcast
+        f2 = em.ext(Vec(f32, 2), "UnpackHalf2x16", w)
+        return m.op("FConvert", em.t(e), m.op("CompositeExtract", em.t(f32), f2, 0))
+    if e.name == "bf16":
+        return m.op("Bitcast", em.t(e), m.op("ShiftLeftLogical", em.t(u32), w, em.u(16)))
+    return w if em.t(e) == em.t(u32) else m.op("Bitcast", em.t(e), w)
+
+
+def _lane_index(em: Emitter, mem, i: ir.Value, lanes: int, j: int) -> int:
+    """The scalar index of lane j of line i (a line stored as `lanes` scalars)."""
+    m = em.m
+    idx = em.val_as(i, u32) if not isinstance(i, ir.Const) else em.u(int(i.value))
+    if lanes == 1:
+        return idx
+    return m.op("IAdd", em.t(u32), m.op("IMul", em.t(u32), idx, em.u(lanes)), em.u(j))
+
+
+def _packed_geometry(e) -> tuple[int, int]:
+    bits = 8 if e.is_bool else e.bits
+    return 32 // bits, bits
+
+
+def _packed_load(em: Emitter, mem, idx: int) -> int:
+    """Element idx (a u32 id) of a packed buffer as its register value."""
+    m, e = em.m, mem.type.elem
+    per, bits = _packed_geometry(e)
+    ut = em.t(u32)
+    p, _ = _ptr(em, mem, m.op("UDiv", ut, idx, em.u(per)))
+    if id(mem) in em.stored:  # written through atomics: naga makes the words atomic
+        word = m.op("AtomicLoad", ut, p, em.u(SCOPE_DEVICE), em.u(0))
+    else:
+        word = m.op("Load", ut, p)
+    sh = m.op("IMul", ut, m.op("UMod", ut, idx, em.u(per)), em.u(bits))
+    raw = m.op("BitwiseAnd", ut, m.op("ShiftRightLogical", ut, word, sh),
+               em.u((1 << bits) - 1))
+    if e.is_bool:
+        return m.op("INotEqual", m.bool(), raw, em.u(0))
+    if e.name == "bf16":
+        return m.op("Bitcast", em.t(e), m.op("ShiftLeftLogical", ut, raw, em.u(16)))
+    if e.is_signed:
+        return wrap(em, e, m.op("Bitcast", em.t(i32), raw))
+    return raw
+
+
+def _packed_store(em: Emitter, mem, idx: int, x: int) -> None:
+    """Register value x into element idx of a packed buffer: clear, then set its bits
+    (two atomics, so units writing neighbouring elements of a word never collide)."""
+    m, e = em.m, mem.type.elem
+    per, bits = _packed_geometry(e)
+    ut = em.t(u32)
+    mask = (1 << bits) - 1
+    if e.is_bool:
+        raw = m.op("Select", ut, x, em.u(1), em.u(0))
+    elif e.name == "bf16":
+        raw = m.op("ShiftRightLogical", ut, m.op("Bitcast", ut, x), em.u(16))
+    else:
+        raw = m.op("BitwiseAnd", ut, x if em.t(e) == ut else m.op("Bitcast", ut, x),
+                   em.u(mask))
+    sh = m.op("IMul", ut, m.op("UMod", ut, idx, em.u(per)), em.u(bits))
+    word = m.op("UDiv", ut, idx, em.u(per))
+    scope, sem = em.u(SCOPE_DEVICE), em.u(0)
+    p, _ = _ptr(em, mem, word)
+    m.op("AtomicAnd", ut, p, scope, sem, m.op("Not", ut, m.op("ShiftLeftLogical", ut,
+                                                                em.u(mask), sh)))
+    p, _ = _ptr(em, mem, word)
+    m.op("AtomicOr", ut, p, scope, sem, m.op("ShiftLeftLogical", ut, raw, sh))
 
 
 def _load(em: Emitter, d: ir.Var, mem, i: ir.Value) -> None:
     m, t = em.m, mem.type
     if isinstance(mem, ir.Param) and mem.kind == "scalar":
-        w = em.word(next(s for s in em.abi.slots if s.param is mem).meta)
-        e = t.elem
-        if e.is_bool:
-            x = m.op("INotEqual", m.bool(), w, em.u(0))
-        elif e == u32:
-            x = w
-        else:
-            x = m.op("Bitcast", em.t(e), w)
-        em.write(d, cast(em, e, d.type, x))
+        em.write(d, cast(em, t.elem, d.type, _scalar_param(em, mem)))
+        return
+    how = em.mems[id(mem)][3]
+    if how != "whole":  # one access per lane
+        n = t.lanes
+        xs = []
+        for j in range(n):
+            idx = _lane_index(em, mem, i, n, j)
+            if how == "packed":
+                xs.append(_packed_load(em, mem, idx))
+            else:
+                xs.append(m.op("Load", em.t(t.elem), _ptr(em, mem, idx)[0]))
+        x = build(em, t, xs) if isinstance(t, Vec) else xs[0]
+        em.write(d, cast(em, t, d.type, x))
         return
     p, sc = _ptr(em, mem, i)
     if id(mem) in em.atomic:
         scope = SCOPE_WG if sc != STORAGE else SCOPE_DEVICE
         x = m.op("AtomicLoad", em._atomic_elem(t), p, em.u(scope), em.u(0))
-        if t.elem.is_float:
-            x = m.op("Bitcast", em.t(t), x)
     else:
         x = m.op("Load", em.t(t), p)
     em.write(d, cast(em, t, d.type, x))
@@ -417,10 +688,19 @@ def _load(em: Emitter, d: ir.Var, mem, i: ir.Value) -> None:
 def _store(em: Emitter, mem, i: ir.Value, v: ir.Value) -> None:
     m, t = em.m, mem.type
     x = em.val_as(v, t)
+    how = em.mems[id(mem)][3]
+    if how != "whole":
+        n = t.lanes
+        xs = lanes(em, t, x) if isinstance(t, Vec) else [x]
+        for j in range(n):
+            idx = _lane_index(em, mem, i, n, j)
+            if how == "packed":
+                _packed_store(em, mem, idx, xs[j])
+            else:
+                m.emit("code", "Store", _ptr(em, mem, idx)[0], xs[j])
+        return
     p, sc = _ptr(em, mem, i)
     if id(mem) in em.atomic:
-        if t.elem.is_float:
-            x = m.op("Bitcast", em._atomic_elem(t), x)
         scope = SCOPE_WG if sc != STORAGE else SCOPE_DEVICE
         m.emit("code", "AtomicStore", p, em.u(scope), em.u(0), x)
     else:
@@ -428,6 +708,11 @@ def _store(em: Emitter, mem, i: ir.Value, v: ir.Value) -> None:
 
 
 def _atomic(em: Emitter, op: ir.Atomic) -> None:
+    """Native atomics only. naga 29's SPIR-V front end loses the result of
+    OpAtomicCompareExchange (a later use panics its SPIR-V writer), so there is no
+    compare-exchange loop: f32 has load/store/exchange and add/sub (OpAtomicFAddEXT, the
+    adapter's shader-float32-atomic), and atomic_cas is a single exchange whose result
+    must go unused."""
     m, t = em.m, op.mem.type
     e = t.elem
     p, sc = _ptr(em, op.mem, op.index)
@@ -436,17 +721,32 @@ def _atomic(em: Emitter, op: ir.Atomic) -> None:
         old = m.op("Load", em.t(t), p)
         new = _rmw(em, op, t, old, val)
         m.emit("code", "Store", p, new)
+        if op.dst is not None:
+            em.write(op.dst, cast(em, t, op.dst.type, old))
+        return
+    it = em._atomic_elem(t)
+    scope, sem = em.u(SCOPE_WG if sc != STORAGE else SCOPE_DEVICE), em.u(0)
+    if op.op == "cas":
+        if op.dst is not None or e.is_float:
+            raise Unsupported(f"atomic_cas {'on f32' if e.is_float else 'results'} "
+                              "is not supported by the spirv target (naga drops "
+                              "OpAtomicCompareExchange results)")
+        m.op("AtomicCompareExchange", it, p, scope, sem, sem, val, em.val_as(op.cmp, t))
+        return
+    if e.is_float:
+        if op.op not in ("add", "sub", "exchange"):
+            raise Unsupported(f"atomic_{op.op} on f32 is not supported by the spirv target "
+                              "(it has f32 atomic add, sub and exchange)")
+        if op.op == "sub":
+            val = m.op("FNegate", it, val)
+        em.float_atomics = True
+        name = "AtomicExchange" if op.op == "exchange" else "AtomicFAddEXT"
     else:
-        it = em._atomic_elem(t)
-        scope, sem = em.u(SCOPE_WG if sc != STORAGE else SCOPE_DEVICE), em.u(0)
-        if e.is_float or op.op == "cas":
-            old = _cas(em, op, t, p, val, scope, lambda: _ptr(em, op.mem, op.index)[0])
-        else:
-            name = {"add": "AtomicIAdd", "sub": "AtomicISub", "and": "AtomicAnd",
-                    "or": "AtomicOr", "xor": "AtomicXor", "exchange": "AtomicExchange",
-                    "min": "AtomicSMin" if e.is_signed else "AtomicUMin",
-                    "max": "AtomicSMax" if e.is_signed else "AtomicUMax"}[op.op]
-            old = m.op(name, it, p, scope, sem, val)
+        name = {"add": "AtomicIAdd", "sub": "AtomicISub", "and": "AtomicAnd",
+                "or": "AtomicOr", "xor": "AtomicXor", "exchange": "AtomicExchange",
+                "min": "AtomicSMin" if e.is_signed else "AtomicUMin",
+                "max": "AtomicSMax" if e.is_signed else "AtomicUMax"}[op.op]
+    old = m.op(name, it, p, scope, sem, val)
     if op.dst is not None:
         em.write(op.dst, cast(em, t, op.dst.type, old))
 
@@ -458,41 +758,6 @@ def _rmw(em: Emitter, op: ir.Atomic, t: Type, old: int, val: int) -> int:
         eq = binary(em, "eq", t, old, em.val_as(op.cmp, t))
         return em.m.op("Select", em.t(t), eq, val, old)
     return binary(em, op.op, t, old, val)
-
-
-def _cas(em: Emitter, op: ir.Atomic, t: Type, p: int, val: int, scope: int, ptr_again) -> int:
-    """A compare-exchange loop on the bits (float RMW ops; `cas` is one exchange). Inside
-    the loop everything is re-derived from variables: naga's SPIR-V front end rejects
-    values that cross into a loop body."""
-    m = em.m
-    it = em._atomic_elem(t)
-    f = t.elem.is_float
-    sem = em.u(0)
-    if op.op == "cas":
-        cmp = em.val_as(op.cmp, t)
-        bits = (lambda x: m.op("Bitcast", it, x)) if f else (lambda x: x)
-        old = m.op("AtomicCompareExchange", it, p, scope, sem, sem, bits(val), bits(cmp))
-        return m.op("Bitcast", em.t(t), old) if f else old
-    cell, vcell, flag = em.scratch(it), em.scratch(em.t(t)), em.scratch(m.bool())
-    m.emit("code", "Store", vcell, val)
-    m.emit("code", "Store", cell, m.op("AtomicLoad", it, p, scope, sem))
-    header, body, cont, merge = m.id(), m.id(), m.id(), m.id()
-    em.branch(header)
-    em.label(header)
-    m.emit("code", "LoopMerge", merge, cont, 0)
-    m.emit("code", "Branch", body)
-    em.label(body)
-    cur = m.op("Load", it, cell)
-    p = ptr_again()
-    new = _rmw(em, op, t, m.op("Bitcast", em.t(t), cur), m.op("Load", em.t(t), vcell))
-    got = m.op("AtomicCompareExchange", it, p, scope, sem, sem, m.op("Bitcast", it, new), cur)
-    m.emit("code", "Store", cell, got)
-    m.emit("code", "Store", flag, m.op("IEqual", m.bool(), got, cur))
-    m.emit("code", "Branch", cont)
-    em.label(cont)  # the exit test sits in the continue block (a `break if`)
-    m.emit("code", "BranchConditional", m.op("Load", m.bool(), flag), merge, header)
-    em.label(merge)
-    return m.op("Bitcast", em.t(t), m.op("Load", it, cell))
 
 
 __all__ = ["binary", "cast", "emit_op", "unary"]

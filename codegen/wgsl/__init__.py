@@ -5,7 +5,8 @@ one storage buffer per array/tensor). The workgroup size is the override constan
 WG_Y, WG_Z (set per pipeline), or constants when the kernel was specialised on a cube_dim.
 Types WGSL lacks (f64, i64, u64) raise `Unsupported`; the frontend rejects them first
 through the target's Features. 8/16-bit ints, bool and bf16 are emulated: registers in
-i32/u32/f32, storage packed into u32 words (see shader_abi).
+i32/u32/f32, storage packed into u32 words (see shader_abi). Plane ops with a plane size
+above 1 are subgroup builtins (the runtime made sure subgroups are the interpreter's planes).
 """
 from __future__ import annotations
 

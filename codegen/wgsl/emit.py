@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from cube_ir import ir
-from cube_ir.types import Type, Vec, u32
+from cube_ir.types import Type, Vec, u32, with_elem
 
 from ..shader_abi import ShaderAbi, is_packed, layout
 from .expr import Expr, k
@@ -272,7 +272,7 @@ class Emitter:
             "UNIT_POS": "lidx", "CUBE_POS": cube_pos, "CUBE_DIM": cube_dim,
             "CUBE_COUNT": "(nwg.x * nwg.y * nwg.z)",
             "ABSOLUTE_POS": f"({cube_pos} * {cube_dim} + lidx)",
-            "PLANE_DIM": f"{self.plane}u", "UNIT_POS_PLANE": "0u",
+            "PLANE_DIM": f"{self.plane}u", "UNIT_POS_PLANE": f"(lidx % {self.plane}u)",
         }
         for a in XYZ:
             A = a.upper()
@@ -522,16 +522,65 @@ class Emitter:
     # ---- plane ops ---------------------------------------------------------------------
     def _plane(self, op: ir.Plane) -> None:
         d = op.dst
-        if self.plane != 1:
-            raise Unsupported("plane sizes other than 1 on the wgsl target")
-        for ln in self.lanes(d.type):
-            if op.op == "exclusive_sum":
-                r = lit(False if d.type.elem.is_bool else 0, d.type.elem) if ln is not None \
-                    else k(False if d.type.elem.is_bool else 0, d.type)
-            elif op.op == "exclusive_prod":
-                r = lit(1, d.type.elem) if ln is not None else k(1, d.type)
-            else:
-                r = self.val_as(op.value, d.type, ln)
+        if self.plane == 1:
+            for ln in self.lanes(d.type):
+                if op.op == "exclusive_sum":
+                    r = lit(0, d.type.elem) if ln is not None else k(0, d.type)
+                elif op.op == "exclusive_prod":
+                    r = lit(1, d.type.elem) if ln is not None else k(1, d.type)
+                else:
+                    r = self.val_as(op.value, d.type, ln)
+                self.assign(d, r, ln)
+            return
+        # Subgroups: the runtime checked that the device's subgroups are consecutive runs of
+        # `plane` local_invocation_index values (see runtimes.wgpu)
+        t = d.type
+        if op.op in ("broadcast", "shuffle", "shuffle_xor"):
+            # the interpreter's rule: a unit whose source lane is outside the plane, missing
+            # (a partial last plane) or inactive reads its own value
+            ps = self.plane
+            lane = self.val_as(op.lane, u32)
+            src = self.tmp(f"(lidx % {ps}u) ^ {lane}" if op.op == "shuffle_xor" else lane)
+            ballot = self.tmp("subgroupBallot(true)")
+            ok = self.tmp(f"{src} < {ps}u && (({ballot}[min({src}, {ps - 1}u) / 32u] >> "
+                          f"({src} % 32u)) & 1u) == 1u")
+            for ln in self.lanes(t):
+                v = self.val(op.value, ln)
+                lt = self.lt(t, ln)
+                if lt.elem.is_bool:
+                    sh = f"(subgroupShuffle(select(0u, 1u, {v}), min({src}, {ps - 1}u)) != 0u)"
+                    if isinstance(lt, Vec):
+                        sh = f"(subgroupShuffle(select({reg(with_elem(lt, u32))}(0u), " \
+                             f"{reg(with_elem(lt, u32))}(1u), {v}), min({src}, {ps - 1}u)) " \
+                             f"!= {reg(with_elem(lt, u32))}(0u))"
+                else:
+                    sh = f"subgroupShuffle({v}, min({src}, {ps - 1}u))"
+                self.assign(d, f"select({v}, {sh}, {ok})", ln)
+            return
+        if op.op in ("all", "any"):
+            fn = "subgroupAll" if op.op == "all" else "subgroupAny"
+            for ln in self.lanes(t):
+                v = self.val(op.value, ln)
+                lt = self.lt(t, ln)
+                if isinstance(lt, Vec):
+                    v = f"{reg(lt)}({', '.join(f'{fn}({v}[{j}])' for j in range(lt.lanes))})"
+                else:
+                    v = f"{fn}({v})"
+                self.assign(d, v, ln)
+            return
+        fn = {"sum": "subgroupAdd", "prod": "subgroupMul", "max": "subgroupMax",
+              "min": "subgroupMin", "inclusive_sum": "subgroupInclusiveAdd",
+              "exclusive_sum": "subgroupExclusiveAdd", "inclusive_prod": "subgroupInclusiveMul",
+              "exclusive_prod": "subgroupExclusiveMul"}[op.op]
+        exact = op.op in ("max", "min")
+        for ln in self.lanes(t):
+            lt = self.lt(t, ln)
+            v = self.val(op.value, ln)
+            if exact:
+                r = f"{fn}({v})"
+            else:  # f16 accumulates in f32; narrow ints wrap, bf16 rounds, once at the end
+                r = self.x.via_f32(lt, lambda x: f"{fn}({x})", v)
+                r = self.x.bf16(lt, self.x.wrap(lt, r))
             self.assign(d, r, ln)
 
 

@@ -17,10 +17,10 @@ from codegen.spirv import disassemble
 from codegen.spirv import emit_module as emit_spirv
 from codegen.wgsl import Unsupported as WgslUnsupported
 from codegen.wgsl import emit_module as emit_wgsl
-from cube import Array, cube, f32, f64
+from cube import Array, cube, f32, f64, i32
 
 WGSL_LACKS = {"f64", "i64", "u64"}
-SPIRV_LACKS = WGSL_LACKS | {"f16", "bf16", "i8", "u8", "i16", "u16"}
+SPIRV_LACKS = WGSL_LACKS
 
 
 def _types(k) -> set[str]:
@@ -52,6 +52,8 @@ def test_every_kernel_compiles_as_wgsl(corpus):
             with pytest.raises(WgslUnsupported, match="not supported by the wgsl target"):
                 emit_wgsl(k)
             continue
+        if k.plane_size > 1 and rt.plane_size == 1:
+            continue  # the device has no subgroups
         text = emit_wgsl(k, f16=rt.has_f16).text
         try:
             rt.device.create_shader_module(code=text)
@@ -71,8 +73,7 @@ def test_every_kernel_passes_spirv_val(corpus, tmp_path):
             blob = emit_spirv(k, (64, 1, 1)).binary
         except SpvUnsupported as e:
             assert "not supported by the spirv target" in str(e)
-            assert _types(k) & SPIRV_LACKS or "lines of" in str(e) or "bool" in str(e), \
-                f"{k.name}: {e}"
+            assert _types(k) & SPIRV_LACKS, f"{k.name}: {e}"
             continue
         f = tmp_path / f"{i}_{k.name}.spv"
         f.write_bytes(blob)
@@ -86,6 +87,32 @@ def test_every_kernel_passes_spirv_val(corpus, tmp_path):
         for f, r in pool.map(val, files):
             assert r.returncode == 0, f"{f.name}: {r.stderr}{r.stdout}\n" \
                                       f"{disassemble(files[f])}"
+
+
+def test_every_kernel_builds_on_wgpu_spirv(corpus):
+    """naga (wgpu's SPIR-V front end) takes what spirv-val takes only in part: every module
+    must parse, validate and build a pipeline (naga's own SPIR-V writer runs there)."""
+    try:
+        rt = cb.runtime("wgpu-spirv")
+    except cb.RuntimeUnavailable as e:
+        pytest.skip(f"wgpu-spirv unavailable: {str(e).splitlines()[0]}")
+    built = 0
+    for k in corpus:
+        if k.plane_size > 1 and rt.plane_size == 1:
+            continue  # the device has no subgroups
+        try:
+            blob = emit_spirv(k, (64, 1, 1)).binary
+        except SpvUnsupported:
+            continue
+        try:
+            mod = rt.device.create_shader_module(code=blob)
+            rt.device.create_compute_pipeline(layout="auto",
+                                              compute={"module": mod, "entry_point": "main"})
+        except Exception as e:
+            pytest.fail(f"{k.name}: wgpu-spirv rejected the SPIR-V:\n{e}\n"
+                        f"{disassemble(blob)}")
+        built += 1
+    assert built > 30
 
 
 @cube(launch=True)
@@ -102,6 +129,26 @@ def _scale(x: Array[f32], out: Array[f32]):
 def test_missing_type_is_a_compile_error_naming_type_and_target(target):
     with pytest.raises(cb.CompileError, match=f"f64 is not supported by the {target} target"):
         _double.source(target=target)
+
+
+@cube(launch=True)
+def _fmax(x: Array[f32], out: Array[f32]):
+    cb.atomic_max(out, 0, x[0])
+
+
+@cube(launch=True)
+def _cas_result(x: Array[i32], out: Array[i32]):
+    out[1] = cb.atomic_cas(out, 0, 0, x[0])
+
+
+@pytest.mark.parametrize("kernel", [_fmax, _cas_result])
+def test_atomics_naga_cannot_take_are_compile_errors(kernel):
+    """naga drops compare-exchange results (see codegen.spirv.ops._atomic): the SPIR-V
+    target refuses what would need them, naming itself; WGSL has them."""
+    types = {"x": Array[f32], "out": Array[f32]} if kernel is _fmax else {}
+    with pytest.raises(cb.CompileError, match="not supported by the spirv target"):
+        kernel.source(target="spirv", **types)
+    assert "atomicCompareExchangeWeak" in kernel.source(target="wgsl", **types)
 
 
 def test_sources_are_readable():

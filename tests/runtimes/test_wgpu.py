@@ -2,11 +2,13 @@
 limits become LaunchErrors naming the limit, Features come from the adapter, buffers pool."""
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 import pytest
 
 import cube as cb
-from cube import ABSOLUTE_POS, Array, cube, f32
+from cube import ABSOLUTE_POS, PLANE_DIM, UNIT_POS, UNIT_POS_PLANE, Array, Line, cube, f32, u32
 from cube.cli import main as cli
 from cube_ir.builder import Builder
 
@@ -30,8 +32,62 @@ def test_features_come_from_the_adapter(wrt):
     f, lim = wrt.features, wrt.limits
     assert f.max_cube_dim == lim["max-compute-invocations-per-workgroup"]
     assert f.max_shared_bytes == lim["max-compute-workgroup-storage-size"]
-    assert not f.f64 and not f.int64 and f.plane_size == 1
-    assert f.f16 == ("shader-f16" in wrt.adapter.features and wrt.target == "wgsl")
+    assert not f.f64 and not f.int64
+    assert f.plane_size == (wrt.subgroup_size if "subgroup" in wrt.adapter.features else 1)
+    assert f.f16 == ("shader-f16" in wrt.adapter.features)
+
+
+F = TypeVar("F")
+
+
+@cube(launch=True)
+def plane_mix(x: Array[Line[F]], out: Array[Line[F]]):
+    i = ABSOLUTE_POS
+    n = x.len()
+    v = x[i]
+    lane = UNIT_POS_PLANE
+    out[i] = cb.plane_sum(v)
+    out[n + i] = cb.plane_max(v)
+    out[2 * n + i] = cb.plane_inclusive_sum(v)
+    out[3 * n + i] = cb.plane_shuffle(v, (lane + 3) % PLANE_DIM)
+    out[4 * n + i] = cb.plane_broadcast(v, 2)
+    out[5 * n + i] = F(cb.plane_any(v > F(5)))
+    if UNIT_POS % 3 != 1:  # planes with inactive units
+        out[6 * n + i] = cb.plane_sum(v)
+        out[7 * n + i] = cb.plane_exclusive_sum(v)
+        out[8 * n + i] = cb.plane_shuffle_xor(v, u32(1))
+        out[9 * n + i] = cb.plane_min(v)
+        out[10 * n + i] = F(cb.plane_all(v < F(9)))
+
+
+@pytest.mark.parametrize("dtype,line", [(np.float32, 1), (np.int32, 4), (np.float16, 1),
+                                        (np.uint8, 8), (np.int16, 3)])
+@pytest.mark.parametrize("cube_dim", [(100,), (16, 4)])
+def test_plane_ops_match_the_interpreter(wrt, dtype, line, cube_dim):
+    """Planes of the device's subgroup size, partial (100 units = 12 planes of 8 and one of
+    4) and with inactive units, on every type path (native, f16, packed narrow ints, wide and
+    3-lane lines), against the interpreter with the same plane size."""
+    if dtype == np.float16 and not wrt.features.f16:
+        pytest.skip("no f16")
+    units = int(np.prod(cube_dim))
+    n = 2 * units  # two cubes, one line per unit
+    x = np.random.default_rng(3).integers(0, 10, n * line).astype(dtype)
+    interp = cb.runtime("interp", plane_size=wrt.plane_size)
+    outs = []
+    for r in (wrt, interp):
+        out = r.from_numpy(np.zeros(11 * n * line, dtype))
+        plane_mix.launch(r, cube_count=2, cube_dim=cube_dim, x=r.from_numpy(x).lines(line),
+                         out=out.lines(line))
+        outs.append(out.numpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_plane_ops_need_whole_rows_of_planes(wrt):
+    if wrt.plane_size == 1:
+        pytest.skip("no subgroups")
+    x = wrt.zeros(64)
+    with pytest.raises(cb.LaunchError, match="multiple of the plane size"):
+        plane_mix.launch(wrt, cube_count=1, cube_dim=(4, 4), x=x, out=wrt.zeros(11 * 64))
 
 
 def test_too_many_workgroups_is_a_launch_error(wrt):
