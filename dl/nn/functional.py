@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from .. import ops
 from ..ops.elementwise import gelu, relu, sigmoid, silu, tanh
-from ..ops.reduce_grad import sum_dims
 from ..tensor import Tensor
 
 __all__ = ["dropout", "gelu", "mse_loss", "relu", "sigmoid", "silu", "tanh"]
@@ -32,9 +31,8 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
     sq = d * d
     if reduction == "none":
         return sq
-    total = sum_dims(sq, range(sq.ndim))
     if reduction == "sum":
-        return total
+        return ops.sum(sq)
     if reduction == "mean":
-        return total * (1.0 / max(sq.numel(), 1)) if sq.numel() else total * float("nan")
+        return ops.mean(sq)
     raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
