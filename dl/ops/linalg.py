@@ -64,6 +64,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     _check(a, b, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: both operands need at least one dimension")
+    if a.ndim == 1 and b.ndim == 1:
+        return matmul(a.unsqueeze(0), b.unsqueeze(-1)).reshape(())
     if a.ndim == 1:
         return matmul(a.unsqueeze(0), b).squeeze(-2)
     if b.ndim == 1:
