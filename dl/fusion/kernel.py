@@ -26,11 +26,13 @@ class Structure:
     leaves: tuple  # (dtype, contiguous)
     consts: tuple  # dtype of each scalar argument
     outs: tuple  # (node position, dtype, contiguous)
+    rows: bool = False  # 2-D launch: x over the last dim, y/z over the rows (see build)
 
 
 class _Ctx:
-    def __init__(self, b: Builder, i, out_param):
+    def __init__(self, b: Builder, i, out_param, row=None, col=None):
         self.b, self.i, self._out = b, i, out_param
+        self.row, self.col = row, col  # rows mode: i = row * last_dim + col
         self._shape: dict[int, object] = {}
 
     def shape(self, d: int):
@@ -46,9 +48,24 @@ def build(s: Structure, dtypes: dict) -> ir.Kernel:
     outs = [b.tensor(f"out{k}", dtypes[dt].cube, r) for k, (_, dt, _) in enumerate(s.outs)]
     leaves, n_p, out_off, leaf_off, consts = _params(b, s, dtypes, len(outs))
     n = b.scalar_param_value(n_p)
-    i = b.builtin("ABSOLUTE_POS")
-    with b.if_(b.lt(i, n)):
-        ctx = _Ctx(b, i, outs[0])
+    if s.rows:
+        # x runs along the last dim and y/z over the rows: a strided or broadcast operand is
+        # then read at (row part, computed once per row) + col * stride, which the CPU's
+        # loop vectoriser handles; the 1-D form needs a div/rem per element and does not
+        # vectorise
+        col = b.add(b.mul(b.builtin("CUBE_POS_X"), b.builtin("CUBE_DIM_X")),
+                    b.builtin("UNIT_POS_X"))
+        row = b.add(b.builtin("CUBE_POS_Y"),
+                    b.mul(b.builtin("CUBE_POS_Z"), b.builtin("CUBE_COUNT_Y")))
+        cols = b.shape(outs[0], s.rank - 1)
+        i = b.add(b.mul(row, cols), col)
+        cond = b.binary("and", b.lt(col, cols), b.lt(i, n))
+    else:
+        i = b.builtin("ABSOLUTE_POS")
+        row = col = None
+        cond = b.lt(i, n)
+    with b.if_(cond):
+        ctx = _Ctx(b, i, outs[0], row, col)
         vals, index = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts)
         for k, (pos, dt, contig) in enumerate(s.outs):
             b.store(outs[k], index(outs[k], out_off[k], contig), b.to_type(vals[pos],
@@ -79,6 +96,13 @@ def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, co
     def index(param, off, contig):
         if contig:
             return b.add(off, i)
+        if not coords and ctx.row is not None:  # rows mode: decompose the row only
+            rem = ctx.row
+            for d in range(r - 2, 0, -1):
+                coords.insert(0, b.binary("rem", rem, ctx.shape(d)))
+                rem = b.binary("div", rem, ctx.shape(d))
+            coords[:0] = [rem] if r > 1 else []
+            coords.append(ctx.col)
         if not coords:  # decompose i into coordinates once, innermost dim last
             rem = i
             for d in range(r - 1, 0, -1):

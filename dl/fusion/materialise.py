@@ -31,6 +31,15 @@ def cube_count(n: int) -> tuple:
     return (MAX_CUBES_X, -(-cubes // MAX_CUBES_X), 1)
 
 
+ROWS_MIN_COLS = 64  # a shorter last dim would leave most units of a row's cube idle
+
+
+def rows_cube_count(shape) -> tuple:
+    rows = shapes.numel(shape[:-1])
+    y = min(rows, MAX_CUBES_X)
+    return (-(-shape[-1] // CUBE_DIM), y, -(-rows // y))
+
+
 def _kernel_shape(shape) -> tuple:
     return shape if shape else (1,)  # a 0-d graph runs as one element of rank 1
 
@@ -125,10 +134,12 @@ def _run(roots, outs, kshape, device) -> None:
         contig = tuple(t.shape) == tuple(roots[0].shape) and t.is_contiguous()
         leaf_desc.append((t.dtype.name, contig))
         leaf_strides.append(st)
-    s = Structure(rank, tuple(nodes_desc), tuple(leaf_desc),
-                  tuple(c.dtype.name for c in consts), tuple(out_desc))
-    exe = _compiled(device.rt, s)
     n = shapes.numel(kshape)
+    rows = kshape[-1] >= ROWS_MIN_COLS and rank > 1 and \
+        not all(c for _, c in leaf_desc) and all(c for _, _, c in out_desc)
+    s = Structure(rank, tuple(nodes_desc), tuple(leaf_desc),
+                  tuple(c.dtype.name for c in consts), tuple(out_desc), rows)
+    exe = _compiled(device.rt, s)
     args = []
     for o in outs:
         args.append(o._karg(kshape, o._strides or (1,)))
@@ -138,7 +149,7 @@ def _run(roots, outs, kshape, device) -> None:
     args += [o.offset for o in outs]
     args += [t.offset for t in leaves]
     args += [_py(c) for c in consts]
-    exe.launch(cube_count(n), (CUBE_DIM, 1, 1), args)
+    exe.launch(rows_cube_count(kshape) if rows else cube_count(n), (CUBE_DIM, 1, 1), args)
     stats.record_launch("dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
 
 

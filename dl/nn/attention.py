@@ -36,12 +36,13 @@ class MultiheadAttention(Module):
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
         """Masks as PyTorch's: a bool `attn_mask` (L, S) or `key_padding_mask` (B, S) is True
         where attention is *not* allowed; a float mask is added to the scores."""
+        self_attn = query is key and key is value
         if not self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         b, lq, e = query.shape
         lk = key.shape[1]
         w, bias = self.in_proj_weight, self.in_proj_bias
-        if query is key and key is value:  # self-attention: one matmul for q, k and v
+        if self_attn:  # one matmul for q, k and v
             qkv = F.linear(query, w, bias)
             q, k, v = (qkv[..., i * e:(i + 1) * e] for i in range(3))
         else:

@@ -17,6 +17,9 @@ from ..tensor import Tensor
 from .libcall import counted, operand, result
 from .registry import add_method, register
 
+FUSED_MIN_ROWS = 64  # outputs (units) for a fused reduction over a big graph
+FUSED_MAX_SERIAL = 1 << 14  # below this many elements one unit per output is fast enough
+
 
 def _dims(x: Tensor, dim) -> list[int]:
     if dim is None:
@@ -54,7 +57,11 @@ def raw_reduce(x: Tensor, dims: list[int], op: str) -> Tensor:
             raise RuntimeError(f"{op}() of an empty dimension is not defined")
         shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
         return full(shape, init, dtype=acc, device=x.device)
-    if x._node is not None and not can_fuse(x):
+    rows = x.numel() // shapes.numel(x.shape[d] for d in dims)
+    if x._node is not None and (not can_fuse(x) or (
+            acc.is_float and rows < FUSED_MIN_ROWS and x.numel() > FUSED_MAX_SERIAL)):
+        # the fused kernel runs one unit per output: few long rows would be serial there,
+        # so the graph is computed (one parallel kernel) and the library reduces it
         x._materialise()
     if x._node is None and (x.dtype is not acc or not acc.is_float):
         # ints, bools and halves (the library reduces floats): a lazy cast read by the

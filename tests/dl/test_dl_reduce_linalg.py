@@ -164,3 +164,18 @@ def test_reduce_and_matmul_on_every_runtime(dev):
     close(s, ts, rtol=1e-5, atol=1e-5)
     close(x.grad, tx.grad, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(x.argmax(1).numpy(), tx.argmax(1).numpy())
+
+
+def test_row_launch_of_broadcast_and_strided_reads(dev):
+    """Graphs reading a bias or a transposed view with a long last dim launch in rows (x
+    along the last dim); more rows than one grid dimension holds fold into z."""
+    from dl.fusion.materialise import rows_cube_count
+    x, b, r = rand_np((3, 5, 130), 1), rand_np((130,), 2), rand_np((130, 5, 3), 3)
+    X, B, R = (dl.tensor(a, device=dev) for a in (x, b, r))
+    with dl.count_kernels() as c:
+        y = ((X + B).gelu() + R.permute(2, 1, 0)) * 0.5
+        got = y.numpy()
+    assert c.launches == 1
+    want = (torch.nn.functional.gelu(torch.tensor(x + b)) + torch.tensor(r).permute(2, 1, 0))
+    close(got, want * 0.5, rtol=1e-5, atol=1e-6)
+    assert rows_cube_count((70000, 300)) == (2, 65535, 2)
