@@ -15,6 +15,7 @@ import histogram  # noqa: E402
 import matmul  # noqa: E402
 import prefix_sum  # noqa: E402
 import softmax  # noqa: E402
+import train_digits  # noqa: E402
 
 import cube as cb  # noqa: E402
 from cube import Array, Line, f32  # noqa: E402
@@ -60,6 +61,12 @@ def main() -> None:
     section(f"cube-wide prefix sum (plane ops, plane size {rt.plane_size})")
     prefix_sum.run(rt)
     print("  matches np.cumsum per cube")
+
+    section("dl: a small CNN on scikit-learn's 8x8 digits, 5 epochs on the CPU")
+    model, losses, acc, seconds = train_digits.train(epochs=5, device="cpu", quiet=True)
+    print(f"  {len(losses)} steps in {seconds:.1f} s (compiles included): loss "
+          f"{losses[0]:.3f} -> {losses[-1]:.3f}, test accuracy {acc * 100:.1f}%")
+    print("  (python examples/train_digits.py trains 15 epochs, saves and reloads the weights)")
 
     section("the IR of gelu_kernel for Array[Line[f32, 4]]")
     types = dict(inp=Array[Line[f32, 4]], out=Array[Line[f32, 4]])

@@ -7,11 +7,12 @@ once per kernel. Which of the two each operand uses is part of the structure key
 and offsets are launch arguments, so one kernel serves every shape of that rank."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.builder import Builder
-from cube_ir.types import u32
+from cube_ir.types import f32, f64, u32
 
 from .emit_ops import EMITTERS
 
@@ -25,11 +26,13 @@ class Structure:
     leaves: tuple  # (dtype, contiguous)
     consts: tuple  # dtype of each scalar argument
     outs: tuple  # (node position, dtype, contiguous)
+    rows: bool = False  # 2-D launch: x over the last dim, y/z over the rows (see build)
 
 
 class _Ctx:
-    def __init__(self, b: Builder, i, out_param):
+    def __init__(self, b: Builder, i, out_param, row=None, col=None):
         self.b, self.i, self._out = b, i, out_param
+        self.row, self.col = row, col  # rows mode: i = row * last_dim + col
         self._shape: dict[int, object] = {}
 
     def shape(self, d: int):
@@ -43,57 +46,92 @@ def build(s: Structure, dtypes: dict) -> ir.Kernel:
     b = Builder("dl_fused")
     r = s.rank
     outs = [b.tensor(f"out{k}", dtypes[dt].cube, r) for k, (_, dt, _) in enumerate(s.outs)]
-    leaves = [b.array(f"x{j}", dtypes[dt].cube) if contig else
-              b.tensor(f"x{j}", dtypes[dt].cube, r) for j, (dt, contig) in enumerate(s.leaves)]
-    n_p = b.scalar("n", u32)
-    out_off = [b.scalar(f"out{k}_off", u32) for k in range(len(outs))]
-    leaf_off = [b.scalar(f"x{j}_off", u32) for j in range(len(leaves))]
-    const_p = [b.scalar(f"c{k}", dtypes[dt].cube) for k, dt in enumerate(s.consts)]
-
+    leaves, n_p, out_off, leaf_off, consts = _params(b, s, dtypes, len(outs))
     n = b.scalar_param_value(n_p)
-    out_off = [b.scalar_param_value(p) for p in out_off]
-    leaf_off = [b.scalar_param_value(p) for p in leaf_off]
-    consts = [b.scalar_param_value(p) for p in const_p]
-    i = b.builtin("ABSOLUTE_POS")
-    with b.if_(b.lt(i, n)):
-        ctx = _Ctx(b, i, outs[0])
-        coords: list = []
-
-        def index(param, off, contig):
-            if contig:
-                return b.add(off, i)
-            if not coords:  # decompose i into coordinates once, innermost dim last
-                rem = i
-                for d in range(r - 1, 0, -1):
-                    coords.insert(0, b.binary("rem", rem, ctx.shape(d)))
-                    rem = b.binary("div", rem, ctx.shape(d))
-                coords.insert(0, rem)
-            acc = off
-            for d in range(r):
-                acc = b.add(acc, b.mul(coords[d], b.stride(param, d)))
-            return acc
-
-        leaf_vals: dict[int, object] = {}
-
-        def leaf(j):
-            if j not in leaf_vals:
-                leaf_vals[j] = b.load(leaves[j], index(leaves[j], leaf_off[j], s.leaves[j][1]))
-            return leaf_vals[j]
-
-        vals = []
-        for op, dt, in_types, attrs, refs in s.nodes:
-            args = []
-            for (kind, k), t in zip(refs, in_types, strict=True):
-                v = vals[k] if kind == "n" else leaf(k) if kind == "t" else consts[k]
-                args.append(b.to_type(v, dtypes[t].cube))
-            node = _NodeView(op, dtypes[dt], tuple(dtypes[t] for t in in_types), attrs)
-            res = EMITTERS[op](ctx, node, args)
-            # round to the storage type after every op: fused == unfused, bit for bit
-            vals.append(b.to_type(b.to_type(res, dtypes[dt].cube), dtypes[dt].compute.cube))
+    if s.rows:
+        # x runs along the last dim and y/z over the rows: a strided or broadcast operand is
+        # then read at (row part, computed once per row) + col * stride, which the CPU's
+        # loop vectoriser handles; the 1-D form needs a div/rem per element and does not
+        # vectorise
+        col = b.add(b.mul(b.builtin("CUBE_POS_X"), b.builtin("CUBE_DIM_X")),
+                    b.builtin("UNIT_POS_X"))
+        row = b.add(b.builtin("CUBE_POS_Y"),
+                    b.mul(b.builtin("CUBE_POS_Z"), b.builtin("CUBE_COUNT_Y")))
+        cols = b.shape(outs[0], s.rank - 1)
+        i = b.add(b.mul(row, cols), col)
+        cond = b.binary("and", b.lt(col, cols), b.lt(i, n))
+    else:
+        i = b.builtin("ABSOLUTE_POS")
+        row = col = None
+        cond = b.lt(i, n)
+    with b.if_(cond):
+        ctx = _Ctx(b, i, outs[0], row, col)
+        vals, index = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts)
         for k, (pos, dt, contig) in enumerate(s.outs):
             b.store(outs[k], index(outs[k], out_off[k], contig), b.to_type(vals[pos],
                                                                            dtypes[dt].cube))
     return b.finish()
+
+
+def _params(b: Builder, s: Structure, dtypes: dict, n_outs: int):
+    r = s.rank
+    leaves = [b.array(f"x{j}", dtypes[dt].cube) if contig else
+              b.tensor(f"x{j}", dtypes[dt].cube, r) for j, (dt, contig) in enumerate(s.leaves)]
+    n_p = b.scalar("n", u32)
+    out_off = [b.scalar(f"out{k}_off", u32) for k in range(n_outs)]
+    leaf_off = [b.scalar(f"x{j}_off", u32) for j in range(len(leaves))]
+    const_p = [b.scalar(f"c{k}", dtypes[dt].cube) for k, dt in enumerate(s.consts)]
+    return (leaves, n_p, [b.scalar_param_value(p) for p in out_off],
+            [b.scalar_param_value(p) for p in leaf_off],
+            [b.scalar_param_value(p) for p in const_p])
+
+
+def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, consts):
+    """The graph's values at element `ctx.i` (each in its compute type) and the indexing
+    function used for the leaves (contiguous: offset + i; else through the strides)."""
+    r = s.rank
+    i = ctx.i
+    coords: list = []
+
+    def index(param, off, contig):
+        if contig:
+            return b.add(off, i)
+        if not coords and ctx.row is not None:  # rows mode: decompose the row only
+            rem = ctx.row
+            for d in range(r - 2, 0, -1):
+                coords.insert(0, b.binary("rem", rem, ctx.shape(d)))
+                rem = b.binary("div", rem, ctx.shape(d))
+            coords[:0] = [rem] if r > 1 else []
+            coords.append(ctx.col)
+        if not coords:  # decompose i into coordinates once, innermost dim last
+            rem = i
+            for d in range(r - 1, 0, -1):
+                coords.insert(0, b.binary("rem", rem, ctx.shape(d)))
+                rem = b.binary("div", rem, ctx.shape(d))
+            coords.insert(0, rem)
+        acc = off
+        for d in range(r):
+            acc = b.add(acc, b.mul(coords[d], b.stride(param, d)))
+        return acc
+
+    leaf_vals: dict[int, object] = {}
+
+    def leaf(j):
+        if j not in leaf_vals:
+            leaf_vals[j] = b.load(leaves[j], index(leaves[j], leaf_off[j], s.leaves[j][1]))
+        return leaf_vals[j]
+
+    vals = []
+    for op, dt, in_types, attrs, refs in s.nodes:
+        args = []
+        for (kind, k), t in zip(refs, in_types, strict=True):
+            v = vals[k] if kind == "n" else leaf(k) if kind == "t" else consts[k]
+            args.append(b.to_type(v, dtypes[t].cube))
+        node = _NodeView(op, dtypes[dt], tuple(dtypes[t] for t in in_types), attrs)
+        res = EMITTERS[op](ctx, node, args)
+        # round to the storage type after every op: fused == unfused, bit for bit
+        vals.append(b.to_type(b.to_type(res, dtypes[dt].cube), dtypes[dt].compute.cube))
+    return vals, index
 
 
 @dataclass(frozen=True)
@@ -102,3 +140,36 @@ class _NodeView:
     dtype: object
     in_types: tuple
     attrs: tuple
+
+
+def build_reduce(s: Structure, dtypes: dict, op: str, acc: str) -> ir.Kernel:
+    """A reduction reading the graph on the fly: one unit per output row; the graph's shape
+    is (kept dims..., reduced dims...) (the host permutes the leaves' strides), so row u
+    covers elements u*r .. u*r + r - 1. `op`: sum, mean, prod, max, min; `acc` the dtype the
+    graph's root is accumulated (and stored) in."""
+    b = Builder("dl_fused_reduce")
+    at = dtypes[acc].cube
+    out = b.array("out0", at)
+    shape_ref = b.tensor("shape", at, s.rank)  # carries the graph's (permuted) shape
+    leaves, n_p, _, leaf_off, consts = _params(b, s, dtypes, 1)
+    r = b.scalar_param_value(b.scalar("r", u32))
+    scale = b.scalar_param_value(b.scalar("scale", f64 if at == f64 else f32))
+    n = b.scalar_param_value(n_p)
+    u = b.builtin("ABSOLUTE_POS")
+    init = {"sum": 0, "mean": 0, "prod": 1, "max": -math.inf, "min": math.inf}[op]
+    if not dtypes[acc].is_float and op in ("max", "min"):
+        init = {"max": -(2 ** 63), "min": 2 ** 63 - 1}[op] if at.bits == 64 else \
+            {"max": -(2 ** 31), "min": 2 ** 31 - 1}[op]
+    with b.if_(b.lt(u, n)):
+        total = b.var(at, "acc")
+        b.assign(total, b.const(init, at))
+        with b.range(0, r, t=u32) as j:
+            ctx = _Ctx(b, b.add(b.mul(u, r), j), shape_ref)
+            vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts)
+            v = b.to_type(vals[s.outs[0][0]], at)
+            comb = {"sum": "add", "mean": "add", "prod": "mul"}.get(op, op)
+            b.assign(total, b.binary(comb, total, v))
+        res = b.to_type(b.mul(b.to_type(total, scale.type), scale), at) if op == "mean" \
+            else total
+        b.store(out, u, res)
+    return b.finish()

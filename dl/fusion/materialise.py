@@ -31,6 +31,15 @@ def cube_count(n: int) -> tuple:
     return (MAX_CUBES_X, -(-cubes // MAX_CUBES_X), 1)
 
 
+ROWS_MIN_COLS = 64  # a shorter last dim would leave most units of a row's cube idle
+
+
+def rows_cube_count(shape) -> tuple:
+    rows = shapes.numel(shape[:-1])
+    y = min(rows, MAX_CUBES_X)
+    return (-(-shape[-1] // CUBE_DIM), y, -(-rows // y))
+
+
 def _kernel_shape(shape) -> tuple:
     return shape if shape else (1,)  # a 0-d graph runs as one element of rank 1
 
@@ -59,57 +68,65 @@ def materialise(roots: list[Tensor], outs: list[Tensor] | None = None) -> None:
             r._buf, r._node, r._strides, r.offset = o._buf, None, o._strides, 0
 
 
-def _run(roots, outs, kshape, device) -> None:
-    order: list[Node] = []
-    pos: dict[int, int] = {}
-    leaves: list = []
-    leaf_pos: dict = {}
-    consts: list[Const] = []
-    rank = len(kshape)
+class Graph:
+    """The nodes of one or more lazy roots in topological order, with their leaves (distinct
+    views) and scalar constants, described hashably for the kernel structure."""
 
-    def ref(x):
+    def __init__(self):
+        self.order: list[Node] = []
+        self.pos: dict[int, int] = {}
+        self.leaves: list = []
+        self._leaf_pos: dict = {}
+        self.consts: list[Const] = []
+        self.nodes_desc: list = []
+
+    def ref(self, x):
         if isinstance(x, Node) and x.result is not None:
             x = x.result
         if isinstance(x, Node):
-            return ("n", pos[id(x)])
+            return ("n", self.pos[id(x)])
         if isinstance(x, Const):
-            consts.append(x)
-            return ("c", len(consts) - 1)
+            self.consts.append(x)
+            return ("c", len(self.consts) - 1)
         key = (id(x._buf), x.shape, x._strides, x.offset)
-        if key not in leaf_pos:
-            leaf_pos[key] = len(leaves)
-            leaves.append(x)
-        return ("t", leaf_pos[key])
+        if key not in self._leaf_pos:
+            self._leaf_pos[key] = len(self.leaves)
+            self.leaves.append(x)
+        return ("t", self._leaf_pos[key])
 
-    nodes_desc = []
-
-    def visit(root: Node):
+    def visit(self, root: Node) -> int:
+        """Adds root's graph; returns root's position."""
         stack = [(root, False)]
         while stack:
             n, done = stack.pop()
-            if id(n) in pos:
+            if id(n) in self.pos:
                 continue
             if done:
-                refs = tuple(ref(x) for x in n.inputs)
-                pos[id(n)] = len(order)
-                order.append(n)
-                nodes_desc.append((n.op, n.dtype.name, tuple(t.name for t in n.in_types),
-                                   n.attrs, refs))
+                refs = tuple(self.ref(x) for x in n.inputs)
+                self.pos[id(n)] = len(self.order)
+                self.order.append(n)
+                self.nodes_desc.append((n.op, n.dtype.name,
+                                        tuple(t.name for t in n.in_types), n.attrs, refs))
                 continue
             stack.append((n, True))
             for x in reversed(n.inputs):
-                if isinstance(x, Node) and x.result is None and id(x) not in pos:
+                if isinstance(x, Node) and x.result is None and id(x) not in self.pos:
                     stack.append((x, False))
+        return self.pos[id(root)]
 
+
+def _run(roots, outs, kshape, device) -> None:
+    g = Graph()
+    nodes_desc, leaves, consts = g.nodes_desc, g.leaves, g.consts
+    rank = len(kshape)
     out_desc = []
     for r, o in zip(roots, outs, strict=True):
         if r._node is None:  # already materialised: a copy (identity) into the output
             node = Node("identity", (r,), (r.dtype.compute,), r.dtype, r.shape)
         else:
             node = r._node
-        visit(node)
         contig = o.is_contiguous()
-        out_desc.append((pos[id(node)], o.dtype.name, contig))
+        out_desc.append((g.visit(node), o.dtype.name, contig))
     leaf_desc = []
     leaf_strides = []
     for t in leaves:
@@ -117,10 +134,12 @@ def _run(roots, outs, kshape, device) -> None:
         contig = tuple(t.shape) == tuple(roots[0].shape) and t.is_contiguous()
         leaf_desc.append((t.dtype.name, contig))
         leaf_strides.append(st)
-    s = Structure(rank, tuple(nodes_desc), tuple(leaf_desc),
-                  tuple(c.dtype.name for c in consts), tuple(out_desc))
-    exe = _compiled(device.rt, s)
     n = shapes.numel(kshape)
+    rows = kshape[-1] >= ROWS_MIN_COLS and rank > 1 and \
+        not all(c for _, c in leaf_desc) and all(c for _, _, c in out_desc)
+    s = Structure(rank, tuple(nodes_desc), tuple(leaf_desc),
+                  tuple(c.dtype.name for c in consts), tuple(out_desc), rows)
+    exe = _compiled(device.rt, s)
     args = []
     for o in outs:
         args.append(o._karg(kshape, o._strides or (1,)))
@@ -130,7 +149,7 @@ def _run(roots, outs, kshape, device) -> None:
     args += [o.offset for o in outs]
     args += [t.offset for t in leaves]
     args += [_py(c) for c in consts]
-    exe.launch(cube_count(n), (CUBE_DIM, 1, 1), args)
+    exe.launch(rows_cube_count(kshape) if rows else cube_count(n), (CUBE_DIM, 1, 1), args)
     stats.record_launch("dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
 
 
@@ -143,15 +162,15 @@ def _py(c: Const):
     return bool(c.value)
 
 
-def _compiled(rt, s: Structure):
-    key = (rt, s)
+def _compiled(rt, s: Structure, builder=build, extra=()):
+    key = (rt, s, *extra)
     exe = _cache.get(key)
     if exe is not None:
         return exe
     with _lock:
         exe = _cache.get(key)
         if exe is None:
-            kernel = build(s, _DTYPES)
+            kernel = builder(s, _DTYPES, *extra)
             kernel.source = "dl.fusion:" + hashlib.sha1(repr(s).encode()).hexdigest()[:12]
             kernel = run_pipeline(kernel)
             check_features(kernel, Target(rt.target, rt.plane_size, rt.features))

@@ -1,7 +1,30 @@
-"""Modules. Layers needing matmul/conv/reductions (Linear, Conv2d, LayerNorm...) come with
-the kernel library (issue 5) and subclass `Module` the same way."""
-from . import functional
-from .activation import GELU, Dropout, Identity, MSELoss, ReLU, Sigmoid, SiLU, Tanh
+"""Modules, initialised and behaving as PyTorch's (tests compare them with copied weights)."""
+from . import functional, init
+from .activation import (
+    GELU,
+    CrossEntropyLoss,
+    Dropout,
+    Identity,
+    MSELoss,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+)
+from .attention import MultiheadAttention, TransformerEncoderLayer
 from .containers import ModuleList, Sequential
+from .layers import (
+    AvgPool2d,
+    BatchNorm2d,
+    Conv2d,
+    Embedding,
+    Flatten,
+    LayerNorm,
+    Linear,
+    MaxPool2d,
+)
 from .module import Module
 from .parameter import Parameter
+
+MultiHeadAttention = MultiheadAttention

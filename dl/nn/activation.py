@@ -64,3 +64,21 @@ class MSELoss(Module):
 
     def forward(self, input, target):  # noqa: A002
         return F.mse_loss(input, target, self.reduction)
+
+
+class CrossEntropyLoss(Module):
+    def __init__(self, reduction: str = "mean", label_smoothing: float = 0.0):
+        super().__init__()
+        self.reduction, self.label_smoothing = reduction, label_smoothing
+
+    def forward(self, input, target):  # noqa: A002
+        return F.cross_entropy(input, target, self.reduction, self.label_smoothing)
+
+
+class Softmax(Module):
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)

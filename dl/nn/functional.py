@@ -1,12 +1,21 @@
-"""Functional forms of the activations, dropout and losses."""
+"""Functional forms: activations, dropout, layers on the kernel library (linear, conv2d,
+pools, norms, embedding, attention) and losses."""
 from __future__ import annotations
 
-from .. import ops
+import math
+
+from .. import dtypes, ops
+from ..autograd import no_grad
+from ..ops.conv import avg_pool2d, conv2d, max_pool2d
 from ..ops.elementwise import gelu, relu, sigmoid, silu, tanh
-from ..ops.reduce_grad import sum_dims
+from ..ops.linalg import linear
+from ..ops.rows import layer_norm, log_softmax, softmax
 from ..tensor import Tensor
 
-__all__ = ["dropout", "gelu", "mse_loss", "relu", "sigmoid", "silu", "tanh"]
+__all__ = ["avg_pool2d", "batch_norm", "conv2d", "cross_entropy", "dropout", "embedding",
+           "gelu", "layer_norm", "linear", "log_softmax", "max_pool2d", "mse_loss",
+           "nll_loss", "relu", "scaled_dot_product_attention", "sigmoid", "silu", "softmax",
+           "tanh"]
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None) -> Tensor:
@@ -32,9 +41,112 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
     sq = d * d
     if reduction == "none":
         return sq
-    total = sum_dims(sq, range(sq.ndim))
     if reduction == "sum":
-        return total
+        return ops.sum(sq)
     if reduction == "mean":
-        return total * (1.0 / max(sq.numel(), 1)) if sq.numel() else total * float("nan")
+        return ops.mean(sq)
     raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return ops.sum(loss)
+    if reduction == "mean":
+        return ops.mean(loss)
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def nll_loss(logp: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """-logp[n, target[n]] (class dim 1), averaged/summed: a gather of the log-probs."""
+    if target.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"nll_loss: target must hold class indices (int), got {target.dtype}")
+    if target.shape != logp.shape[:1] + logp.shape[2:]:
+        raise ValueError(f"nll_loss: target shape {target.shape} does not fit input "
+                         f"{logp.shape}")
+    picked = ops.gather(logp, 1, target.unsqueeze(1)).squeeze(1)
+    return _reduce(-picked, reduction)
+
+
+def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+                  label_smoothing: float = 0.0) -> Tensor:
+    """log_softmax over the class dim (1) and the negative log-likelihood of `target`
+    (class indices, or class probabilities of input's shape)."""
+    if input.ndim == 1:
+        return cross_entropy(input.unsqueeze(0), target.unsqueeze(0), reduction,
+                             label_smoothing).reshape(()) if reduction == "none" else \
+            cross_entropy(input.unsqueeze(0), target.unsqueeze(0), reduction, label_smoothing)
+    logp = log_softmax(input, 1)
+    if target.dtype.is_float:
+        if target.shape != input.shape:
+            raise ValueError(f"cross_entropy: probabilities of shape {target.shape} for "
+                             f"input {input.shape}")
+        loss = -ops.sum(target * logp, 1)
+    else:
+        loss = nll_loss(logp, target, "none")
+    if label_smoothing:
+        loss = loss * (1.0 - label_smoothing) - ops.mean(logp, 1) * label_smoothing
+    return _reduce(loss, reduction)
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise over every dim but the channels (dim 1). Training: batch statistics (the
+    mean, then the squared deviations, each one reduction fused on read), running stats
+    updated in place with the unbiased variance; eval: the running stats."""
+    dims = [0] + list(range(2, x.ndim))
+    shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
+    if training:
+        mean = ops.mean(x, dims, keepdim=True)
+        d = x - mean
+        var = ops.mean(d * d, dims, keepdim=True)
+        if running_mean is not None:
+            n = x.numel() // x.shape[1]
+            with no_grad():
+                running_mean.copy_(running_mean * (1.0 - momentum)
+                                   + mean.reshape(-1) * momentum)
+                running_var.copy_(running_var * (1.0 - momentum)
+                                  + var.reshape(-1) * (momentum * n / max(n - 1, 1)))
+    else:
+        if running_mean is None:
+            raise ValueError("batch_norm in eval mode needs running statistics")
+        d = x - running_mean.reshape(shape)
+        var = running_var.reshape(shape)
+    y = d * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def embedding(idx: Tensor, weight: Tensor) -> Tensor:
+    """Rows of `weight` picked by the int tensor idx: (*idx.shape, dim)."""
+    flat = ops.index_select(weight, 0, idx.reshape(-1))
+    return flat.reshape(*idx.shape, weight.shape[1])
+
+
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 training: bool = True, return_weights: bool = False):
+    """softmax(q @ k^T / sqrt(d) + mask) @ v over (..., L, d) operands. A bool mask marks
+    the positions *allowed* (PyTorch's convention here); a float mask is added."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = ops.matmul(q * scale, k.mT)  # the scale fuses into q's copy
+    if is_causal:
+        lq, lk = scores.shape[-2:]
+        allowed = ops.arange(lk, device=q.device).unsqueeze(0) <= \
+            ops.arange(lq, device=q.device).unsqueeze(1)
+        attn_mask = allowed if attn_mask is None else attn_mask
+    if attn_mask is not None:
+        if attn_mask.dtype is dtypes.bool_:
+            scores = ops.where(attn_mask, scores, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    w = softmax(scores, -1)
+    if dropout_p:
+        w = dropout(w, dropout_p, training)
+    out = ops.matmul(w, v)
+    return (out, w) if return_weights else out

@@ -1,4 +1,5 @@
 """Tensor-level ops, each registered by name in `registry.OPS` (Tensor methods forward there)."""
+from .conv import avg_pool2d, conv2d, max_pool2d
 from .creation import (
     arange,
     empty,
@@ -63,9 +64,24 @@ from .elementwise import (
     where,
 )
 from .index import cat, gather, index_select, repeat, stack
+from .linalg import bmm, linear, matmul, mm
 from .random import Generator, manual_seed
-from .reduce_grad import sum_dims, sum_to
+from .reduce import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    sum_to,
+    var,
+)
 from .registry import OPS, add_method, register
+from .rows import layer_norm, log_softmax, softmax
 from .shape import (
     assign,
     broadcast_tensors,

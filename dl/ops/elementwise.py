@@ -11,7 +11,7 @@ from ..autograd import record
 from ..fusion import elementwise
 from ..tensor import Tensor
 from .common import is_tensor, result_type
-from .reduce_grad import sum_to
+from .reduce import sum_to
 from .registry import register
 
 F = dtypes.default_float

@@ -10,7 +10,7 @@ from ..fusion import elementwise, materialise
 from ..fusion.graph import Node
 from ..tensor import Tensor
 from .elementwise import cast
-from .reduce_grad import sum_to
+from .reduce import sum_to
 from .registry import register
 
 

@@ -20,3 +20,10 @@ def _interp_by_default():
     dl.set_default_device("interp")
     yield
     devices.default_device = prev
+
+
+@pytest.fixture(autouse=True)
+def _no_autotune(monkeypatch):
+    """Library ops take their highest-priority candidate untimed: tuning would time several
+    candidates per shape (tests/kernels runs every candidate)."""
+    monkeypatch.setenv("CUBE_AUTOTUNE", "off")

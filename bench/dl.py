@@ -1,0 +1,198 @@
+"""The dl layer beside PyTorch on the CPU, in one process: medians after warm-up (autotuning
+and compiles happen in the warm-up), ours vs torch, ratio = torch time / our time (> 1: we
+are faster).
+
+    python bench/dl.py [--quick] [--device cpu] [--only NAME ...]
+
+Prints a table; writes no files."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+# this file is bench/dl.py: keep its folder behind the `dl` package on the path
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path += [str(ROOT / "bench"), str(ROOT / "examples")]
+
+from run import machine, median_time  # noqa: E402
+
+import dl  # noqa: E402
+from dl import nn  # noqa: E402
+
+
+def _copy_weights(ours: nn.Module, ref: torch.nn.Module, device) -> None:
+    ours.load_state_dict({k: dl.tensor(v.detach().numpy(), device=device)
+                          for k, v in ref.state_dict().items()})
+
+
+def _row(name, ours_s, torch_s, note=""):
+    r = {"name": name, "ours_ms": ours_s * 1e3, "torch_ms": torch_s * 1e3,
+         "ratio": torch_s / ours_s, "note": note}
+    print(json.dumps(r), flush=True)
+    return r
+
+
+def _fwd_bwd(model, loss_fn, x, y):
+    def run():
+        for p in model.parameters():
+            p.grad = None
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        return loss
+    return run
+
+
+def bench_mlp(device, repeat):
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 10))
+    ours = nn.Sequential(nn.Linear(784, 512, act="relu"), nn.Identity(),
+                         nn.Linear(512, 512, act="relu"), nn.Identity(), nn.Linear(512, 10))
+    ours.to(device)
+    _copy_weights(ours, ref, device)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((64, 784), np.float32), rng.integers(0, 10, 64)
+    ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
+    tx, ty = torch.tensor(x), torch.tensor(y)
+    run = _fwd_bwd(ours, nn.CrossEntropyLoss(), ox, oy)
+    t_ours = median_time(lambda: run().item(), repeat=repeat, warmup=5)
+    t_torch = median_time(_fwd_bwd(ref, torch.nn.CrossEntropyLoss(), tx, ty), repeat=repeat,
+                          warmup=5)
+    return _row("MLP 784-512-512-10, batch 64, fwd+bwd", t_ours, t_torch)
+
+
+def bench_transformer(device, repeat, quick):
+    torch.manual_seed(0)
+    b, s, d = (2 if quick else 8), 128, 256
+    kw = dict(dropout=0.0, batch_first=True)
+    ref = torch.nn.TransformerEncoderLayer(d, 4, **kw)
+    ours = nn.TransformerEncoderLayer(d, 4, **kw).to(device)
+    _copy_weights(ours, ref, device)
+    x = np.random.default_rng(0).standard_normal((b, s, d), np.float32)
+    ox, tx = dl.tensor(x, device=device), torch.tensor(x)
+
+    def ours_fwd():
+        with dl.no_grad():
+            ours(ox).numpy()
+
+    def torch_fwd():
+        with torch.no_grad():
+            ref(tx)
+    ref.eval()  # torch's inference fast path in eval, as a user would run it
+    rows = [_row(f"TransformerEncoderLayer b{b} s{s} d{d} h4, forward",
+                 median_time(ours_fwd, repeat=repeat, warmup=3),
+                 median_time(torch_fwd, repeat=repeat, warmup=3), "torch in eval mode")]
+    ref.train()
+    oxg = dl.tensor(x, device=device, requires_grad=True)
+    txg = torch.tensor(x, requires_grad=True)
+
+    def ours_fb():
+        for p in ours.parameters():
+            p.grad = None
+        ours(oxg).sum().backward()
+
+    def torch_fb():
+        for p in ref.parameters():
+            p.grad = None
+        ref(txg).sum().backward()
+    rows.append(_row(f"TransformerEncoderLayer b{b} s{s} d{d} h4, fwd+bwd",
+                     median_time(ours_fb, repeat=repeat, warmup=3),
+                     median_time(torch_fb, repeat=repeat, warmup=3)))
+    return rows
+
+
+def bench_digits_step(device, repeat):
+    import train_digits
+    xtr, ytr, _, _ = train_digits.load_data()
+    ours = train_digits.build_model(device)
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(128, 64), torch.nn.ReLU(),
+        torch.nn.Linear(64, 10))
+    x, y = xtr[:64], ytr[:64]
+    ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
+    tx, ty = torch.tensor(x), torch.tensor(y)
+    oopt = dl.optim.Adam(ours.parameters(), lr=1e-3)
+    topt = torch.optim.Adam(ref.parameters(), lr=1e-3)
+    oloss, tloss = nn.CrossEntropyLoss(), torch.nn.CrossEntropyLoss()
+
+    def ours_step():
+        train_digits.train_step(ours, oopt, oloss, ox, oy)
+
+    def torch_step():
+        topt.zero_grad()
+        loss = tloss(ref(tx), ty)
+        loss.backward()
+        topt.step()
+        loss.item()
+    return _row("digits CNN training step (batch 64, Adam)",
+                median_time(ours_step, repeat=repeat, warmup=5),
+                median_time(torch_step, repeat=repeat, warmup=5))
+
+
+def bench_fusion(device, repeat, quick):
+    n, d = (1024 if quick else 4096), 1024
+    rng = np.random.default_rng(0)
+    x, b, r = (rng.standard_normal(s, np.float32) for s in ((n, d), (d,), (n, d)))
+    ox, ob, orr = (dl.tensor(a, device=device) for a in (x, b, r))
+    tx, tb, tr = torch.tensor(x), torch.tensor(b), torch.tensor(r)
+
+    def chain():
+        return ((ox + ob).gelu() + orr) * 0.5
+
+    def ours_fused():
+        chain()._materialise()
+
+    def ours_unfused():
+        with dl.fusion(False):
+            chain()._materialise()
+    t_f = median_time(ours_fused, repeat=repeat, warmup=3)
+    t_u = median_time(ours_unfused, repeat=repeat, warmup=3)
+    t_t = median_time(lambda: (torch.nn.functional.gelu(tx + tb) + tr) * 0.5, repeat=repeat,
+                      warmup=3)
+    with dl.count_kernels() as cf:
+        ours_fused()
+    with dl.count_kernels() as cu:
+        ours_unfused()
+    return [_row(f"gelu(x + bias) + residual, x0.5 ({n}x{d}), fused", t_f, t_t,
+                 f"{cf.launches} kernel; {t_u / t_f:.2f}x faster than unfused"),
+            _row(f"gelu(x + bias) + residual, x0.5 ({n}x{d}), unfused", t_u, t_t,
+                 f"{cu.launches} kernels")]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    p.add_argument("--only", nargs="*", default=None,
+                   help="mlp transformer digits fusion")
+    a = p.parse_args()
+    repeat = 5 if a.quick else 15
+    m = machine()
+    print(f"# {m['cpu']} ({m['cores']} cores), torch {torch.__version__} with "
+          f"{torch.get_num_threads()} threads, dl on {a.device}", flush=True)
+    benches = {"mlp": lambda: [bench_mlp(a.device, repeat)],
+               "transformer": lambda: bench_transformer(a.device, repeat, a.quick),
+               "digits": lambda: [bench_digits_step(a.device, repeat)],
+               "fusion": lambda: bench_fusion(a.device, repeat, a.quick)}
+    rows = []
+    for name, fn in benches.items():
+        if not a.only or name in a.only:
+            rows += fn()
+    md = ["| benchmark | ours ms | torch ms | torch / ours | note |", "|---|---|---|---|---|"]
+    md += [f"| {r['name']} | {r['ours_ms']:.2f} | {r['torch_ms']:.2f} | {r['ratio']:.2f}x | "
+           f"{r['note']} |" for r in rows]
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

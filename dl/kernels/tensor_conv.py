@@ -1,0 +1,38 @@
+"""col2im: the gradient of conv2d's im2col (dl/kernels/conv.py), so a convolution's input
+gradient is a matmul (weights^T @ output gradient, in column form) plus this pass.
+
+Deterministic: instead of scattering each column entry into the input (overlapping windows
+would need atomics), each input element gathers the KH x KW column entries that read it."""
+from __future__ import annotations
+
+import typing
+
+import cube as cb
+from cube import ABSOLUTE_POS, Array, Comptime, cube, i32, u32
+
+F = typing.TypeVar("F")
+
+
+@cube(launch=True, unchecked=True)
+def col2im(col: Array[F], out: Array[F], C: u32, H: u32, W: u32, OH: u32, OW: u32, NP: u32,
+           KH: Comptime[int], KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
+           PH: Comptime[int], PW: Comptime[int], DH: Comptime[int], DW: Comptime[int]):
+    """col (C*KH*KW, NP = N*OH*OW) -> out (N, C, H, W) contiguous, one unit per element."""
+    i = ABSOLUTE_POS
+    if i < out.len():
+        w = i % W
+        h = (i // W) % H
+        c = (i // (W * H)) % C
+        n = i // (W * H * C)
+        acc = F(0)
+        for kh in cb.range(KH, unroll=True):
+            th = i32(h) + PH - kh * DH
+            oh = th // SH
+            if th >= 0 and th % SH == 0 and oh < i32(OH):
+                for kw in cb.range(KW, unroll=True):
+                    tw = i32(w) + PW - kw * DW
+                    ow = tw // SW
+                    if tw >= 0 and tw % SW == 0 and ow < i32(OW):
+                        row = (c * KH + kh) * KW + kw
+                        acc += col[row * NP + n * OH * OW + u32(oh) * OW + u32(ow)]
+        out[i] = acc

@@ -1,0 +1,101 @@
+"""Pooling gradients (the forward passes are dl/kernels/pool.py).
+
+- `max_pool2d_indices`: for each output, the flat position h * W + w of its window's first
+  maximum (PyTorch's `return_indices`), one unit per output.
+- `max_pool2d_backward` / `avg_pool2d_backward`: one unit per *input* element, gathering the
+  gradients of the windows that read it (a deterministic scatter: no atomics). A window
+  reaches input h through tap kh when h + PH - kh * DH is a multiple of SH."""
+from __future__ import annotations
+
+import typing
+
+import cube as cb
+from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
+
+F = typing.TypeVar("F")
+
+
+@cube(launch=True)
+def max_pool2d_indices(x: Tensor[F], idx: Array[i32], OH: u32, OW: u32, KH: Comptime[int],
+                       KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
+                       PH: Comptime[int], PW: Comptime[int], DH: Comptime[int],
+                       DW: Comptime[int]):
+    """x (N, C, H, W) by strides; idx (N, C, OH, OW) contiguous."""
+    g = ABSOLUTE_POS
+    if g < idx.len():
+        ow = g % OW
+        oh = (g // OW) % OH
+        c = (g // (OW * OH)) % x.shape(1)
+        n = g // (OW * OH * x.shape(1))
+        base = n * x.stride(0) + c * x.stride(1)
+        best = F(-float("inf"))
+        best_i = i32(-1)
+        for kh in cb.range(KH, unroll=True):
+            h = i32(oh * SH) - PH + kh * DH
+            for kw in cb.range(KW, unroll=True):
+                w = i32(ow * SW) - PW + kw * DW
+                if h >= 0 and h < i32(x.shape(2)) and w >= 0 and w < i32(x.shape(3)):
+                    v = x[base + u32(h) * x.stride(2) + u32(w) * x.stride(3)]
+                    if v > best or best_i < 0:
+                        best = v
+                        best_i = h * i32(x.shape(3)) + w
+        idx[g] = best_i
+
+
+@cube(launch=True, unchecked=True)
+def max_pool2d_backward(g: Array[F], idx: Array[i32], out: Array[F], C: u32, H: u32, W: u32,
+                        OH: u32, OW: u32, KH: Comptime[int], KW: Comptime[int],
+                        SH: Comptime[int], SW: Comptime[int], PH: Comptime[int],
+                        PW: Comptime[int], DH: Comptime[int], DW: Comptime[int]):
+    """g, idx (N, C, OH, OW) and out (N, C, H, W), all contiguous."""
+    i = ABSOLUTE_POS
+    if i < out.len():
+        w = i % W
+        h = (i // W) % H
+        nc = i // (W * H)
+        me = i32(h * W + w)
+        acc = F(0)
+        for kh in cb.range(KH, unroll=True):
+            th = i32(h) + PH - kh * DH
+            oh = th // SH
+            if th >= 0 and th % SH == 0 and oh < i32(OH):
+                for kw in cb.range(KW, unroll=True):
+                    tw = i32(w) + PW - kw * DW
+                    ow = tw // SW
+                    if tw >= 0 and tw % SW == 0 and ow < i32(OW):
+                        o = (nc * OH + u32(oh)) * OW + u32(ow)
+                        if idx[o] == me:
+                            acc += g[o]
+        out[i] = acc
+
+
+@cube(launch=True, unchecked=True)
+def avg_pool2d_backward(g: Array[F], out: Array[F], H: u32, W: u32, OH: u32, OW: u32,
+                        KH: Comptime[int], KW: Comptime[int], SH: Comptime[int],
+                        SW: Comptime[int], PH: Comptime[int], PW: Comptime[int],
+                        COUNT_PAD: Comptime[bool]):
+    """g (N, C, OH, OW) and out (N, C, H, W), contiguous; each window's gradient is shared
+    by its divisor (KH * KW, or its taps inside the input without COUNT_PAD)."""
+    i = ABSOLUTE_POS
+    if i < out.len():
+        w = i % W
+        h = (i // W) % H
+        nc = i // (W * H)
+        acc = F(0)
+        for kh in cb.range(KH, unroll=True):
+            th = i32(h) + PH - kh
+            oh = th // SH
+            if th >= 0 and th % SH == 0 and oh < i32(OH):
+                for kw in cb.range(KW, unroll=True):
+                    tw = i32(w) + PW - kw
+                    ow = tw // SW
+                    if tw >= 0 and tw % SW == 0 and ow < i32(OW):
+                        div = F(KH * KW)
+                        if not COUNT_PAD:
+                            h0 = oh * SH - PH
+                            w0 = ow * SW - PW
+                            rows = min(h0 + KH, i32(H)) - max(h0, 0)
+                            cols = min(w0 + KW, i32(W)) - max(w0, 0)
+                            div = F(rows * cols)
+                        acc += g[(nc * OH + u32(oh)) * OW + u32(ow)] / div
+        out[i] = acc

@@ -1,0 +1,176 @@
+"""Linear, Embedding, Flatten, and the convolution/pooling/normalisation layers, initialised
+as PyTorch's (kaiming_uniform(a=sqrt(5)) weights, U(+-1/sqrt(fan_in)) biases)."""
+from __future__ import annotations
+
+import math
+
+from .. import dtypes, ops
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+def _param(*shape, device=None, dtype=None) -> Parameter:
+    return Parameter(ops.zeros(*shape, device=device, dtype=dtype))
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias; `act` ("relu", "gelu", "tanh") fuses an activation into the
+    matmul's epilogue (Linear(..., act="relu") is Linear followed by ReLU in one kernel)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 act: str = "none", device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features, self.act = in_features, out_features, act
+        self.weight = _param(out_features, in_features, device=device, dtype=dtype)
+        self.bias = _param(out_features, device=device, dtype=dtype) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            b = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
+            init.uniform_(self.bias, -b, b)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias, act=self.act)
+
+    def extra_repr(self) -> str:
+        act = f", act='{self.act}'" if self.act != "none" else ""
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}{act}")
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings: int, embedding_dim: int, device=None, dtype=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = _param(num_embeddings, embedding_dim, device=device, dtype=dtype)
+        init.normal_(self.weight)
+
+    def forward(self, idx):
+        return F.embedding(idx, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Flatten(Module):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+class Conv2d(Module):
+    """NCHW convolution; `act` fuses an activation into the output pass (in inference)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, act: str = "none",
+                 device=None, dtype=None):
+        super().__init__()
+        kh, kw = _pair(kernel_size)
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride = (kh, kw), _pair(stride)
+        self.padding, self.dilation = _pair(padding), _pair(dilation)
+        self.groups, self.act = groups, act
+        self.weight = _param(out_channels, in_channels // groups, kh, kw, device=device,
+                             dtype=dtype)
+        self.bias = _param(out_channels, device=device, dtype=dtype) if bias else None
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = in_channels // groups * kh * kw
+            init.uniform_(self.bias, -1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in))
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups, act=self.act)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}")
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride
+        self.padding, self.dilation = padding, dilation
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.count_include_pad = count_include_pad
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class BatchNorm2d(Module):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.weight = Parameter(ops.ones(num_features, device=device, dtype=dtype)) \
+            if affine else None
+        self.bias = _param(num_features, device=device, dtype=dtype) if affine else None
+        if track_running_stats:
+            self.register_buffer("running_mean", ops.zeros(num_features, device=device,
+                                                           dtype=dtype))
+            self.register_buffer("running_var", ops.ones(num_features, device=device,
+                                                         dtype=dtype))
+            self.register_buffer("num_batches_tracked",
+                                 ops.zeros((), dtype=dtypes.int64, device=device))
+        else:
+            self.running_mean = self.running_var = None
+
+    def forward(self, x):
+        if x.ndim != 4:
+            raise ValueError(f"BatchNorm2d takes (N, C, H, W), got shape {x.shape}")
+        batch_stats = self.training or self.running_mean is None
+        if self.training and self.running_mean is not None:
+            self.num_batches_tracked.copy_(self.num_batches_tracked + 1)
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            batch_stats, self.momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        self.normalized_shape, self.eps = ns, eps
+        self.weight = Parameter(ops.ones(*ns, device=device, dtype=dtype)) \
+            if elementwise_affine else None
+        self.bias = _param(*ns, device=device, dtype=dtype) if elementwise_affine and bias \
+            else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}"

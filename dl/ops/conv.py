@@ -1,0 +1,160 @@
+"""conv2d, max_pool2d and avg_pool2d (NCHW) on the kernel library, with gradients:
+
+- conv2d: the input gradient is weights^T @ (output gradient as columns) then col2im
+  (dl/kernels/tensor_conv.py); the weight gradient is (output gradient as rows) @ im2col(x)^T,
+  with the library's own im2col kernel and tuned matmul. Groups run group by group.
+- pools: the library's forward; the gradients gather per input element (max: through the
+  argmax indices of `dl/kernels/tensor_pool.py`)."""
+from __future__ import annotations
+
+from .. import dtypes
+from ..autograd import record
+from ..autograd.grad_mode import is_grad_enabled
+from ..kernels import conv as lib_conv
+from ..kernels import pool as lib_pool
+from ..kernels.common import cdiv
+from ..kernels.launch import launch_1d
+from ..kernels.tensor_conv import col2im
+from ..kernels.tensor_pool import avg_pool2d_backward, max_pool2d_backward, max_pool2d_indices
+from ..tensor import Tensor
+from .libcall import copy, counted, operand, result
+from .linalg import mm_raw
+from .registry import register
+
+_F = (dtypes.float32, dtypes.float64)
+
+
+def _pair(v) -> tuple[int, int]:
+    return (int(v), int(v)) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def _float(x: Tensor, what: str) -> Tensor:
+    if x.dtype not in _F:
+        raise TypeError(f"{what} takes float32/float64 tensors, got {x.dtype}")
+    if x.ndim != 4:
+        raise ValueError(f"{what} takes a 4-D NCHW input, got shape {x.shape}")
+    return x._materialise()
+
+
+def _contig(t: Tensor) -> Tensor:
+    t = t._materialise()
+    return t if t.is_contiguous() and not t.offset else copy(t)
+
+
+@register("conv2d")
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1, act: str = "none") -> Tensor:
+    """x (N, C, H, W), weight (OC, C/groups, KH, KW) -> (N, OC, OH, OW); `act` (relu, gelu,
+    tanh) is fused into the output pass when no gradient is needed."""
+    _float(x, "conv2d")
+    grad = is_grad_enabled() and any(t is not None and t.requires_grad
+                                     for t in (x, weight, bias))
+    fused = act if not grad else "none"
+    buf = counted("conv2d", lib_conv.conv2d, x.device.rt, operand(x),
+                  operand(weight, contiguous=True),
+                  bias=None if bias is None else operand(bias, contiguous=True), stride=stride,
+                  padding=padding, dilation=dilation, groups=groups, act=fused)
+    y = result(buf, x.dtype, x.device)
+    geo = dict(stride=_pair(stride), padding=_pair(padding), dilation=_pair(dilation))
+
+    def back(g):
+        g = _contig(g)
+        xd, wd = x.detach(), weight.detach()
+        if groups == 1:
+            gx, gw = _conv_grads(xd, wd, g, geo, x.requires_grad, weight.requires_grad)
+        else:
+            from .index import cat
+            cg, ocg = x.shape[1] // groups, weight.shape[0] // groups
+            parts = [_conv_grads(_contig(xd[:, k * cg:(k + 1) * cg]),
+                                 wd[k * ocg:(k + 1) * ocg],
+                                 _contig(g[:, k * ocg:(k + 1) * ocg]), geo, True, True)
+                     for k in range(groups)]
+            gx = cat([p[0] for p in parts], 1) if x.requires_grad else None
+            gw = cat([p[1] for p in parts], 0) if weight.requires_grad else None
+        gb = g.sum((0, 2, 3)) if bias is not None and bias.requires_grad else None
+        return gx, gw, gb
+    record(y, "conv2d", (x, weight, bias), back)
+    if fused != act:
+        y = {"relu": Tensor.relu, "gelu": Tensor.gelu, "tanh": Tensor.tanh}[act](y)
+    return y
+
+
+def _conv_grads(x: Tensor, w: Tensor, g: Tensor, geo: dict, want_x: bool, want_w: bool):
+    """Gradients of a groups=1 convolution; g (N, OC, OH, OW) contiguous."""
+    rt = x.device.rt
+    n, c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    _, _, oh, ow = g.shape
+    (sh, sw), (ph, pw), (dh, dw) = geo["stride"], geo["padding"], geo["dilation"]
+    npix = n * oh * ow
+    ck = c * kh * kw
+    # the output gradient as (OC, N*OH*OW) rows: a permuted copy
+    g_rows = _contig(g.permute(1, 0, 2, 3)).reshape(oc, npix)
+    gx = gw = None
+    cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
+    if want_w:
+        col = rt.empty((1, ck, npix), x.dtype.cube)
+        lib_conv.im2col.launch(rt, cube_count=cdiv(c * npix, 256), cube_dim=256,
+                               x=operand(x), col=col, G=1, OH=oh, OW=ow, **cfg)
+        cols = result(col, x.dtype, x.device, (ck, npix))
+        gw = mm_raw(g_rows, cols.mT).reshape(oc, c, kh, kw)
+    if want_x:
+        gcol = mm_raw(w.reshape(oc, ck).mT, g_rows)  # (C*KH*KW, N*OH*OW)
+        gx = Tensor._empty(x.shape, x.dtype, x.device)
+        launch_1d(col2im, rt, gx.numel(), col=gcol._buf, out=gx._buf, C=c, H=h, W=wd, OH=oh,
+                  OW=ow, NP=npix, **cfg)
+    return gx, gw
+
+
+def _pool_geo(kernel_size, stride, padding, dilation=1):
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride if stride is not None and stride != () else kernel_size)
+    (ph, pw), (dh, dw) = _pair(padding), _pair(dilation)
+    return kh, kw, sh, sw, ph, pw, dh, dw
+
+
+@register("max_pool2d")
+def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
+    _float(x, "max_pool2d")
+    kh, kw, sh, sw, ph, pw, dh, dw = _pool_geo(kernel_size, stride, padding, dilation)
+    buf = counted("max_pool2d", lib_pool.max_pool2d, x.device.rt, operand(x), (kh, kw),
+                  (sh, sw), (ph, pw), (dh, dw))
+    y = result(buf, x.dtype, x.device)
+    if not (is_grad_enabled() and x.requires_grad):
+        return y
+    rt = x.device.rt
+    n, c, h, w = x.shape
+    oh, ow = y.shape[2:]
+    cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
+    idx = Tensor._empty(y.shape, dtypes.int32, x.device)
+    launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), idx=idx._buf, OH=oh, OW=ow,
+              **cfg)
+
+    def back(g):
+        g = _contig(g)
+        gx = Tensor._empty(x.shape, x.dtype, x.device)
+        launch_1d(max_pool2d_backward, rt, gx.numel(), g=g._buf, idx=idx._buf, out=gx._buf,
+                  C=c, H=h, W=w, OH=oh, OW=ow, **cfg)
+        return (gx,)
+    return record(y, "max_pool2d", (x,), back)
+
+
+@register("avg_pool2d")
+def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0,
+               count_include_pad: bool = True) -> Tensor:
+    _float(x, "avg_pool2d")
+    kh, kw, sh, sw, ph, pw, _, _ = _pool_geo(kernel_size, stride, padding)
+    buf = counted("avg_pool2d", lib_pool.avg_pool2d, x.device.rt, operand(x), (kh, kw),
+                  (sh, sw), (ph, pw), count_include_pad=count_include_pad)
+    y = result(buf, x.dtype, x.device)
+    n, c, h, w = x.shape
+    oh, ow = y.shape[2:]
+
+    def back(g):
+        g = _contig(g)
+        gx = Tensor._empty(x.shape, x.dtype, x.device)
+        launch_1d(avg_pool2d_backward, x.device.rt, gx.numel(), g=g._buf, out=gx._buf, H=h,
+                  W=w, OH=oh, OW=ow, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw,
+                  COUNT_PAD=bool(count_include_pad))
+        return (gx,)
+    return record(y, "avg_pool2d", (x,), back)

@@ -1,0 +1,38 @@
+"""Calling the kernel library (dl/kernels) from tensors: operands as strided views of their
+storage, results wrapped as tensors, one counted launch per library op."""
+from __future__ import annotations
+
+from .. import shapes
+from ..fusion.stats import record_launch
+from ..kernels.view import strided
+from ..tensor import Tensor
+
+
+def operand(t: Tensor, contiguous: bool = False):
+    """t as a library operand: a view of its storage with t's shape and strides. Library
+    kernels index from the allocation's first element, so a view with an offset (or, with
+    `contiguous`, any non-contiguous view) is copied first."""
+    t._materialise()
+    if t.offset or (contiguous and not t.is_contiguous()):
+        t = copy(t)
+    return strided(t._buf, t.shape or (1,), t._strides or (1,))
+
+
+def copy(t: Tensor) -> Tensor:
+    """A fresh contiguous copy at offset 0 (no autograd: callers record their own)."""
+    from ..fusion import elementwise
+    return elementwise("identity", [t], [t.dtype.compute], t.dtype)._materialise()
+
+
+def result(buf, dtype, device, shape=None) -> Tensor:
+    """A library output buffer (contiguous, offset 0) as a tensor."""
+    shape = tuple(buf.shape if shape is None else shape)
+    return Tensor(buf.buffer, shape, shapes.contiguous_strides(shape), 0, dtype, device)
+
+
+def counted(name: str, fn, *args, **kwargs):
+    """Runs a library launcher; `dl.count_kernels` sees it as one launch named lib.<name>
+    (a tuned op may run 1-3 kernels: a split reduction, a packed B panel, im2col)."""
+    out = fn(*args, **kwargs)
+    record_launch("lib." + name)
+    return out

@@ -1,0 +1,121 @@
+"""matmul (batched, broadcasting; `@`) and linear (matmul with a fused bias + activation
+epilogue) on the kernel library's tuned matmul. Gradients are matmuls of transposed views
+(a transpose is only a choice of strides; the library reads any strides)."""
+from __future__ import annotations
+
+from .. import dtypes, shapes
+from ..autograd import record
+from ..autograd.grad_mode import is_grad_enabled
+from ..kernels import matmul as lib
+from ..tensor import Tensor
+from .libcall import counted, operand, result
+from .reduce import sum_to
+from .registry import add_method, register
+
+_F = (dtypes.float32, dtypes.float64)
+
+
+def _check(a: Tensor, b: Tensor, what: str):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{what} takes tensors")
+    if a.dtype is not b.dtype:
+        raise TypeError(f"{what}: operands differ in dtype ({a.dtype} and {b.dtype})")
+    if not a.dtype.is_float:
+        raise TypeError(f"{what} takes float tensors, got {a.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"{what}: tensors on different devices ({a.device}, {b.device})")
+
+
+def _as3(t: Tensor, batch: tuple) -> Tensor:
+    """t (..., M, K) as a (B, M, K) view (B = 1 when t has no batch of its own: the library
+    broadcasts it by a zero stride); a broadcast batch is copied."""
+    m, k = t.shape[-2:]
+    if shapes.numel(t.shape[:-2]) == 1:
+        return t.reshape(1, m, k)
+    if t.shape[:-2] != batch:
+        t = t.expand(*batch, m, k)
+    return t.reshape(shapes.numel(batch), m, k)
+
+
+def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none") -> Tensor:
+    """act(a @ b + bias) without autograd; a (..., M, K), b (..., K, N), rank >= 2."""
+    dt = a.dtype
+    if dt not in _F:  # halves multiply in float32
+        a, b = a.to(dtypes.float32), b.to(dtypes.float32)
+        bias = bias.to(dtypes.float32) if bias is not None else None
+    batch = shapes.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: shapes {a.shape} and {b.shape} do not match")
+    m, n = a.shape[-2], b.shape[-1]
+    out_shape = (*batch, m, n)
+    if shapes.numel(out_shape) == 0 or a.shape[-1] == 0:
+        from .creation import zeros
+        y = zeros(out_shape, dtype=a.dtype, device=a.device)
+        return (y + bias if bias is not None else y).to(dt)
+    a3, b3 = _as3(a, batch), _as3(b, batch)
+    buf = counted("matmul", lib.matmul, a.device.rt, operand(a3), operand(b3),
+                  bias=None if bias is None else operand(bias, contiguous=True), act=act)
+    y = result(buf, a3.dtype, a.device, out_shape)
+    return y if y.dtype is dt else y.to(dt)
+
+
+@register("matmul")
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    _check(a, b, "matmul")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: both operands need at least one dimension")
+    if a.ndim == 1 and b.ndim == 1:
+        return matmul(a.unsqueeze(0), b.unsqueeze(-1)).reshape(())
+    if a.ndim == 1:
+        return matmul(a.unsqueeze(0), b).squeeze(-2)
+    if b.ndim == 1:
+        return matmul(a, b.unsqueeze(-1)).squeeze(-1)
+    y = mm_raw(a, b)
+
+    def back(g):
+        ga = sum_to(mm_raw(g, b.mT), a.shape) if a.requires_grad else None
+        gb = sum_to(mm_raw(a.mT, g), b.shape) if b.requires_grad else None
+        return ga, gb
+    return record(y, "matmul", (a, b), back)
+
+
+@register("mm", "bmm")
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != b.ndim or a.ndim not in (2, 3):
+        raise ValueError(f"mm/bmm take two 2-D or two 3-D tensors, got {a.shape}, {b.shape}")
+    return matmul(a, b)
+
+
+bmm = mm
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "none"):
+    """act(x @ weight.T + bias) in one kernel (the matmul's epilogue). act: none, relu, gelu,
+    tanh. When a gradient is needed, gelu/tanh run as a lazy op after the matmul (their
+    derivative needs the pre-activation), relu stays fused (its derivative is y > 0)."""
+    _check(x, weight, "linear")
+    if x.ndim == 0:
+        raise ValueError("linear: the input needs at least one dimension")
+    lead = x.shape[:-1]
+    x2 = x.reshape(shapes.numel(lead), x.shape[-1]) if x.ndim != 2 else x
+    grad = is_grad_enabled() and any(t is not None and t.requires_grad
+                                     for t in (x, weight, bias))
+    fused = act if (not grad or act in ("none", "relu")) else "none"
+    y = mm_raw(x2, weight.mT, bias, fused)
+
+    def back(g):
+        gz = g if fused == "none" else g * (y.detach() > 0)
+        gx = mm_raw(gz, weight) if x.requires_grad else None
+        gw = mm_raw(gz.mT, x2) if weight.requires_grad else None
+        gb = gz.sum(0) if bias is not None and bias.requires_grad else None
+        return gx, gw, gb
+    record(y, "linear", (x2, weight, bias), back)
+    if fused != act:
+        y = {"gelu": lambda t: t.gelu(), "tanh": lambda t: t.tanh()}[act](y)
+    return y.reshape(*lead, y.shape[-1]) if x.ndim != 2 else y
+
+
+for _name in ("matmul", "mm", "bmm"):
+    add_method(_name)
+Tensor.__matmul__ = lambda self, other: matmul(self, other)
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self)

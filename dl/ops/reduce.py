@@ -1,0 +1,271 @@
+"""Reductions with dim/keepdim: sum mean prod max min amax amin argmax argmin var std, and
+`sum_to` (summing a broadcast gradient back to an input's shape).
+
+Lazy inputs (an elementwise graph) are reduced by a kernel that evaluates the graph on read
+(dl/fusion/reduce.py); materialised float32/float64 inputs use the kernel library's tuned
+reduction (dl/kernels/reduce.py), one launch per reduced axis or per block of adjacent axes
+that collapse into one."""
+from __future__ import annotations
+
+from .. import dtypes, shapes
+from ..autograd import record
+from ..fusion import elementwise
+from ..fusion.reduce import can_fuse, reduce_lazy
+from ..kernels import reduce as lib
+from ..kernels.common import has_f64
+from ..tensor import Tensor
+from .libcall import counted, operand, result
+from .registry import add_method, register
+
+FUSED_MIN_ROWS = 64  # outputs (units) for a fused reduction over a big graph
+FUSED_MAX_SERIAL = 1 << 14  # below this many elements one unit per output is fast enough
+
+
+def _dims(x: Tensor, dim) -> list[int]:
+    if dim is None:
+        return list(range(x.ndim))
+    ds = dim if isinstance(dim, (tuple, list)) else (dim,)
+    return sorted({shapes.norm_dim(d, (x.ndim or 1)) for d in ds} & set(range(x.ndim)))
+
+
+def _acc(op: str, d: dtypes.DType) -> dtypes.DType:
+    """The result type (PyTorch's): sums and products of ints and bools are int64; f16/bf16
+    accumulate in float32 and round back at the end."""
+    if d.is_float:
+        return dtypes.float32 if d.itemsize == 2 else d
+    return dtypes.int64 if op in ("sum", "prod") or d is dtypes.bool_ else d
+
+
+def _keep_shape(x: Tensor, dims) -> tuple:
+    return tuple(1 if d in dims else s for d, s in enumerate(x.shape))
+
+
+def _cast(x: Tensor, dt) -> Tensor:
+    return x if x.dtype is dt else elementwise("cast", [x], [x.dtype.compute], dt)
+
+
+def raw_reduce(x: Tensor, dims: list[int], op: str) -> Tensor:
+    """op over sorted dims, no autograd; the result has the kept dims, in `_acc`'s type."""
+    acc = _acc(op, x.dtype)
+    if not dims:
+        from .shape import clone
+        return clone(_cast(x, acc))._materialise()
+    if x.numel() == 0 or any(x.shape[d] == 0 for d in dims):
+        from .creation import full
+        init = {"sum": 0, "mean": float("nan"), "prod": 1}.get(op)
+        if init is None:
+            raise RuntimeError(f"{op}() of an empty dimension is not defined")
+        shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+        return full(shape, init, dtype=acc, device=x.device)
+    rows = x.numel() // shapes.numel(x.shape[d] for d in dims)
+    if x._node is not None and (not can_fuse(x) or (
+            acc.is_float and rows < FUSED_MIN_ROWS and x.numel() > FUSED_MAX_SERIAL)):
+        # the fused kernel runs one unit per output: few long rows would be serial there,
+        # so the graph is computed (one parallel kernel) and the library reduces it
+        x._materialise()
+    if x._node is None and (x.dtype is not acc or not acc.is_float):
+        # ints, bools and halves (the library reduces floats): a lazy cast read by the
+        # fused reduction
+        x = elementwise("cast", [x], [x.dtype.compute], acc)
+    if x._node is not None:
+        return reduce_lazy(x, dims, op, acc)
+    return _library(x, dims, op)
+
+
+def _blocks(x: Tensor, dims: list[int]) -> list[list[int]]:
+    """Runs of adjacent reduced dims (each becomes one library axis when it collapses)."""
+    runs: list[list[int]] = []
+    for d in dims:
+        if runs and runs[-1][-1] == d - 1:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return runs
+
+
+def _library(x: Tensor, dims: list[int], op: str) -> Tensor:
+    rt = x.device.rt
+    for run in reversed(_blocks(x, dims)):  # the last axes first: later indices stay put
+        a, b = run[0], run[-1]
+        merged = x.shape[:a] + (shapes.numel(x.shape[a:b + 1]),) + x.shape[b + 1:]
+        st = shapes.view_strides(x.shape, x._strides, merged)
+        v = x if st is None else x._view(merged, st, x.offset)
+        if st is None:  # the run does not collapse in place: reduce axis by axis
+            for d in reversed(run):
+                x = _one_axis(rt, x, d, op)
+            continue
+        x = _one_axis(rt, v, a, op)
+    return x
+
+
+def _one_axis(rt, x: Tensor, axis: int, op: str) -> Tensor:
+    try:
+        buf = counted("reduce", lib.reduce, rt, operand(x), axis, op)
+    except ValueError:  # dims around the axis do not collapse: copy contiguous
+        buf = counted("reduce", lib.reduce, rt, operand(x, contiguous=True), axis, op)
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    return result(buf, x.dtype, x.device, shape)
+
+
+def _finish(y: Tensor, x: Tensor, dims, keepdim: bool) -> Tensor:
+    if x.dtype.is_float and y.dtype is not x.dtype:
+        y = _cast(y, x.dtype)
+    return y.reshape(_keep_shape(x, dims)) if keepdim else y
+
+
+def _expand_grad(g: Tensor, x: Tensor, dims) -> Tensor:
+    return g.reshape(_keep_shape(x, dims)).expand(*x.shape)
+
+
+@register("sum")
+def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A001
+    if dtype is not None:
+        x = x.to(dtype)
+    dims = _dims(x, dim)
+    y = _finish(raw_reduce(x, dims, "sum"), x, dims, keepdim)
+    if x.dtype.is_float:
+        record(y, "sum", (x,), lambda g: (_expand_grad(g, x, dims),))
+    return y
+
+
+@register("mean")
+def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)
+    if not x.dtype.is_float:
+        raise TypeError(f"mean() needs a float tensor, got {x.dtype} (use .float())")
+    dims = _dims(x, dim)
+    n = shapes.numel(x.shape[d] for d in dims)
+    y = _finish(raw_reduce(x, dims, "mean"), x, dims, keepdim)
+    return record(y, "mean", (x,), lambda g: (_expand_grad(g * (1.0 / (n or 1)), x, dims),))
+
+
+@register("prod")
+def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """The gradient is out / x: an input element that is exactly 0 gets a nan gradient."""
+    if dtype is not None:
+        x = x.to(dtype)
+    dims = _dims(x, dim)
+    y = _finish(raw_reduce(x, dims, "prod"), x, dims, keepdim)
+    if x.dtype.is_float:
+        record(y, "prod", (x,), lambda g: (
+            _expand_grad(g, x, dims) * _expand_grad(y.detach(), x, dims) / x,))
+    return y
+
+
+def _amax(op: str):
+    def fn(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        dims = _dims(x, dim)
+        y = _finish(raw_reduce(x, dims, op), x, dims, keepdim)
+        if x.dtype.is_float:
+            def back(g):  # shared evenly between tied extremes, as PyTorch's amax
+                hit = (x == _expand_grad(y.detach(), x, dims)).to(x.dtype)
+                cnt = sum(hit, dims, keepdim=True)
+                return (_expand_grad(g, x, dims) * hit / cnt,)
+            record(y, "a" + op, (x,), back)
+        return y
+    fn.__name__ = "a" + op
+    return fn
+
+
+amax = register("amax")(_amax("max"))
+amin = register("amin")(_amax("min"))
+
+
+def _arg(op: str):
+    def fn(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        src = x.reshape(-1) if dim is None else x
+        d = 0 if dim is None else shapes.norm_dim(dim, (x.ndim or 1))
+        if src.ndim == 0:
+            src, d = src.reshape(1), 0
+        if src.shape[d] == 0:
+            raise RuntimeError(f"{op}() of an empty dimension")
+        want = dtypes.float64 if has_f64(x.device.rt) else dtypes.float32
+        if src.dtype not in (dtypes.float32, dtypes.float64):
+            src = _cast(src, want if not src.dtype.is_float else dtypes.float32)
+        src._materialise()
+        try:
+            buf = counted(op, lib.reduce, src.device.rt, operand(src), d, op)
+        except ValueError:
+            buf = counted(op, lib.reduce, src.device.rt, operand(src, contiguous=True), d, op)
+        shape = src.shape[:d] + src.shape[d + 1:]
+        # int64 as PyTorch, int32 on devices without 64-bit ints (WGSL, SPIR-V here)
+        it = dtypes.int64 if getattr(x.device.rt.features, "int64", True) else dtypes.int32
+        idx = _cast(result(buf, dtypes.uint32, x.device, shape), it)._materialise()
+        if keepdim:
+            ks = (1,) * x.ndim if dim is None else _keep_shape(x, [d])
+            idx = idx.reshape(ks)
+        return idx
+    fn.__name__ = op
+    return fn
+
+
+argmax = register("argmax")(_arg("argmax"))
+argmin = register("argmin")(_arg("argmin"))
+
+
+def _max_min(op: str):
+    def fn(x: Tensor, dim=None, keepdim: bool = False):
+        """No dim: the extreme value (gradient shared between ties). With dim: (values,
+        indices), the gradient going to the index (PyTorch's rule)."""
+        if dim is None:
+            return (amax if op == "max" else amin)(x)
+        from .index import gather
+        d = shapes.norm_dim(dim, (x.ndim or 1))
+        idx = (argmax if op == "max" else argmin)(x, d, keepdim=True)
+        vals = gather(x, d, idx) if x.ndim else x
+        if not keepdim and x.ndim:
+            vals, idx = vals.squeeze(d), idx.squeeze(d)
+        return MinMax(vals, idx)
+    fn.__name__ = op
+    return fn
+
+
+class MinMax(tuple):
+    """(values, indices), like PyTorch's return type for max/min along a dim."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+max = register("max")(_max_min("max"))  # noqa: A001
+min = register("min")(_max_min("min"))  # noqa: A001
+
+
+@register("var")
+def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
+        unbiased: bool | None = None) -> Tensor:
+    """Two passes, both reductions fused: the mean, then the squares of (x - mean) summed
+    on read. Differentiable through those ops."""
+    if unbiased is not None:
+        correction = int(unbiased)
+    dims = _dims(x, dim)
+    n = shapes.numel(x.shape[d] for d in dims)
+    d = x - mean(x, dims, keepdim=True)
+    scale = 1.0 / (n - correction) if n > correction else float("nan")
+    return sum(d * d, dims, keepdim=keepdim) * scale
+
+
+@register("std")
+def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
+        unbiased: bool | None = None) -> Tensor:
+    return var(x, dim, keepdim, correction, unbiased).sqrt()
+
+
+def sum_to(g: Tensor, shape) -> Tensor:
+    """Sum a broadcast gradient back to `shape` (the input's shape)."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    dims = list(range(lead)) + [lead + d for d, s in enumerate(shape)
+                                if s == 1 and g.shape[lead + d] != 1]
+    return sum(g, dims).reshape(shape)
+
+
+for _name in ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "max", "min", "var",
+              "std"):
+    add_method(_name)

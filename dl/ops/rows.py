@@ -1,0 +1,101 @@
+"""Row ops on the kernel library: softmax, log_softmax (any dim) and layer_norm, with their
+gradients written as lazy elementwise ops and fused reductions."""
+from __future__ import annotations
+
+from .. import dtypes, shapes
+from ..autograd import record
+from ..kernels import norm as lib_norm
+from ..kernels import softmax as lib_softmax
+from ..tensor import Tensor
+from .libcall import counted, operand, result
+from .reduce import mean, sum
+from .registry import add_method, register
+
+_F = (dtypes.float32, dtypes.float64)
+
+
+def _rows_call(name, fn, x: Tensor, *args, **kwargs) -> Tensor:
+    """Runs a library row op (last axis) on x; halves go through float32."""
+    dt = x.dtype
+    if dt not in _F:
+        if not dt.is_float:
+            raise TypeError(f"{name} takes float tensors, got {dt}")
+        x = x.to(dtypes.float32)
+    x._materialise()
+    try:
+        buf = counted(name, fn, x.device.rt, operand(x), *args, **kwargs)
+    except ValueError:  # leading dims that do not collapse into rows: copy
+        buf = counted(name, fn, x.device.rt, operand(x, contiguous=True), *args, **kwargs)
+    y = result(buf, x.dtype, x.device, x.shape)
+    return y if y.dtype is dt else y.to(dt)
+
+
+def _softmax(x: Tensor, dim: int, log: bool) -> Tensor:
+    if x.ndim == 0:
+        x1 = _softmax(x.reshape(1), 0, log)
+        return x1.reshape(())
+    d = shapes.norm_dim(dim, x.ndim)
+    last = x.ndim - 1
+    src = x if d == last else x.transpose(d, last)._materialise()  # copied by operand()
+    fn = lib_softmax.log_softmax if log else lib_softmax.softmax
+    y = _rows_call("log_softmax" if log else "softmax", fn, src)
+    y = y if d == last else y.transpose(d, last)
+
+    def back(g):
+        yd = y.detach()
+        if log:
+            return (g - yd.exp() * sum(g, d, keepdim=True),)
+        return (yd * (g - sum(g * yd, d, keepdim=True)),)
+    return record(y, "log_softmax" if log else "softmax", (x,), back)
+
+
+@register("softmax")
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return _softmax(x, dim, False)
+
+
+@register("log_softmax")
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return _softmax(x, dim, True)
+
+
+@register("layer_norm")
+def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if x.shape[x.ndim - len(ns):] != ns:
+        raise ValueError(f"layer_norm: normalized_shape {ns} is not the end of {x.shape}")
+    cols = shapes.numel(ns)
+    x2 = x.reshape(shapes.numel(x.shape[:x.ndim - len(ns)]), cols)
+    w = weight.reshape(cols) if weight is not None else None
+    b = bias.reshape(cols) if bias is not None else None
+    if (w is None) != (b is None):  # the library takes both or neither
+        from .creation import ones_like, zeros_like
+        w = w if w is not None else ones_like(b)
+        b = b if b is not None else zeros_like(w)
+    args = () if w is None else (operand(w.to(dtypes.float32) if w.dtype not in _F else w,
+                                         contiguous=True),
+                                 operand(b.to(dtypes.float32) if b.dtype not in _F else b,
+                                         contiguous=True))
+    y2 = _rows_call("layer_norm", lib_norm.layer_norm, x2, *args, eps=float(eps))
+
+    def back(g):
+        # xhat and rstd from two fused reductions; the rest is lazy and fuses
+        xd = x2.detach()
+        mu = mean(xd, 1, keepdim=True)
+        xc = xd - mu
+        rstd = (mean(xc * xc, 1, keepdim=True) + eps).rsqrt()
+        xhat = xc * rstd
+        g2 = g.reshape(x2.shape)
+        gx_hat = g2 * w.detach() if w is not None else g2
+        gx = (gx_hat - mean(gx_hat, 1, keepdim=True)
+              - xhat * mean(gx_hat * xhat, 1, keepdim=True)) * rstd
+        gw = sum(g2 * xhat, 0) if w is not None and w.requires_grad else None
+        gb = sum(g2, 0) if b is not None and b.requires_grad else None
+        return gx, gw, gb
+    record(y2, "layer_norm", (x2, w, b), back)
+    return y2.reshape(x.shape)
+
+
+for _name in ("softmax", "log_softmax"):
+    add_method(_name)

@@ -1,0 +1,145 @@
+"""softmax, log_softmax, layer_norm, batch_norm, conv2d, pools, embedding and losses on the
+kernel library, against PyTorch autograd."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from dl_helpers import close, rand_np
+
+import dl
+from dl.nn import functional as F
+
+
+def _check(fn, tfn, *arrays, rtol=1e-4, atol=1e-5, ints=()):
+    xs = [dl.tensor(a, requires_grad=True) for a in arrays] + [dl.tensor(i) for i in ints]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays] + \
+        [torch.tensor(i).long() for i in ints]
+    y, ty = fn(*xs), tfn(*ts)
+    close(y, ty, rtol=rtol, atol=atol)
+    w = rand_np(ty.shape, 9)
+    (y * dl.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    for x, t in zip(xs[:len(arrays)], ts):
+        close(x.grad, t.grad, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax(dim, log):
+    f, tf = (F.log_softmax, TF.log_softmax) if log else (F.softmax, TF.softmax)
+    _check(lambda x: f(x, dim), lambda x: tf(x, dim), rand_np((3, 5, 8), 1, low=-4, high=4))
+    # a lazy input and a transposed view
+    _check(lambda x: f((x * 2).transpose(0, 2), dim), lambda x: tf((x * 2).transpose(0, 2), dim),
+           rand_np((3, 5, 8), 2))
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm(affine):
+    x = rand_np((2, 3, 4, 6), 1)
+    if affine:
+        w, b = rand_np((4, 6), 2), rand_np((4, 6), 3)
+        _check(lambda x, w, b: F.layer_norm(x, (4, 6), w, b),
+               lambda x, w, b: TF.layer_norm(x, (4, 6), w, b), x, w, b)
+    else:
+        _check(lambda x: F.layer_norm(x, 6), lambda x: TF.layer_norm(x, (6,)), x)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm(training):
+    x, w, b = rand_np((4, 3, 5, 5), 1), rand_np((3,), 2), rand_np((3,), 3)
+    rm, rv = rand_np((3,), 4), rand_np((3,), 5, low=0.5, high=2)
+    ours = [dl.tensor(rm), dl.tensor(rv)]
+    ref = [torch.tensor(rm), torch.tensor(rv)]
+    _check(lambda x, w, b: F.batch_norm(x, *ours, w, b, training, 0.2),
+           lambda x, w, b: TF.batch_norm(x, *ref, w, b, training, 0.2), x, w, b)
+    close(ours[0], ref[0], atol=1e-6)
+    close(ours[1], ref[1], atol=1e-6)
+
+
+CONV = [dict(), dict(stride=2, padding=1), dict(padding=2, dilation=2),
+        dict(stride=(2, 1), padding=(0, 1)), dict(groups=2, padding=1)]
+
+
+@pytest.mark.parametrize("cfg", CONV)
+def test_conv2d(cfg):
+    g = cfg.get("groups", 1)
+    x, w, b = rand_np((2, 4, 7, 6), 1), rand_np((6, 4 // g, 3, 3), 2), rand_np((6,), 3)
+    _check(lambda x, w, b: F.conv2d(x, w, b, **cfg), lambda x, w, b: TF.conv2d(x, w, b, **cfg),
+           x, w, b, atol=1e-4)
+
+
+def test_conv2d_fused_activation_without_grad():
+    x, w, b = (dl.tensor(rand_np(s, i)) for i, s in enumerate([(1, 2, 5, 5), (3, 2, 3, 3),
+                                                              (3,)]))
+    with dl.no_grad(), dl.count_kernels() as c:
+        y = F.conv2d(x, w, b, padding=1, act="relu").numpy()
+    assert c.names == ["lib.conv2d"]
+    want = torch.relu(TF.conv2d(*(torch.tensor(t.numpy()) for t in (x, w, b)), padding=1))
+    close(y, want, atol=1e-5)
+
+
+POOL = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+        dict(kernel_size=(3, 2), stride=1, padding=(1, 0))]
+
+
+@pytest.mark.parametrize("cfg", POOL)
+def test_pools(cfg):
+    x = rand_np((2, 3, 7, 6), 1)
+    x[0, 0, :2, :2] = 1.5  # a tie inside a window: the first position takes the gradient
+    _check(lambda x: F.max_pool2d(x, **cfg), lambda x: TF.max_pool2d(x, **cfg), x)
+    _check(lambda x: F.max_pool2d(x, **cfg, dilation=2) if cfg["kernel_size"] == 2 else
+           F.avg_pool2d(x, **cfg, count_include_pad=False),
+           lambda x: TF.max_pool2d(x, **cfg, dilation=2) if cfg["kernel_size"] == 2 else
+           TF.avg_pool2d(x, **cfg, count_include_pad=False), x)
+    _check(lambda x: F.avg_pool2d(x, **cfg), lambda x: TF.avg_pool2d(x, **cfg), x)
+
+
+def test_embedding():
+    w = rand_np((10, 4), 1)
+    idx = np.array([[1, 3, 3], [0, 9, 1]])
+    _check(lambda w, i: F.embedding(i, w), lambda w, i: TF.embedding(i, w), w, ints=[idx])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_and_nll(reduction):
+    x, t = rand_np((5, 7), 1, low=-3, high=3), np.array([0, 6, 3, 3, 1])
+    _check(lambda x, t: F.cross_entropy(x, t, reduction),
+           lambda x, t: TF.cross_entropy(x, t, reduction=reduction), x, ints=[t])
+    _check(lambda x, t: F.cross_entropy(x, t, reduction, label_smoothing=0.1),
+           lambda x, t: TF.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1),
+           x, ints=[t])
+    p = np.abs(rand_np((5, 7), 2))
+    p /= p.sum(1, keepdims=True)
+    _check(lambda x, p: F.cross_entropy(x, p, reduction),
+           lambda x, p: TF.cross_entropy(x, p, reduction=reduction), x, p)
+    x3 = rand_np((2, 4, 3), 3)  # (N, C, d): the class dim is 1
+    _check(lambda x, t: F.cross_entropy(x, t, reduction),
+           lambda x, t: TF.cross_entropy(x, t, reduction=reduction), x3,
+           ints=[np.array([[0, 3, 2], [1, 1, 0]])])
+    _check(lambda x, y: F.mse_loss(x, y, reduction),
+           lambda x, y: TF.mse_loss(x, y, reduction=reduction), x, rand_np((5, 7), 4))
+
+
+def test_attention_causal():
+    q, k, v = rand_np((2, 5, 4), 1), rand_np((2, 5, 4), 2), rand_np((2, 5, 4), 3)
+    _check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+           lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
+
+
+def test_nn_ops_on_every_runtime(dev):
+    """One smoke per op family on each runtime: conv + pool + softmax + layer norm."""
+    x, w = rand_np((2, 3, 6, 6), 1), rand_np((4, 3, 3, 3), 2)
+    X, W = dl.tensor(x, device=dev, requires_grad=True), dl.tensor(w, device=dev,
+                                                                   requires_grad=True)
+    y = F.max_pool2d(F.conv2d(X, W, padding=1).relu(), 2)
+    z = F.layer_norm(F.log_softmax(y.flatten(1), 1), 36)
+    (z * z).sum().backward()
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ty = TF.max_pool2d(TF.conv2d(tx, tw, padding=1).relu(), 2)
+    tz = TF.layer_norm(TF.log_softmax(ty.flatten(1), 1), (36,))
+    (tz * tz).sum().backward()
+    close(z, tz, rtol=1e-4, atol=1e-4)
+    close(X.grad, tx.grad, rtol=1e-3, atol=1e-4)
+    close(W.grad, tw.grad, rtol=1e-3, atol=1e-3)
