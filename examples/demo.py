@@ -52,6 +52,34 @@ def main() -> None:
     print(f"  first launch (compile + run): {(t1 - t0) * 1e3:.1f} ms, "
           f"cached launch: {(t2 - t1) * 1e3:.2f} ms")
 
+    section("the same GELU kernel on every runtime that starts here")
+    for name in cb.available_runtimes():
+        other = cb.runtime(name)
+        ox, oy = other.from_numpy(x), other.empty(n, np.float32)
+        gelu.gelu_kernel.launch(other, cube_count=(n // 4 // 256,), cube_dim=(256,),
+                                inp=ox.lines(4), out=oy.lines(4))
+        other.sync()
+        t = time.perf_counter()
+        gelu.gelu_kernel.launch(other, cube_count=(n // 4 // 256,), cube_dim=(256,),
+                                inp=ox.lines(4), out=oy.lines(4))
+        other.sync()
+        ms = (time.perf_counter() - t) * 1e3
+        e = np.max(np.abs(oy.numpy() - gelu.reference(x)))
+        print(f"  {name:<11} ({other.target:<6}) max |error| {e:.1e}, {ms:7.2f} ms")
+
+    section("tensor ops (dl): broadcasting, a fused elementwise chain, matmul, autograd")
+    import dl
+    dl.manual_seed(1)
+    a = dl.randn(64, 128, requires_grad=True, device=rt.name)
+    w = dl.randn(128, 32, requires_grad=True, device=rt.name)
+    b = dl.zeros(32, device=rt.name)
+    with dl.count_kernels() as c:
+        h = (a @ w + b).relu()
+        loss = (h * h).mean()
+        loss.backward()
+    print(f"  loss {float(loss.numpy()):.4f}; |grad a| {np.abs(a.grad.numpy()).sum():.3f}; "
+          f"{c.launches} kernel launches for forward + backward")
+
     section("row softmax (shared memory + sync_cube), 37 x 1000")
     print(f"  max |error| vs float64: {softmax.run(rt):.2e}")
     section("tiled matmul (comptime TILE=8), 67x53 @ 53x45")
@@ -78,6 +106,15 @@ def main() -> None:
     if len(body) > 40:
         print(f"  ... ({len(body) - 40} more lines: `cube dump examples/gelu.py:gelu_kernel "
               f"--target llvm --line-size inp=4 --line-size out=4`)")
+    for target in ("cuda", "wgsl"):
+        section(f"... the same kernel as {target} (excerpt; "
+                f"`cube dump examples/gelu.py:gelu_kernel --target {target}`)")
+        src = [ln for ln in gelu.gelu_kernel.source(target=target, **types).splitlines()
+               if ln.strip()]
+        head = next((i for i, ln in enumerate(src) if "cube_gelu_kernel" in ln
+                     or "@compute" in ln), 0)
+        body = next((i for i, ln in enumerate(src) if ln.strip().startswith("if (")), head)
+        print("\n".join(src[head:head + 2] + ["    ..."] + src[body:body + 22]))
 
 
 if __name__ == "__main__":
