@@ -12,6 +12,8 @@ Every candidate unrolls the KH x KW window at compile time and combines taps in 
 order (kh, then kw), so sums round identically whichever runs."""
 from __future__ import annotations
 
+import functools
+import math
 import typing
 
 import numpy as np
@@ -92,6 +94,14 @@ def u32_(v):
     return cb.cast(v, cb.u32)
 
 
+_SEG = 128  # outputs per column pass of the separable max (its tmp stays in L1)
+
+
+def _sep_cols(kw: int, sw: int, dw: int) -> int:
+    g = math.gcd(sw, dw)
+    return ((_SEG - 1) * sw + (kw - 1) * dw) // g + 1
+
+
 @cube
 def _taps(x, xb, xs1, xs2, h0, w, hn, ident, KH: Comptime[int], KW: Comptime[int],
           DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool], HEDGE: Comptime[bool]):
@@ -134,16 +144,57 @@ def _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div, KH: Com
         out[ob + ow * os2] = acc
 
 
+@cube
+def _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, own, ident,
+                 KH: Comptime[int], KW: Comptime[int], SW: Comptime[int], PW: Comptime[int],
+                 DH: Comptime[int], DW: Comptime[int], HEDGE: Comptime[bool]):
+    """Max over one output row, separably (exact for max): a column pass (KH taps) into tmp,
+    then a row pass (KW taps) over tmp: KH + KW maxima per output instead of KH * KW, and
+    no bounds test at all: tmp holds the identity for columns in the padding. Only every
+    G-th input column is read (G = gcd(SW, DW)); tmp holds SEG outputs' worth of columns.
+    Both passes start from the identity, so a window of NaNs gives -inf, as in the
+    per-element kernel."""
+    G = cb.comptime(math.gcd(SW, DW))
+    SEG = cb.comptime(_SEG)
+    for ow0 in range(u32(0), own, SEG):
+        cnt = min(own - ow0, u32(SEG))
+        ncol = ((cnt - 1) * SW + (KW - 1) * DW) // G + 1
+        w0 = i32(ow0 * SW) - PW  # tmp[j] is input column w0 + j * G
+        jlo = min(u32(max((G - 1 - w0) // G, 0)), ncol)
+        jhi = u32(max(min(i32(ncol), (wn - w0 + G - 1) // G), i32(jlo)))
+        for j in range(jlo):
+            tmp[j] = ident
+        wlo = u32(w0 + i32(jlo) * G)
+        for t in range(jhi - jlo):
+            acc = ident
+            for kh in cb.range(KH, unroll=True):
+                h = h0 + kh * DH
+                if HEDGE:
+                    h = min(max(h, 0), hn - 1)
+                v = x[xb + u32_(h) * xs1 + (wlo + t * G) * xs2]
+                if HEDGE:
+                    v = cb.select(h0 + kh * DH >= 0 and h0 + kh * DH < hn, v, ident)
+                acc = max(acc, v)
+            tmp[jlo + t] = acc
+        for j in range(jhi, ncol):
+            tmp[j] = ident
+        for i in range(cnt):
+            acc = ident
+            for kw in cb.range(KW, unroll=True):
+                acc = max(acc, tmp[i * (SW // G) + kw * (DW // G)])
+            out[ob + (ow0 + i) * os2] = acc
+
+
 @cube(launch=True, unchecked=True)
 def pool2d_rows(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW: Comptime[int],
                 SH: Comptime[int], SW: Comptime[int], PH: Comptime[int], PW: Comptime[int],
                 DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool],
-                COUNT_PAD: Comptime[bool], WUNIT: Comptime[bool]):
+                COUNT_PAD: Comptime[bool], WUNIT: Comptime[bool], SEP: Comptime[bool]):
     """One unit per output row (n, oh, line of c), its position from a 3-D grid (no
-    divisions). Columns whose window lies inside the input run without bounds tests in a
-    loop over w that LLVM vectorises along w (NCHW, WUNIT: w contiguous, lines of 1) or
-    that moves lines of channels (NHWC); rows cut by the padding take the same loop with
-    selects; the few edge columns take the per-tap tests."""
+    divisions). SEP (max only): `_max_row_sep`. Otherwise columns whose window lies inside
+    the input run without bounds tests in a loop over w that LLVM vectorises along w (NCHW,
+    WUNIT: w contiguous, lines of 1) or that moves lines of channels (NHWC); rows cut by the
+    padding take the same loop with selects; the few edge columns take per-tap tests."""
     L = cb.comptime(x.line_size())
     oh = ABSOLUTE_POS_X
     c = ABSOLUTE_POS_Y
@@ -158,46 +209,56 @@ def pool2d_rows(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW:
         xs1 = x.stride(1) // L
         xs2 = u32(1) if WUNIT else x.stride(2) // L
         os2 = u32(1) if WUNIT else out.stride(2) // L
-        # interior columns: ow * SW - PW >= 0 and ow * SW - PW + (KW - 1) * DW < wn
-        lo = u32(min(cb.comptime((PW + SW - 1) // SW), own))
-        hi = u32(max(min(own, (wn - 1 - (KW - 1) * DW + PW) // SW + 1), i32(lo)))
         ident = Line[F, L](-float("inf")) if MAX else Line[F, L](0)
-        if h0 >= 0 and h0 + (KH - 1) * DH < hn:
-            div = F(1.0 / (KH * KW)) if COUNT_PAD else F(KH * KW)
-            _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
-                      KH, KW, SW, PW, DH, DW, MAX, COUNT_PAD, False)
+        full = h0 >= 0 and h0 + (KH - 1) * DH < hn  # every row of the window is inside
+        if SEP:
+            tmp = cb.LocalArray(Line[F, L], cb.comptime(_sep_cols(KW, SW, DW)))
+            if full:
+                _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, u32(own), ident,
+                             KH, KW, SW, PW, DH, DW, False)
+            else:
+                _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, u32(own), ident,
+                             KH, KW, SW, PW, DH, DW, True)
         else:
-            hcnt = 0
-            for kh in cb.range(KH, unroll=True):
-                if h0 + kh * DH >= 0 and h0 + kh * DH < hn:
-                    hcnt += KW
-            div = F(1.0 / (KH * KW)) if COUNT_PAD else F(max(hcnt, 1))
-            _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
-                      KH, KW, SW, PW, DH, DW, MAX, COUNT_PAD, True)
-        # only the few edge columns (a test inside a loop over all of them would be
-        # vectorised by LLVM into masked gathers)
-        for e in range(lo + u32(own) - hi):
-            ow = e if e < lo else hi + (e - lo)
-            w0 = i32(ow * SW) - PW
-            acc = ident
-            cnt = 0
-            for kh in cb.range(KH, unroll=True):
-                h = h0 + kh * DH
-                for kw in cb.range(KW, unroll=True):
-                    w = w0 + kw * DW
-                    if h >= 0 and h < hn and w >= 0 and w < wn:
-                        v = x[xb + u32_(h) * xs1 + u32_(w) * xs2]
-                        if MAX:
-                            acc = max(acc, v)
-                        else:
-                            acc += v
-                        cnt += 1
-            if not MAX:
-                if COUNT_PAD:
-                    acc = acc * F(1.0 / (KH * KW))
-                else:
-                    acc = acc / F(max(cnt, 1))
-            out[ob + ow * os2] = acc
+            # interior columns: ow * SW - PW >= 0 and ow * SW - PW + (KW - 1) * DW < wn
+            lo = u32(min(cb.comptime((PW + SW - 1) // SW), own))
+            hi = u32(max(min(own, (wn - 1 - (KW - 1) * DW + PW) // SW + 1), i32(lo)))
+            if full:
+                div = F(1.0 / (KH * KW)) if COUNT_PAD else F(KH * KW)
+                _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
+                          KH, KW, SW, PW, DH, DW, MAX, COUNT_PAD, False)
+            else:
+                hcnt = 0
+                for kh in cb.range(KH, unroll=True):
+                    if h0 + kh * DH >= 0 and h0 + kh * DH < hn:
+                        hcnt += KW
+                div = F(1.0 / (KH * KW)) if COUNT_PAD else F(max(hcnt, 1))
+                _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
+                          KH, KW, SW, PW, DH, DW, MAX, COUNT_PAD, True)
+            # only the few edge columns (a test inside a loop over all of them would be
+            # vectorised by LLVM into masked gathers)
+            for e in range(lo + u32(own) - hi):
+                ow = e if e < lo else hi + (e - lo)
+                w0 = i32(ow * SW) - PW
+                acc = ident
+                cnt = 0
+                for kh in cb.range(KH, unroll=True):
+                    h = h0 + kh * DH
+                    for kw in cb.range(KW, unroll=True):
+                        w = w0 + kw * DW
+                        if h >= 0 and h < hn and w >= 0 and w < wn:
+                            v = x[xb + u32_(h) * xs1 + u32_(w) * xs2]
+                            if MAX:
+                                acc = max(acc, v)
+                            else:
+                                acc += v
+                            cnt += 1
+                if not MAX:
+                    if COUNT_PAD:
+                        acc = acc * F(1.0 / (KH * KW))
+                    else:
+                        acc = acc / F(max(cnt, 1))
+                out[ob + ow * os2] = acc
 
 
 def _run(dim_cpu: int, dim_gpu: int):
@@ -218,7 +279,7 @@ def _cpu_first(cpu: int, gpu: int):
     return lambda rt: cpu if is_cpu(rt) else gpu
 
 
-def _run_rows(rt, x, out, cfg):
+def _run_rows(rt, x, out, cfg, sep=False):
     n, oh, ow, c = out.shape
     clast = x.strides[3] == 1 and out.strides[3] == 1 and c > 1
     lsz = line_size(rt, x.elem, c, x.strides[0], x.strides[1], x.strides[2],
@@ -227,10 +288,13 @@ def _run_rows(rt, x, out, cfg):
     dim = (1, 1, 1) if is_cpu(rt) else (64, 1, 1)
     lv = (lambda v: v.lines(lsz)) if lsz > 1 else (lambda v: v)
     pool2d_rows.launch(rt, cube_count=(cdiv(oh, dim[0]), c // lsz, n), cube_dim=dim,
-                       x=lv(x), out=lv(out), **cfg, WUNIT=bool(wunit and lsz == 1))
+                       x=lv(x), out=lv(out), **cfg, WUNIT=bool(wunit and lsz == 1),
+                       SEP=sep)
 
 
 POOL = Tunable("pool2d", [
+    Candidate("rows_sep", functools.partial(_run_rows, sep=True), _cpu_first(130, 5),
+              lambda rt, x, out, cfg: cfg["MAX"]),
     Candidate("rows", _run_rows, _cpu_first(120, 10)),
     Candidate("unit_64", _run(64, 64), 100),
     Candidate("unit_256", _run(256, 256), 90),

@@ -34,9 +34,12 @@ def test_pool_candidates(rt, name, layout, kind, case, monkeypatch):
 def test_pool_candidates_agree_bitwise(rt, kind, monkeypatch):
     """Tuning never changes results: every candidate sums the taps in the same order."""
     x = np.random.default_rng(7).standard_normal((1, 3, 9, 70)).astype(np.float32)
+    monkeypatch.setenv("CUBE_AUTOTUNE", "off")
     outs = []
     for name in names(P.POOL):
-        with candidate(P.POOL, name, monkeypatch):
+        if name == "rows_sep" and kind != "max":
+            continue  # max only
+        with P.POOL.only(name):
             if kind == "max":
                 out = P.max_pool2d(rt, rt.from_numpy(x), (5, 3), (1, 2), (2, 1), (1, 2))
             else:
