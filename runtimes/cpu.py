@@ -43,7 +43,7 @@ PARALLEL_UNITS = 1 << 20
 PARALLEL_SECONDS = 100e-6
 CALLER_STACK = 256 << 10  # launches needing more stack than this run on the pool's threads
 MAX_UNITS = 0xFFFFFFFF  # builtins are u32
-CACHE_FORMAT = "cpu-obj-2"
+CACHE_FORMAT = f"cpu-obj-3-scev{cpu_jit.SCEV_CHECKS}"
 
 _FUNC = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64)
 _PAR_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64,

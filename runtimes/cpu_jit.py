@@ -15,6 +15,7 @@ import threading
 import llvmlite.binding as llvm
 
 LOCK = threading.RLock()
+SCEV_CHECKS = 64  # part of the CPU cache format: objects built with another value differ
 _tm = None
 
 
@@ -35,6 +36,10 @@ def _init():
                             break
                     except RuntimeError:
                         continue
+            # A u32 index (i + k) is zext'ed to i64, so each distinct access of a loop over i
+            # needs its own runtime no-wrap check before LLVM can vectorise the loop; the
+            # default budget (4) rejects stencils such as a 5x5 pooling window (25 taps).
+            llvm.set_option("", f"-vectorize-scev-check-threshold={SCEV_CHECKS}")
             _tm = _target_machine()
     return _tm
 

@@ -1,19 +1,37 @@
 """max_pool2d / avg_pool2d with kernel, stride, padding and dilation, NCHW or NHWC (a layout
 is only a choice of strides: the kernel indexes (n, c, h, w) through them).
 
-One unit per output element (per line of channels in NHWC, where channels are contiguous);
-the KH x KW window is unrolled at compile time and padding is skipped by a per-tap test.
-Output positions are numbered with w fastest (NCHW) or c fastest (NHWC), so neighbouring
-units read neighbouring memory."""
+Candidates:
+- `rows` (the CPU's): one unit per output row, interior columns without bounds tests in a
+  loop LLVM vectorises (see `pool2d_rows`).
+- `unit_D`: one unit per output element (per line of channels in NHWC, where channels are
+  contiguous), cubes of D units; padding is skipped by a per-tap test. Output positions are
+  numbered with w fastest (NCHW) or c fastest (NHWC), so neighbouring units read
+  neighbouring memory.
+Every candidate unrolls the KH x KW window at compile time and combines taps in the same
+order (kh, then kw), so sums round identically whichever runs."""
 from __future__ import annotations
 
+import functools
+import math
 import typing
 
 import numpy as np
 
 import cube as cb
 from autotune import Candidate, Tunable, tune_key
-from cube import ABSOLUTE_POS, Comptime, Line, Tensor, cube, i32
+from cube import (
+    ABSOLUTE_POS,
+    ABSOLUTE_POS_X,
+    ABSOLUTE_POS_Y,
+    ABSOLUTE_POS_Z,
+    Comptime,
+    Line,
+    Tensor,
+    cube,
+    i32,
+    u32,
+)
 
 from .common import cdiv, is_cpu, line_size
 from .view import permute, strided
@@ -76,6 +94,173 @@ def u32_(v):
     return cb.cast(v, cb.u32)
 
 
+_SEG = 128  # outputs per column pass of the separable max (its tmp stays in L1)
+
+
+def _sep_cols(kw: int, sw: int, dw: int) -> int:
+    g = math.gcd(sw, dw)
+    return ((_SEG - 1) * sw + (kw - 1) * dw) // g + 1
+
+
+@cube
+def _taps(x, xb, xs1, xs2, h0, w, hn, ident, KH: Comptime[int], KW: Comptime[int],
+          DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool], HEDGE: Comptime[bool]):
+    """The KH x KW window at input column w (all columns inside), rows h0 + kh*DH: with
+    HEDGE some rows may be outside, so their (clamped, in-bounds) reads are replaced by the
+    identity in a select (a loop-invariant condition: the loop over w still vectorises).
+    Taps are combined in the per-element kernel's order, so sums round identically."""
+    acc = ident
+    for kh in cb.range(KH, unroll=True):
+        h = h0 + kh * DH
+        if HEDGE:
+            h = min(max(h, 0), hn - 1)
+        r = xb + u32_(h) * xs1
+        for kw in cb.range(KW, unroll=True):
+            v = x[r + (w + kw * DW) * xs2]
+            if HEDGE:
+                v = cb.select(h0 + kh * DH >= 0 and h0 + kh * DH < hn, v, ident)
+            if MAX:
+                acc = max(acc, v)
+            else:
+                acc += v
+    return acc
+
+
+@cube
+def _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div, KH: Comptime[int],
+              KW: Comptime[int], SW: Comptime[int], PW: Comptime[int], DH: Comptime[int],
+              DW: Comptime[int], MAX: Comptime[bool], COUNT_PAD: Comptime[bool],
+              HEDGE: Comptime[bool]):
+    """Output columns [lo, hi) of one row, all of whose windows lie inside along w; avg
+    divides by div (as the per-element kernel does: a product by 1 / (KH*KW) with
+    COUNT_PAD)."""
+    for ow in range(lo, hi):
+        acc = _taps(x, xb, xs1, xs2, h0, ow * SW - PW, hn, ident, KH, KW, DH, DW, MAX, HEDGE)
+        if not MAX:
+            if COUNT_PAD:
+                acc = acc * div
+            else:
+                acc = acc / div
+        out[ob + ow * os2] = acc
+
+
+@cube
+def _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, own, ident,
+                 KH: Comptime[int], KW: Comptime[int], SW: Comptime[int], PW: Comptime[int],
+                 DH: Comptime[int], DW: Comptime[int], HEDGE: Comptime[bool]):
+    """Max over one output row, separably (exact for max): a column pass (KH taps) into tmp,
+    then a row pass (KW taps) over tmp: KH + KW maxima per output instead of KH * KW, and
+    no bounds test at all: tmp holds the identity for columns in the padding. Only every
+    G-th input column is read (G = gcd(SW, DW)); tmp holds SEG outputs' worth of columns.
+    Both passes start from the identity, so a window of NaNs gives -inf, as in the
+    per-element kernel."""
+    G = cb.comptime(math.gcd(SW, DW))
+    SEG = cb.comptime(_SEG)
+    for ow0 in range(u32(0), own, SEG):
+        cnt = min(own - ow0, u32(SEG))
+        ncol = ((cnt - 1) * SW + (KW - 1) * DW) // G + 1
+        w0 = i32(ow0 * SW) - PW  # tmp[j] is input column w0 + j * G
+        jlo = min(u32(max((G - 1 - w0) // G, 0)), ncol)
+        jhi = u32(max(min(i32(ncol), (wn - w0 + G - 1) // G), i32(jlo)))
+        for j in range(jlo):
+            tmp[j] = ident
+        wlo = u32(w0 + i32(jlo) * G)
+        for t in range(jhi - jlo):
+            acc = ident
+            for kh in cb.range(KH, unroll=True):
+                h = h0 + kh * DH
+                if HEDGE:
+                    h = min(max(h, 0), hn - 1)
+                v = x[xb + u32_(h) * xs1 + (wlo + t * G) * xs2]
+                if HEDGE:
+                    v = cb.select(h0 + kh * DH >= 0 and h0 + kh * DH < hn, v, ident)
+                acc = max(acc, v)
+            tmp[jlo + t] = acc
+        for j in range(jhi, ncol):
+            tmp[j] = ident
+        for i in range(cnt):
+            acc = ident
+            for kw in cb.range(KW, unroll=True):
+                acc = max(acc, tmp[i * (SW // G) + kw * (DW // G)])
+            out[ob + (ow0 + i) * os2] = acc
+
+
+@cube(launch=True, unchecked=True)
+def pool2d_rows(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW: Comptime[int],
+                SH: Comptime[int], SW: Comptime[int], PH: Comptime[int], PW: Comptime[int],
+                DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool],
+                COUNT_PAD: Comptime[bool], WUNIT: Comptime[bool], SEP: Comptime[bool]):
+    """One unit per output row (n, oh, line of c), its position from a 3-D grid (no
+    divisions). SEP (max only): `_max_row_sep`. Otherwise columns whose window lies inside
+    the input run without bounds tests in a loop over w that LLVM vectorises along w (NCHW,
+    WUNIT: w contiguous, lines of 1) or that moves lines of channels (NHWC); rows cut by the
+    padding take the same loop with selects; the few edge columns take per-tap tests."""
+    L = cb.comptime(x.line_size())
+    oh = ABSOLUTE_POS_X
+    c = ABSOLUTE_POS_Y
+    n = ABSOLUTE_POS_Z
+    if oh < out.shape(1) and c < out.shape(3) // L and n < out.shape(0):
+        hn = i32(x.shape(1))
+        wn = i32(x.shape(2))
+        own = i32(out.shape(2))
+        h0 = i32(oh * SH) - PH
+        xb = (n * x.stride(0) + c * L * x.stride(3)) // L
+        ob = (n * out.stride(0) + oh * out.stride(1) + c * L * out.stride(3)) // L
+        xs1 = x.stride(1) // L
+        xs2 = u32(1) if WUNIT else x.stride(2) // L
+        os2 = u32(1) if WUNIT else out.stride(2) // L
+        ident = Line[F, L](-float("inf")) if MAX else Line[F, L](0)
+        full = h0 >= 0 and h0 + (KH - 1) * DH < hn  # every row of the window is inside
+        if SEP:
+            tmp = cb.LocalArray(Line[F, L], cb.comptime(_sep_cols(KW, SW, DW)))
+            if full:
+                _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, u32(own), ident,
+                             KH, KW, SW, PW, DH, DW, False)
+            else:
+                _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, u32(own), ident,
+                             KH, KW, SW, PW, DH, DW, True)
+        else:
+            # interior columns: ow * SW - PW >= 0 and ow * SW - PW + (KW - 1) * DW < wn
+            lo = u32(min(cb.comptime((PW + SW - 1) // SW), own))
+            hi = u32(max(min(own, (wn - 1 - (KW - 1) * DW + PW) // SW + 1), i32(lo)))
+            if full:
+                div = F(1.0 / (KH * KW)) if COUNT_PAD else F(KH * KW)
+                _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
+                          KH, KW, SW, PW, DH, DW, MAX, COUNT_PAD, False)
+            else:
+                hcnt = 0
+                for kh in cb.range(KH, unroll=True):
+                    if h0 + kh * DH >= 0 and h0 + kh * DH < hn:
+                        hcnt += KW
+                div = F(1.0 / (KH * KW)) if COUNT_PAD else F(max(hcnt, 1))
+                _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
+                          KH, KW, SW, PW, DH, DW, MAX, COUNT_PAD, True)
+            # only the few edge columns (a test inside a loop over all of them would be
+            # vectorised by LLVM into masked gathers)
+            for e in range(lo + u32(own) - hi):
+                ow = e if e < lo else hi + (e - lo)
+                w0 = i32(ow * SW) - PW
+                acc = ident
+                cnt = 0
+                for kh in cb.range(KH, unroll=True):
+                    h = h0 + kh * DH
+                    for kw in cb.range(KW, unroll=True):
+                        w = w0 + kw * DW
+                        if h >= 0 and h < hn and w >= 0 and w < wn:
+                            v = x[xb + u32_(h) * xs1 + u32_(w) * xs2]
+                            if MAX:
+                                acc = max(acc, v)
+                            else:
+                                acc += v
+                            cnt += 1
+                if not MAX:
+                    if COUNT_PAD:
+                        acc = acc * F(1.0 / (KH * KW))
+                    else:
+                        acc = acc / F(max(cnt, 1))
+                out[ob + ow * os2] = acc
+
+
 def _run(dim_cpu: int, dim_gpu: int):
     def run(rt, x, out, cfg):
         n, oh, ow, c = out.shape
@@ -90,7 +275,27 @@ def _run(dim_cpu: int, dim_gpu: int):
     return run
 
 
+def _cpu_first(cpu: int, gpu: int):
+    return lambda rt: cpu if is_cpu(rt) else gpu
+
+
+def _run_rows(rt, x, out, cfg, sep=False):
+    n, oh, ow, c = out.shape
+    clast = x.strides[3] == 1 and out.strides[3] == 1 and c > 1
+    lsz = line_size(rt, x.elem, c, x.strides[0], x.strides[1], x.strides[2],
+                    out.strides[0], out.strides[1], out.strides[2]) if clast else 1
+    wunit = x.strides[2] == 1 and out.strides[2] == 1
+    dim = (1, 1, 1) if is_cpu(rt) else (64, 1, 1)
+    lv = (lambda v: v.lines(lsz)) if lsz > 1 else (lambda v: v)
+    pool2d_rows.launch(rt, cube_count=(cdiv(oh, dim[0]), c // lsz, n), cube_dim=dim,
+                       x=lv(x), out=lv(out), **cfg, WUNIT=bool(wunit and lsz == 1),
+                       SEP=sep)
+
+
 POOL = Tunable("pool2d", [
+    Candidate("rows_sep", functools.partial(_run_rows, sep=True), _cpu_first(130, 5),
+              lambda rt, x, out, cfg: cfg["MAX"]),
+    Candidate("rows", _run_rows, _cpu_first(120, 10)),
     Candidate("unit_64", _run(64, 64), 100),
     Candidate("unit_256", _run(256, 256), 90),
 ])

@@ -7,7 +7,9 @@ from dl.kernels import conv as C
 from dl.kernels import pool as P
 
 POOL_CASES = [((1, 3, 7, 9), 3, 1, 1, 1), ((2, 16, 9, 8), 2, 2, 0, 1),
-              ((1, 1, 5, 5), (3, 2), (2, 1), (1, 1), (2, 1)), ((1, 5, 11, 10), 5, 2, 2, 2)]
+              ((1, 1, 5, 5), (3, 2), (2, 1), (1, 1), (2, 1)), ((1, 5, 11, 10), 5, 2, 2, 2),
+              # rows wide enough for the vectorised interior loop of `rows`, plus remainders
+              ((2, 3, 6, 67), 3, 1, 1, 1), ((1, 2, 9, 70), (5, 3), (1, 2), (2, 1), (1, 2))]
 
 
 @pytest.mark.parametrize("name", names(P.POOL))
@@ -26,6 +28,26 @@ def test_pool_candidates(rt, name, layout, kind, case, monkeypatch):
     got = out.numpy() if layout == "NCHW" else out.numpy().transpose(0, 3, 1, 2)
     ref = P.reference(x, k, s, p, d if kind == "max" else 1, kind == "max", kind == "avg")
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "avg_nopad"])
+def test_pool_candidates_agree_bitwise(rt, kind, monkeypatch):
+    """Tuning never changes results: every candidate sums the taps in the same order."""
+    x = np.random.default_rng(7).standard_normal((1, 3, 9, 70)).astype(np.float32)
+    monkeypatch.setenv("CUBE_AUTOTUNE", "off")
+    outs = []
+    for name in names(P.POOL):
+        if name == "rows_sep" and kind != "max":
+            continue  # max only
+        with P.POOL.only(name):
+            if kind == "max":
+                out = P.max_pool2d(rt, rt.from_numpy(x), (5, 3), (1, 2), (2, 1), (1, 2))
+            else:
+                out = P.avg_pool2d(rt, rt.from_numpy(x), (5, 3), (1, 2), (2, 1),
+                                   count_include_pad=kind == "avg")
+        outs.append(out.numpy())
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
 
 
 CONV_CASES = [((1, 3, 7, 6), (4, 3, 3, 3), 1, 1, 1, 1),
