@@ -184,7 +184,14 @@ def main() -> None:
                            (r.get("ours_GFLOPs", 0) * (r["ratio"] or 0)))
     if not a.only or "conv" in a.only:
         res["rows"].append(bench_conv(rt, peak or 100.0))
-    md = ["| benchmark | ours ms | peer ms | ours / peer speed | rate | % roofline | goal | "
+    m = res["machine"]
+    md = [f"# Kernel library on {m['cpu']} ({m['cores']} cores)", "",
+          f"Runtime `{rt.name}`; Python {m['python']}, NumPy {m['numpy']}, torch "
+          f"{torch.__version__ if torch else '-'} ({res['torch_threads']} threads); "
+          f"{res['date']}. Medians after warm-up (autotuning in the warm-up); measured copy "
+          f"bandwidth {res['copy_GBps']:.1f} GB/s is the memory roofline. Command: "
+          "`python bench/kernels.py`.", "",
+          "| benchmark | ours ms | peer ms | ours / peer speed | rate | % roofline | goal | "
           "status |", "|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         rate = next(f"{v:.1f} {k[5:]}" for k, v in r.items() if k.startswith("ours_")

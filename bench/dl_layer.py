@@ -2,7 +2,7 @@
 and compiles happen in the warm-up), ours vs torch, ratio = torch time / our time (> 1: we
 are faster).
 
-    python bench/dl.py [--quick] [--device cpu] [--only NAME ...]
+    python bench/dl_layer.py [--quick] [--device cpu] [--only NAME ...]
 
 Prints a table; writes no files."""
 from __future__ import annotations
@@ -16,9 +16,7 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-# this file is bench/dl.py: keep its folder behind the `dl` package on the path
-sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
-sys.path += [str(ROOT / "bench"), str(ROOT / "examples")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "examples")]
 
 from run import machine, median_time  # noqa: E402
 
