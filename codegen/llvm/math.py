@@ -70,6 +70,24 @@ def _exp(p: _P, x: str) -> str:
     return p.sel(p.cmp("uno", x, x), x, y)
 
 
+def _exp_nonpositive(p: _P, x: str) -> str:
+    """exp for erf's tail: x clamped to [-87, 0], where 2^n is one normal float, so one scale
+    step suffices and no NaN test is needed (erf tests its own input): about a fifth fewer
+    instructions in GELU's inner loop than the general exp."""
+    xc = p.intr("minnum", p.ll, p.intr("maxnum", p.ll, x, p.k(-87.0)), p.k(0.0))
+    n = p.intr("rint", p.ll, p.mul(xc, p.k(1.44269504088896341)))
+    r = p.fma(n, p.k(-0.693359375), xc)
+    r = p.fma(n, p.k(2.12194440e-4), r)
+    z = p.mul(r, r)
+    y = p.poly(r, [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                   1.6666665459e-1, 5.0000001201e-1])
+    y = p.add(p.fma(y, z, r), p.k(1.0))
+    il = p.il
+    ni = p.conv("fptosi", p.ll, n, il)
+    s = p.bin("shl", il, p.bin("add", il, ni, p.c(127, il)), p.c(23, il))
+    return p.mul(y, p.conv("bitcast", il, s, p.ll))
+
+
 def _log(p: _P, x: str) -> str:
     il = p.il
     sub = p.cmp("olt", x, p.k(1.1754943508222875e-38))  # subnormal (or <= 0): scale up
@@ -132,7 +150,7 @@ def _erf(p: _P, x: str) -> str:
     for c in (-1.06777877e-1, -6.34846687e-1, -1.28717512e-1):
         r = p.fma(r, t, p.k(c))
     r = p.fma(r, t, p.fn.op(f"fneg {p.ll} {t}"))
-    e = p.call(inline_fn(p.mod, "exp", p.ll), p.ll, [(p.ll, r)])
+    e = _exp_nonpositive(p, r)
     big = p.intr("copysign", p.ll, p.sub(p.k(1.0), e), x)
     sm = p.poly(s, [-5.96761703e-4, 4.99119423e-3, -2.67681349e-2, 1.12819925e-1,
                     -3.76125336e-1, 1.28379166e-1])
