@@ -14,7 +14,7 @@ from pathlib import Path
 from runtimes import __version__ as VERSION
 from runtimes.disk_cache import cache_root
 
-FORMAT = 1
+FORMAT = 2  # 2: candidates may be preferred per layout (winners of 1 are stale)
 
 
 class TuneStore:

@@ -37,12 +37,18 @@ class Candidate:
     run: Callable[..., None]
     priority: int | Callable[..., int] = 0  # an int, or priority(rt) -> int
     valid: Callable[..., bool] | None = None  # valid(rt, *args, **kw): can it run these?
+    # prefer(rt, *args, **kw): ranks this candidate first for these arguments (e.g. a kernel
+    # made for an operand layout), so `off` picks it and `fast` always times it
+    prefer: Callable[..., bool] | None = None
 
     def priority_for(self, rt) -> int:
         return self.priority(rt) if callable(self.priority) else self.priority
 
     def is_valid(self, rt, *args, **kw) -> bool:
         return self.valid is None or bool(self.valid(rt, *args, **kw))
+
+    def prefers(self, rt, *args, **kw) -> bool:
+        return self.prefer is not None and bool(self.prefer(rt, *args, **kw))
 
 
 class Tunable:
@@ -80,7 +86,7 @@ class Tunable:
     def valid_candidates(self, rt, *args, **kw) -> list[Candidate]:
         """Valid candidates, highest priority first (stable for equal priorities)."""
         ok = [c for c in self.candidates if c.is_valid(rt, *args, **kw)]
-        return sorted(ok, key=lambda c: -c.priority_for(rt))
+        return sorted(ok, key=lambda c: (not c.prefers(rt, *args, **kw), -c.priority_for(rt)))
 
     def __call__(self, rt, key: str, *args, **kw):
         return self.choose(rt, key, *args, **kw).run(rt, *args, **kw)

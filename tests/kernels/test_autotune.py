@@ -146,3 +146,32 @@ def test_winner_reused_by_a_later_process(tmp_path):
     files[0].write_text("garbage")
     assert run() == 1  # a corrupt file: tuned again and rewritten
     assert json.loads(files[0].read_text())["entries"]
+
+
+def test_preferred_candidate_ranks_first_for_its_arguments(tmp_path, monkeypatch):
+    """A candidate made for one operand layout ranks first where `prefer` says so (so `off`
+    takes it and `fast` times it), and keeps its priority elsewhere."""
+    calls = []
+    op = _op(TuneStore(tmp_path), calls)
+    op.candidates.append(Candidate("layout", lambda rt, x: calls.append("layout"), 0,
+                                   prefer=lambda rt, x: x == "transposed"))
+    rt = FakeRt()
+    monkeypatch.setenv("CUBE_AUTOTUNE", "off")
+    assert op.choose(rt, "k1", "transposed").name == "layout"
+    assert op.choose(rt, "k2", "plain").name == "slow"
+    assert [c.name for c in op.valid_candidates(rt, "plain")][-1] == "layout"
+
+
+def test_matmul_prefers_the_dot_kernel_for_a_transposed_b(monkeypatch):
+    """nn.Linear's x @ W^T: B is K-contiguous, where the tiled kernels read it a scalar at a
+    time; the dot kernel must rank first (and give the same result, tested elsewhere)."""
+    import numpy as np
+
+    import cube as cb
+    from dl.kernels import matmul as mm
+    from dl.kernels.view import transpose
+    rt = cb.runtime("interp")
+    a = rt.from_numpy(np.ones((4, 32), np.float32))
+    b = transpose(rt.from_numpy(np.ones((8, 32), np.float32)))
+    a3, b3, c3, bias, act, _ = mm.prepare(rt, a, b, None, None, "none")
+    assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name == "dot_4x2"
