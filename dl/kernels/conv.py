@@ -1,5 +1,9 @@
 """conv2d (NCHW input, OIHW weights) with stride, padding, dilation and groups.
 
+- `rows` (groups of 1): unfold each image into (C*KH*KW, OH*OW) columns, one unit per
+  output row of one tap (interior columns without bounds tests, vectorised), then ONE batched
+  matmul, the weights broadcast over the batch (stride 0), writing straight into the output
+  viewed as (N, OC, OH*OW); bias (per row of that matmul) in a small in-place pass.
 - `im2col`: unfold the input into columns (G, C/G*KH*KW, N*OH*OW), multiply by the weights
   with the tuned matmul (G, OC/G, C/G*KH*KW) @ columns, then one pass writes NCHW output with
   bias and activation. Most of the work is in the matmul.
@@ -14,10 +18,21 @@ import numpy as np
 
 import cube as cb
 from autotune import Candidate, Tunable, tune_key
-from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
+from cube import (
+    ABSOLUTE_POS,
+    ABSOLUTE_POS_X,
+    ABSOLUTE_POS_Y,
+    ABSOLUTE_POS_Z,
+    Array,
+    Comptime,
+    Tensor,
+    cube,
+    i32,
+    u32,
+)
 
 from . import matmul as mm
-from .common import cdiv
+from .common import cdiv, is_cpu
 from .epilogue import ACTIVATIONS, activate
 from .pool import out_size
 from .view import strided
@@ -52,6 +67,60 @@ def im2col(x: Tensor[F], col: Array[F], G: Comptime[int], KH: Comptime[int],
                 if h >= 0 and h < i32(x.shape(2)) and w >= 0 and w < i32(x.shape(3)):
                     v = x[base + u32(h) * x.stride(2) + u32(w) * x.stride(3)]
                 col[row0 + (kh * KW + kw) * npix] = v
+
+
+@cube(launch=True, unchecked=True)
+def im2col_rows(x: Tensor[F], col: Tensor[F], KH: Comptime[int], KW: Comptime[int],
+                SH: Comptime[int], SW: Comptime[int], PH: Comptime[int], PW: Comptime[int],
+                DH: Comptime[int], DW: Comptime[int], WUNIT: Comptime[bool]):
+    """col[n, (c*KH + kh)*KW + kw, oh*OW + ow] = x[n, c, h, w] (0 in padding), groups of 1;
+    one unit per (oh, (c, kh, kw), n) from a 3-D grid (no divisions but the tap's), writing
+    one contiguous row of OW columns: interior columns without bounds tests in a loop LLVM
+    vectorises (WUNIT: unit strides along w in x), the padding columns as zeros."""
+    oh = ABSOLUTE_POS_X
+    r = ABSOLUTE_POS_Y
+    n = ABSOLUTE_POS_Z
+    if oh < col.shape(2) and r < col.shape(1) and n < col.shape(0):
+        own = col.shape(3)
+        kw = r % KW
+        kh = (r // KW) % KH
+        c = r // (KW * KH)
+        h = i32(oh * SH) - PH + i32(kh * DH)
+        ob = n * col.stride(0) + r * col.stride(1) + oh * col.stride(2)
+        if h < 0 or h >= i32(x.shape(2)):
+            for ow in range(own):
+                col[ob + ow] = F(0)
+        else:
+            off = i32(kw * DW) - PW  # input column of ow is ow * SW + off
+            wn = i32(x.shape(3))
+            lo = i32(0)
+            if off < 0:
+                lo = (SW - 1 - off) // SW
+            lo = min(lo, i32(own))
+            hi = i32(0)
+            if wn - off > 0:
+                hi = (wn - off + SW - 1) // SW
+            hi = max(min(hi, i32(own)), lo)
+            xb = i32(n * x.stride(0) + c * x.stride(1) + u32(h) * x.stride(2))
+            xs = i32(1) if WUNIT else i32(x.stride(3))
+            for ow in range(u32(lo)):
+                col[ob + ow] = F(0)
+            xo = xb + off * xs
+            for ow in range(u32(lo), u32(hi)):
+                col[ob + ow] = x[u32(xo + i32(ow * SW) * xs)]
+            for ow in range(u32(hi), own):
+                col[ob + ow] = F(0)
+
+
+@cube(launch=True, unchecked=True)
+def bias_rows(out: Array[F], bias: Array[F], OC: u32, P: u32, ACT: Comptime[str]):
+    """out[n, oc, p] = act(out[n, oc, p] + bias[oc]) in place: one unit per (n, oc) row."""
+    row = ABSOLUTE_POS
+    if row < out.len() // P:
+        b = bias[row % OC]
+        base = row * P
+        for p in range(P):
+            out[base + p] = activate(out[base + p] + b, ACT)
 
 
 @cube(launch=True, unchecked=True)
@@ -124,6 +193,30 @@ def _run_im2col(rt, x, w, bias, out, cfg):
                    HAS_BIAS=bias is not None, ACT=cfg["ACT"], NB=n, P=oh * ow)
 
 
+def _run_rows(rt, x, w, bias, out, cfg):
+    """Groups of 1: col (N, C*KH*KW, OH*OW) per image, then one batched matmul, the weights
+    broadcast over the batch (stride 0), straight into out viewed as (N, OC, OH*OW)."""
+    n, c, h, wd = x.shape
+    oc = w.shape[0]
+    _, _, oh, ow = out.shape
+    kh, kw = cfg["KH"], cfg["KW"]
+    ck, p = c * kh * kw, oh * ow
+    col = rt.empty((n, ck, oh, ow), x.elem)
+    geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
+    dim = (1, 1, 1) if is_cpu(rt) else (64, 1, 1)
+    im2col_rows.launch(rt, cube_count=(cdiv(oh, dim[0]), ck, n), cube_dim=dim, x=x,
+                       col=col, WUNIT=bool(x.strides[3] == 1 and cfg["SW"] == 1), **geo)
+    a = strided(w, (n, oc, ck), (0, ck, 1))
+    ov = strided(out, (n, oc, p), (oc * p, p, 1))
+    act = cfg["ACT"]
+    mm.matmul(rt, a, strided(col, (n, ck, p), (ck * p, p, 1)), out=ov,
+              act=act if bias is None else "none")
+    if bias is not None:
+        rows = n * oc
+        bias_rows.launch(rt, cube_count=cdiv(rows, 64), cube_dim=64, out=out, bias=bias,
+                         OC=oc, P=p, ACT=act)
+
+
 def _run_direct(rt, x, w, bias, out, cfg):
     conv_direct.launch(rt, cube_count=cdiv(out.size, 64), cube_dim=64, x=x, w=w,
                        bias=bias if bias is not None else out, out=out,
@@ -131,6 +224,7 @@ def _run_direct(rt, x, w, bias, out, cfg):
 
 
 CONV = Tunable("conv2d", [
+    Candidate("rows", _run_rows, 110, lambda rt, x, w, bias, out, cfg: cfg["G"] == 1),
     Candidate("im2col", _run_im2col, 100),
     Candidate("direct", _run_direct, 50),
 ])

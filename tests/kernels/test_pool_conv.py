@@ -52,7 +52,10 @@ def test_pool_candidates_agree_bitwise(rt, kind, monkeypatch):
 
 CONV_CASES = [((1, 3, 7, 6), (4, 3, 3, 3), 1, 1, 1, 1),
               ((2, 4, 9, 8), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), 2),
-              ((1, 1, 1, 1), (2, 1, 1, 1), 1, 0, 1, 1)]
+              ((1, 1, 1, 1), (2, 1, 1, 1), 1, 0, 1, 1),
+              # groups of 1 with strides, dilation and rows wide enough for `rows`' vector loop
+              ((2, 3, 9, 67), (5, 3, 3, 2), (2, 3), (1, 2), (2, 1), 1),
+              ((1, 2, 6, 40), (3, 2, 3, 3), 1, 1, 1, 1)]
 
 
 @pytest.mark.parametrize("name", names(C.CONV))
