@@ -228,8 +228,10 @@ def _batch3(x):
 
 
 def _broadcast(x, batch: int):
-    if x.shape[0] == batch:
+    if x.shape[0] == batch and (batch > 1 or x.strides[0] == 0):
         return x
+    # a batch of one (or a broadcast one) has batch stride 0: a size-1 dim's stride means
+    # nothing, but an odd one (dl's views carry them) would force lines of 1 in every kernel
     return strided(x, (batch, *x.shape[1:]), (0, *x.strides[1:]))
 
 

@@ -175,3 +175,21 @@ def test_matmul_prefers_the_dot_kernel_for_a_transposed_b(monkeypatch):
     b = transpose(rt.from_numpy(np.ones((8, 32), np.float32)))
     a3, b3, c3, bias, act, _ = mm.prepare(rt, a, b, None, None, "none")
     assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name == "dot_4x2"
+
+
+def test_matmul_ignores_the_stride_of_a_batch_of_one():
+    """dl's views of 2-D tensors carry a batch stride of 1: it must not force lines of 1 (and
+    rule out the dot kernel) when the batch has one entry."""
+    import numpy as np
+
+    import cube as cb
+    from dl.kernels import matmul as mm
+    from dl.kernels.view import strided
+    rt = cb.runtime("interp")
+    a = rt.from_numpy(np.ones((64, 32), np.float32))
+    w = rt.from_numpy(np.ones((8, 32), np.float32))
+    a1 = strided(a, (1, 64, 32), (1, 32, 1))
+    wt1 = strided(w, (1, 32, 8), (1, 1, 32))
+    a3, b3, c3, bias, act, _ = mm.prepare(rt, a1, wt1, None, None, "none")
+    assert a3.strides[0] == 0 and b3.strides[0] == 0
+    assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name == "dot_4x2"
