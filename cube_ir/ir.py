@@ -412,6 +412,17 @@ def writes(op) -> Var | None:
     return getattr(op, "dst", None)
 
 
+def declared_vars(kernel: Kernel) -> list[Var]:
+    """The variables a code generator declares: kernel.vars, then any other var an op
+    mentions, one per id (the name backends give it), in a stable order."""
+    seen = {v.id: v for v in kernel.vars}
+    for op in walk(kernel.body):
+        for v in [*reads(op), writes(op)]:
+            if isinstance(v, Var) and v.id not in seen:
+                seen[v.id] = v
+    return list(seen.values())
+
+
 def is_vec(t: Type) -> bool:
     return isinstance(t, Vec)
 

@@ -184,7 +184,7 @@ class Emitter:
             self.line(d.shared(d.mem(s.type.elem), self.mem_name(s), s.size * s.type.lanes))
         for lo in k.locals:
             self.line(f"{d.mem(lo.type.elem)} {self.mem_name(lo)}[{lo.size * lo.type.lanes}];")
-        for v in _all_vars(k):
+        for v in ir.declared_vars(k):
             if v.id in self.names:
                 vt = self.vtype(v.type)
                 if vt:
@@ -629,12 +629,3 @@ class Emitter:
                 r = self.v.rnd(e, r)
             out.append(r)
         self.set(dst, out)
-
-
-def _all_vars(kernel: ir.Kernel) -> list[ir.Var]:
-    seen: dict[int, ir.Var] = {v.id: v for v in kernel.vars}
-    for op in ir.walk(kernel.body):
-        for v in [*ir.reads(op), ir.writes(op)]:
-            if isinstance(v, ir.Var) and v.id not in seen:
-                seen[v.id] = v
-    return list(seen.values())

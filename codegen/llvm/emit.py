@@ -19,17 +19,6 @@ def entry_name(kernel: ir.Kernel) -> str:
     return "cube_" + re.sub(r"[^A-Za-z0-9_]", "_", kernel.name or "kernel")
 
 
-def _all_vars(kernel: ir.Kernel) -> list[ir.Var]:
-    seen: dict[int, ir.Var] = {v.id: v for v in kernel.vars}
-    extra = []
-    for op in ir.walk(kernel.body):
-        for v in [*ir.reads(op), ir.writes(op)]:
-            if isinstance(v, ir.Var) and v.id not in seen:
-                seen[v.id] = v
-                extra.append(v)
-    return list(kernel.vars) + extra
-
-
 class Emitter:
     def __init__(self, kernel: ir.Kernel) -> None:
         self.k = kernel
@@ -39,7 +28,7 @@ class Emitter:
         self.a = Arith(self.fn)
         self.slots, self.nslots = abi.layout(kernel.params)
         self.entry = entry_name(kernel)
-        self.vars = {v.id: v for v in _all_vars(kernel)}
+        self.vars = {v.id: v for v in ir.declared_vars(kernel)}
         self.var_ptr0: dict[int, str] = {}
         self.unit: dict | None = None  # current region: u64, builtins, return target
         self.unit_loops: list[tuple[str, str]] = []  # (break, continue) of IR loops in a region

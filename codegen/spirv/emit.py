@@ -136,7 +136,7 @@ class Emitter:
         m.emit("code", "Label", m.id())
         self.var_at = len(m.sec["code"])  # scratch variables are spliced in here
         self.scratch_vars: list[int] = []
-        for v in _all_vars(k):
+        for v in ir.declared_vars(k):
             p = m.id()
             m.emit("code", "Variable", m.ptr(FUNCTION, self.t(v.type)), p, FUNCTION)
             self.vars[v.id] = p
@@ -286,17 +286,6 @@ class Emitter:
     def cast(self, src: Type, dst: Type, x: int) -> int:
         from .ops import cast
         return cast(self, src, dst, x)
-
-
-def _all_vars(kernel: ir.Kernel) -> list[ir.Var]:
-    seen = {v.id: v for v in kernel.vars}
-    out = list(kernel.vars)
-    for op in ir.walk(kernel.body):
-        for v in [*ir.reads(op), ir.writes(op)]:
-            if isinstance(v, ir.Var) and v.id not in seen:
-                seen[v.id] = v
-                out.append(v)
-    return out
 
 
 def emit(kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> tuple[bytes, ShaderAbi]:

@@ -22,17 +22,6 @@ def _ident(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name or "x")
 
 
-def all_vars(kernel: ir.Kernel) -> list[ir.Var]:
-    seen = {v.id: v for v in kernel.vars}
-    out = list(kernel.vars)
-    for op in ir.walk(kernel.body):
-        for v in [*ir.reads(op), ir.writes(op)]:
-            if isinstance(v, ir.Var) and v.id not in seen:
-                seen[v.id] = v
-                out.append(v)
-    return out
-
-
 class Emitter:
     def __init__(self, kernel: ir.Kernel, f16: bool = True, plane_size: int = 1):
         self.k = kernel
@@ -92,7 +81,7 @@ class Emitter:
         else:
             consts = [f"override WG_{a.upper()}: u32 = 1u;" for a in XYZ]
         body_vars = []
-        for v in all_vars(k):
+        for v in ir.declared_vars(k):
             body_vars.append(f"    var v{v.id}: {self.ty(v.type)};")
         for lo in k.locals:
             name = f"lo{lo.id}"
