@@ -66,32 +66,45 @@ def pool2d(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW: Comp
         w0 = i32(ow * SW) - PW
         hn = i32(x.shape(1))
         wn = i32(x.shape(2))
-        base = n * x.stride(0) + c * L * x.stride(3)
-        acc = Line[F, L](-float("inf")) if MAX else Line[F, L](0)
-        cnt = 0
-        for kh in cb.range(KH, unroll=True):
-            h = h0 + kh * DH
-            for kw in cb.range(KW, unroll=True):
-                w = w0 + kw * DW
-                if h >= 0 and h < hn and w >= 0 and w < wn:
-                    v = x[(base + u32_(h) * x.stride(1) + u32_(w) * x.stride(2)) // L]
-                    if MAX:
-                        acc = max(acc, v)
-                    else:
-                        acc += v
-                    cnt += 1
-        if not MAX:
-            if COUNT_PAD:
-                acc = acc * F(1.0 / (KH * KW))
-            else:
-                acc = acc / F(max(cnt, 1))
+        # the launcher's line size divides the strides, so line units are exact
+        xb = (n * x.stride(0) + c * L * x.stride(3)) // L
+        ident = Line[F, L](-float("inf")) if MAX else Line[F, L](0)
         out[(n * out.stride(0) + oh * out.stride(1) + ow * out.stride(2)
-             + c * L * out.stride(3)) // L] = acc
+             + c * L * out.stride(3)) // L] = _window(
+            x, xb, x.stride(1) // L, x.stride(2) // L, h0, w0, hn, wn, ident, F,
+            KH, KW, DH, DW, MAX, COUNT_PAD)
 
 
 @cube
 def u32_(v):
     return cb.cast(v, cb.u32)
+
+
+@cube
+def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Comptime[int],
+            DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool],
+            COUNT_PAD: Comptime[bool]):
+    """One output of a window at (h0, w0) with a bounds test per tap (line units); T is the
+    kernel's element type."""
+    acc = ident
+    cnt = 0
+    for kh in cb.range(KH, unroll=True):
+        h = h0 + kh * DH
+        for kw in cb.range(KW, unroll=True):
+            w = w0 + kw * DW
+            if h >= 0 and h < hn and w >= 0 and w < wn:
+                v = x[xb + u32_(h) * xs1 + u32_(w) * xs2]
+                if MAX:
+                    acc = max(acc, v)
+                else:
+                    acc += v
+                cnt += 1
+    if not MAX:
+        if COUNT_PAD:
+            acc = acc * T(1.0 / (KH * KW))
+        else:
+            acc = acc / T(max(cnt, 1))
+    return acc
 
 
 _SEG = 128  # outputs per column pass of the separable max (its tmp stays in L1)
@@ -239,26 +252,8 @@ def pool2d_rows(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW:
             # vectorised by LLVM into masked gathers)
             for e in range(lo + u32(own) - hi):
                 ow = e if e < lo else hi + (e - lo)
-                w0 = i32(ow * SW) - PW
-                acc = ident
-                cnt = 0
-                for kh in cb.range(KH, unroll=True):
-                    h = h0 + kh * DH
-                    for kw in cb.range(KW, unroll=True):
-                        w = w0 + kw * DW
-                        if h >= 0 and h < hn and w >= 0 and w < wn:
-                            v = x[xb + u32_(h) * xs1 + u32_(w) * xs2]
-                            if MAX:
-                                acc = max(acc, v)
-                            else:
-                                acc += v
-                            cnt += 1
-                if not MAX:
-                    if COUNT_PAD:
-                        acc = acc * F(1.0 / (KH * KW))
-                    else:
-                        acc = acc / F(max(cnt, 1))
-                out[ob + ow * os2] = acc
+                out[ob + ow * os2] = _window(x, xb, xs1, xs2, h0, i32(ow * SW) - PW, hn, wn,
+                                             ident, F, KH, KW, DH, DW, MAX, COUNT_PAD)
 
 
 def _run(dim_cpu: int, dim_gpu: int):
