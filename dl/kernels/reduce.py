@@ -68,6 +68,23 @@ def finish(v, scale, OP: Comptime[str]):
     return v
 
 
+@cube
+def _partial(x, base, first, STEP: Comptime[int], init, OP: Comptime[str]):
+    """One unit's share of a strided row: x[base + j * x.stride(1)] for j = first,
+    first + STEP, ... combined (and, for arg ops, the index of the best)."""
+    acc = init
+    best_i = u32(BIG_INDEX)
+    for j in range(first, x.shape(1), STEP):
+        v = x[base + j * x.stride(1)]
+        if OP == "argmax" or OP == "argmin":
+            if better(v, j, acc, best_i, OP):
+                acc = v
+                best_i = j
+        else:
+            acc = combine(acc, v, OP)
+    return acc, best_i
+
+
 @cube(launch=True, unchecked=True)
 def reduce_unit(x: Tensor[Line[F]], out: Tensor[Line[F]], idx: Tensor[Line[u32]], scale: F,
                 OP: Comptime[str], INIT: Comptime[float]):
@@ -143,16 +160,7 @@ def reduce_shared(x: Tensor[F], out: Tensor[F], idx: Tensor[u32], scale: F, OP: 
     base = o * x.stride(0) + i * x.stride(2)
     vals = cb.SharedMemory(F, BLOCK)
     inds = cb.SharedMemory(u32, BLOCK)
-    acc = F(INIT)
-    best_i = u32(BIG_INDEX)
-    for j in range(t, x.shape(1), BLOCK):
-        v = x[base + j * x.stride(1)]
-        if OP == "argmax" or OP == "argmin":
-            if better(v, j, acc, best_i, OP):
-                acc = v
-                best_i = j
-        else:
-            acc = combine(acc, v, OP)
+    acc, best_i = _partial(x, base, t, BLOCK, F(INIT), OP)
     vals[t] = acc
     inds[t] = best_i
     cb.sync_cube()
@@ -181,16 +189,7 @@ def reduce_plane(x: Tensor[F], out: Tensor[F], idx: Tensor[u32], scale: F, OP: C
     i = CUBE_POS % inner
     lane = UNIT_POS_PLANE
     base = o * x.stride(0) + i * x.stride(2)
-    acc = F(INIT)
-    best_i = u32(BIG_INDEX)
-    for j in range(lane, x.shape(1), P):
-        v = x[base + j * x.stride(1)]
-        if OP == "argmax" or OP == "argmin":
-            if better(v, j, acc, best_i, OP):
-                acc = v
-                best_i = j
-        else:
-            acc = combine(acc, v, OP)
+    acc, best_i = _partial(x, base, lane, P, F(INIT), OP)
     if OP == "sum" or OP == "mean":
         total = cb.plane_sum(acc)
     elif OP == "prod":
