@@ -74,6 +74,17 @@ class Dialect:
             return name + "f"
         return name
 
+    def float_binary(self, o: str, e: Scalar, a: str, b: str) -> tuple[str, bool] | None:
+        """(C expression, exact) for a float binary op on scalars or native vectors (the
+        operators and math functions are overloaded); exact results need no f16/bf16
+        rounding. None where C has no direct form."""
+        if o in ("add", "sub", "mul", "div"):
+            return f"({a} {'+-*/'['add sub mul div'.split().index(o)]} {b})", False
+        if o in ("min", "max"):
+            return f"{self.math('f' + o, e)}({a}, {b})", True
+        fn = {"rem": "fmod", "pow": "pow"}.get(o)
+        return None if fn is None else (f"{self.math(fn, e)}({a}, {b})", False)
+
     # ---- kernel frame ------------------------------------------------------------------
     def header(self, needs: set[str]) -> str:
         return ""

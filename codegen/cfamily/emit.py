@@ -369,17 +369,11 @@ class Emitter:
         if o in CMP:
             return f"({a} {CMP[o]} {b})"
         if e.is_float:
-            if o in ("add", "sub", "mul", "div"):
-                r = f"({a} {'+-*/'['add sub mul div'.split().index(o)]} {b})"
-            elif o in ("min", "max"):
-                return f"{d.math('f' + o, e)}({a}, {b})"
-            elif o == "rem":
-                r = f"{d.math('fmod', e)}({a}, {b})"
-            elif o == "pow":
-                r = f"{d.math('pow', e)}({a}, {b})"
-            else:
+            fb = d.float_binary(o, e, a, b)
+            if fb is None:
                 raise NotImplementedError(f"C codegen: float {o}")
-            return self.v.rnd(e, r)
+            r, exact = fb
+            return r if exact else self.v.rnd(e, r)
         if o in WRAP:
             return self._wrap(e, WRAP[o], a, b)
         if o in BITS:

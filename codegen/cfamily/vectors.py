@@ -94,17 +94,11 @@ class VecOps:
         if e.is_bool:
             return None
         if e.is_float:
-            if o in ("add", "sub", "mul", "div"):
-                r = f"({a} {'+-*/'['add sub mul div'.split().index(o)]} {b})"
-            elif o in ("min", "max"):
-                return f"{d.math('f' + o, e)}({a}, {b})"
-            elif o == "rem":
-                r = f"{d.math('fmod', e)}({a}, {b})"
-            elif o == "pow":
-                r = f"{d.math('pow', e)}({a}, {b})"
-            else:
+            fb = d.float_binary(o, e, a, b)
+            if fb is None:
                 return None
-            return self.rnd(e, r, n)
+            r, exact = fb
+            return r if exact else self.rnd(e, r, n)
         if o in ("add", "sub", "mul"):
             return self.wrap(e, n, {"add": "+", "sub": "-", "mul": "*"}[o], a, b)
         if o in ("and", "or", "xor"):
