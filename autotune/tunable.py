@@ -100,12 +100,13 @@ class Tunable:
             return cands[0]
         device = rt.device_id()
         full_key = f"{self.op}|{key}"
+        timed = cands if m == "full" else cands[:FAST_TOP]
         hit = self.store.get(device, full_key)
-        if hit is not None and (m == "fast" or hit.get("mode") == "full"):
+        if hit is not None and (m == "fast" or hit.get("mode") == "full") \
+                and self._covers(hit, timed):
             for c in cands:
                 if c.name == hit["winner"]:
                     return c
-        timed = cands if m == "full" else cands[:FAST_TOP]
         times = self._tune(rt, full_key, timed, args, kw)
         ok = {n: t for n, t in times.items() if t is not None}
         if not ok:
@@ -115,6 +116,13 @@ class Tunable:
             "winner": winner, "mode": m,
             "times_ms": {n: (None if t is None else round(t * 1e3, 4)) for n, t in times.items()}})
         return self[winner]
+
+    @staticmethod
+    def _covers(hit: dict, timed: list[Candidate]) -> bool:
+        """A stored winner stands only if it beat every candidate we would time now: a new
+        candidate, or one whose priority or preference rose since, makes it stale."""
+        seen = hit.get("times_ms")
+        return isinstance(seen, dict) and all(c.name in seen for c in timed)
 
     def _tune(self, rt, key: str, cands: list[Candidate], args, kw) -> dict:
         self.tunings += 1

@@ -54,6 +54,29 @@ def broadcast_strides(shape, strides, target) -> tuple:
     return tuple(out)
 
 
+def coalesce(shape, strides_list) -> tuple:
+    """(shape, strides_list) with size-1 dims dropped and neighbouring dims merged wherever
+    every operand steps through them as one (stride[d] == stride[d+1] * shape[d+1]): the
+    same elements in the same row-major order, with less index arithmetic per element (a
+    per-channel operand of an (N, C, H, W) graph becomes (N, C, H*W))."""
+    keep = [d for d, n in enumerate(shape) if n != 1]
+    out_shape: list = []
+    out_strides: list[list] = [[] for _ in strides_list]
+    for d in keep:
+        if out_shape and all(st[-1] == s[d] * shape[d]
+                             for st, s in zip(out_strides, strides_list, strict=True)):
+            out_shape[-1] *= shape[d]
+            for st, s in zip(out_strides, strides_list, strict=True):
+                st[-1] = s[d]
+        else:
+            out_shape.append(shape[d])
+            for st, s in zip(out_strides, strides_list, strict=True):
+                st.append(s[d])
+    if not out_shape:
+        return (1,), [(0,) for _ in strides_list]
+    return tuple(out_shape), [tuple(st) for st in out_strides]
+
+
 def norm_dim(d: int, rank: int, what: str = "dim") -> int:
     if not -max(rank, 1) <= d < max(rank, 1):
         raise IndexError(f"{what} {d} is out of range for a tensor of rank {rank}")

@@ -26,13 +26,19 @@ class Structure:
     leaves: tuple  # (dtype, contiguous)
     consts: tuple  # dtype of each scalar argument
     outs: tuple  # (node position, dtype, contiguous)
-    rows: bool = False  # 2-D launch: x over the last dim, y/z over the rows (see build)
+    # 0: one unit per element along x; 1: x over the last dim, y/z over the rows (see
+    # build); 2: the same for rank 3 with y = dim 1 and z = dim 0, so no unit divides
+    rows: int = 0
+    # rows mode: leaves constant along the last dim (stride 0), read once per row: the load
+    # does not depend on the column, so the unit loop vectorises around a broadcast value
+    row_leaves: tuple = ()
 
 
 class _Ctx:
     def __init__(self, b: Builder, i, out_param, row=None, col=None):
         self.b, self.i, self._out = b, i, out_param
         self.row, self.col = row, col  # rows mode: i = row * last_dim + col
+        self.y = None  # rows mode 2: the unit's index along dim 1
         self._shape: dict[int, object] = {}
 
     def shape(self, d: int):
@@ -53,19 +59,31 @@ def build(s: Structure, dtypes: dict) -> ir.Kernel:
         # then read at (row part, computed once per row) + col * stride, which the CPU's
         # loop vectoriser handles; the 1-D form needs a div/rem per element and does not
         # vectorise
+        # vectorise; a cube holds several short rows (y units), which spreads the cube's
+        # fixed cost
         col = b.add(b.mul(b.builtin("CUBE_POS_X"), b.builtin("CUBE_DIM_X")),
                     b.builtin("UNIT_POS_X"))
-        row = b.add(b.builtin("CUBE_POS_Y"),
-                    b.mul(b.builtin("CUBE_POS_Z"), b.builtin("CUBE_COUNT_Y")))
+        y = b.add(b.mul(b.builtin("CUBE_POS_Y"), b.builtin("CUBE_DIM_Y")),
+                  b.builtin("UNIT_POS_Y"))
         cols = b.shape(outs[0], s.rank - 1)
+        if s.rows == 2:  # y is dim 1, the cube's z dim 0
+            rows1 = b.shape(outs[0], 1)
+            row = b.add(b.mul(b.builtin("CUBE_POS_Z"), rows1), y)
+            cond = b.binary("and", b.lt(col, cols), b.lt(y, rows1))
+        else:
+            row = b.add(y, b.mul(b.builtin("CUBE_POS_Z"),
+                                 b.mul(b.builtin("CUBE_COUNT_Y"), b.builtin("CUBE_DIM_Y"))))
+            cond = None
         i = b.add(b.mul(row, cols), col)
-        cond = b.binary("and", b.lt(col, cols), b.lt(i, n))
+        if cond is None:
+            cond = b.binary("and", b.lt(col, cols), b.lt(i, n))
     else:
         i = b.builtin("ABSOLUTE_POS")
         row = col = None
         cond = b.lt(i, n)
     with b.if_(cond):
         ctx = _Ctx(b, i, outs[0], row, col)
+        ctx.y = y if s.rows else None
         vals, index = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts)
         for k, (pos, dt, contig) in enumerate(s.outs):
             b.store(outs[k], index(outs[k], out_off[k], contig), b.to_type(vals[pos],
@@ -93,9 +111,11 @@ def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, co
     i = ctx.i
     coords: list = []
 
-    def index(param, off, contig):
+    def index(param, off, contig, per_row=False):
         if contig:
             return b.add(off, i)
+        if not coords and s.rows == 2:  # the cube's y and z are the row's coordinates
+            coords.extend((b.builtin("CUBE_POS_Z"), ctx.y, ctx.col))
         if not coords and ctx.row is not None:  # rows mode: decompose the row only
             rem = ctx.row
             for d in range(r - 2, 0, -1):
@@ -110,7 +130,7 @@ def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, co
                 rem = b.binary("div", rem, ctx.shape(d))
             coords.insert(0, rem)
         acc = off
-        for d in range(r):
+        for d in range(r - 1 if per_row else r):
             acc = b.add(acc, b.mul(coords[d], b.stride(param, d)))
         return acc
 
@@ -118,7 +138,8 @@ def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, co
 
     def leaf(j):
         if j not in leaf_vals:
-            leaf_vals[j] = b.load(leaves[j], index(leaves[j], leaf_off[j], s.leaves[j][1]))
+            leaf_vals[j] = b.load(leaves[j], index(leaves[j], leaf_off[j], s.leaves[j][1],
+                                                   j in s.row_leaves))
         return leaf_vals[j]
 
     vals = []

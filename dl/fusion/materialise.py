@@ -31,13 +31,26 @@ def cube_count(n: int) -> tuple:
     return (MAX_CUBES_X, -(-cubes // MAX_CUBES_X), 1)
 
 
+SHAPE_READERS = ("eye",)  # ops that read the kernel's shape: their graphs keep it as it is
 ROWS_MIN_COLS = 64  # a shorter last dim would leave most units of a row's cube idle
 
 
-def rows_cube_count(shape) -> tuple:
-    rows = shapes.numel(shape[:-1])
-    y = min(rows, MAX_CUBES_X)
-    return (-(-shape[-1] // CUBE_DIM), y, -(-rows // y))
+def rows_cube_dim(shape) -> tuple:
+    """(units along a row, rows per cube): the row's length rounded up to a power of two, up
+    to CUBE_DIM (a row of 64 in cubes of 256 would leave three units of four idle), and as
+    many rows as fill CUBE_DIM units."""
+    x = min(CUBE_DIM, 1 << max(0, shape[-1] - 1).bit_length())
+    return x, CUBE_DIM // x, 1
+
+
+def rows_cube_count(shape, grid: bool = False) -> tuple:
+    dx, dy, _ = rows_cube_dim(shape)
+    cx = -(-shape[-1] // dx)
+    if grid:  # rank 3: y walks dim 1 (dy rows a cube) and z dim 0
+        return (cx, -(-shape[1] // dy), shape[0])
+    ys = -(-shapes.numel(shape[:-1]) // dy)
+    y = min(ys, MAX_CUBES_X)
+    return (cx, y, -(-ys // y))
 
 
 def _kernel_shape(shape) -> tuple:
@@ -118,7 +131,6 @@ class Graph:
 def _run(roots, outs, kshape, device) -> None:
     g = Graph()
     nodes_desc, leaves, consts = g.nodes_desc, g.leaves, g.consts
-    rank = len(kshape)
     out_desc = []
     for r, o in zip(roots, outs, strict=True):
         if r._node is None:  # already materialised: a copy (identity) into the output
@@ -130,26 +142,39 @@ def _run(roots, outs, kshape, device) -> None:
     leaf_desc = []
     leaf_strides = []
     for t in leaves:
-        st = shapes.broadcast_strides(t.shape, t._strides, roots[0].shape) or (0,)
+        st = shapes.broadcast_strides(t.shape, t._strides, roots[0].shape)
         contig = tuple(t.shape) == tuple(roots[0].shape) and t.is_contiguous()
         leaf_desc.append((t.dtype.name, contig))
         leaf_strides.append(st)
     n = shapes.numel(kshape)
-    rows = kshape[-1] >= ROWS_MIN_COLS and rank > 1 and \
-        not all(c for _, c in leaf_desc) and all(c for _, _, c in out_desc)
+    out_strides = [o._strides for o in outs]
+    if len(roots[0].shape) > 1 and not any(d[0] in SHAPE_READERS for d in nodes_desc):
+        kshape, merged = shapes.coalesce(roots[0].shape, out_strides + leaf_strides)
+        out_strides, leaf_strides = merged[:len(outs)], merged[len(outs):]
+    rank = len(kshape)
+    rows = int(kshape[-1] >= ROWS_MIN_COLS and rank > 1 and
+               not all(c for _, c in leaf_desc) and all(c for _, _, c in out_desc))
+    if rows and rank == 3 and kshape[0] <= MAX_CUBES_X and \
+            -(-kshape[1] // rows_cube_dim(kshape)[1]) <= MAX_CUBES_X:
+        rows = 2
+    row_leaves = tuple(j for j, ((_, contig), st) in enumerate(zip(leaf_desc, leaf_strides))
+                       if rows and not contig and st[-1] == 0)
     s = Structure(rank, tuple(nodes_desc), tuple(leaf_desc),
-                  tuple(c.dtype.name for c in consts), tuple(out_desc), rows)
+                  tuple(c.dtype.name for c in consts), tuple(out_desc), rows, row_leaves)
     exe = _compiled(device.rt, s)
     args = []
-    for o in outs:
-        args.append(o._karg(kshape, o._strides or (1,)))
+    for o, st in zip(outs, out_strides, strict=True):
+        args.append(o._karg(kshape, st or (1,)))
     for t, (_, contig), st in zip(leaves, leaf_desc, leaf_strides, strict=True):
-        args.append(t._buf if contig else t._karg(kshape, st))
+        args.append(t._buf if contig else t._karg(kshape, st or (0,)))
     args.append(n)
     args += [o.offset for o in outs]
     args += [t.offset for t in leaves]
     args += [_py(c) for c in consts]
-    exe.launch(rows_cube_count(kshape) if rows else cube_count(n), (CUBE_DIM, 1, 1), args)
+    if rows:
+        exe.launch(rows_cube_count(kshape, rows == 2), rows_cube_dim(kshape), args)
+    else:
+        exe.launch(cube_count(n), (CUBE_DIM, 1, 1), args)
     stats.record_launch("dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
 
 

@@ -113,3 +113,49 @@ def test_backward_chain_fuses():
         y2 = ((x * 3).tanh() * x).sigmoid()
         y2.backward(dl.ones_like(y2))
     assert c.launches == 1 < u.launches
+
+
+def test_coalesce_merges_dims_every_operand_steps_through_as_one():
+    from dl.shapes import coalesce
+    assert coalesce((64, 16, 8, 8), [(1024, 64, 8, 1), (0, 1, 0, 0)]) == \
+        ((64, 16, 64), [(1024, 64, 1), (0, 1, 0)])
+    assert coalesce((4, 1, 5), [(5, 7, 1)]) == ((20,), [(1,)])
+    assert coalesce((3, 4), [(1, 3)]) == ((3, 4), [(1, 3)])  # a transpose stays 2-D
+    assert coalesce((1, 1), [(9, 9)]) == ((1,), [(0,)])
+
+
+@pytest.mark.parametrize("case", ["channel", "permuted", "sliced_out"])
+def test_broadcast_graphs_with_merged_dims_match_numpy(dev, case):
+    """(N, C, H, W) graphs read with per-channel, permuted and sliced operands: the kernel
+    runs over merged dims, and every element must land where NumPy puts it."""
+    x = rand_np((3, 5, 4, 6), 11)
+    s, t = rand_np((1, 5, 1, 1), 12), rand_np((5, 1, 1), 13)
+    dx = dl.tensor(x, device=dev)
+    ds, dt = dl.tensor(s, device=dev), dl.tensor(t, device=dev)
+    if case == "permuted":
+        xp = x.transpose(0, 2, 3, 1)  # (3, 4, 6, 5): channel last
+        got = ((dx.permute(0, 2, 3, 1) - ds.reshape(5)) * dt.reshape(5)).numpy()
+        np.testing.assert_allclose(got, (xp - s.reshape(5)) * t.reshape(5), rtol=1e-6)
+        return
+    want = (x - s) * t + x
+    if case == "channel":
+        got = ((dx - ds) * dt + dx).numpy()
+    else:  # the result written into a sliced view of a bigger tensor
+        big = dl.zeros((3, 5, 4, 8), device=dev)
+        big[:, :, :, 1:7] = (dx - ds) * dt + dx
+        got_big = big.numpy()
+        assert not got_big[..., 0].any() and not got_big[..., 7].any()
+        got = got_big[..., 1:7]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("xs, ss", [
+    ((2, 3, 5, 80), (1, 3, 1, 1)),  # merged to (2, 3, 400): rows over cube y and z
+    ((2, 3, 4, 70), (2, 1, 4, 1)),  # rank 4, a leaf constant along each row
+    ((300, 65), (300, 1)),  # rows longer than a power of two: the last cube is partial
+    ((3, 70), (70,)),
+])
+def test_row_launches_cover_every_element(dev, xs, ss):
+    x, s = rand_np(xs, 21), rand_np(ss, 22)
+    got = ((dl.tensor(x, device=dev) - dl.tensor(s, device=dev)) * 2.0).numpy()
+    np.testing.assert_allclose(got, (x - s) * 2.0, rtol=1e-6)

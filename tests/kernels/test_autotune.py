@@ -61,11 +61,11 @@ def test_modes(tmp_path, monkeypatch):
     autotune.tunable.FAST_TOP, old = 2, autotune.tunable.FAST_TOP
     try:
         assert op.choose(rt, "k", 1).name == "medium"  # only the top two were timed
+        assert "quick" not in calls and "never" not in calls
+        calls.clear()
+        assert op.choose(rt, "k", 1).name == "medium" and calls == []  # remembered
     finally:
         autotune.tunable.FAST_TOP = old
-    assert "quick" not in calls and "never" not in calls
-    calls.clear()
-    assert op.choose(rt, "k", 1).name == "medium" and calls == []  # remembered
     monkeypatch.setenv("CUBE_AUTOTUNE", "full")
     assert op.choose(rt, "k", 1).name == "quick"  # full re-tunes a fast result, times all
     assert set(calls) == {"slow", "medium", "quick"}
@@ -160,6 +160,24 @@ def test_preferred_candidate_ranks_first_for_its_arguments(tmp_path, monkeypatch
     assert op.choose(rt, "k1", "transposed").name == "layout"
     assert op.choose(rt, "k2", "plain").name == "slow"
     assert [c.name for c in op.valid_candidates(rt, "plain")][-1] == "layout"
+
+
+def test_winner_is_stale_when_a_new_candidate_would_be_timed(tmp_path, monkeypatch):
+    """A winner stored before a candidate was added (or raised in rank) did not race it: the
+    key is tuned again, so an upgrade is not stuck with an old choice."""
+    monkeypatch.setenv("CUBE_AUTOTUNE", "fast")
+    calls = []
+    store = TuneStore(tmp_path)
+    assert _op(store, calls).choose(FakeRt(), "k", 1).name == "quick"
+    calls.clear()
+    assert _op(TuneStore(tmp_path), calls).choose(FakeRt(), "k", 1).name == "quick"
+    assert calls == []  # same candidates: the stored winner stands
+    op = _op(TuneStore(tmp_path), calls)
+    op.candidates.insert(0, Candidate("newer", lambda rt, x: calls.append("newer"), 50))
+    assert op.choose(FakeRt(), "k", 1).name in ("newer", "quick")
+    assert "newer" in calls  # timed this time
+    calls.clear()
+    assert _op(TuneStore(tmp_path), calls).choose(FakeRt(), "k", 1).name == "quick"
 
 
 def test_matmul_prefers_the_dot_kernel_for_a_transposed_b(monkeypatch):
