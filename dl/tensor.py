@@ -5,8 +5,6 @@ elementwise graph node, see dl/fusion): lazy tensors are computed, several ops i
 when a value is needed. Ops live in `dl.ops` (a registry); the methods here forward to them."""
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from . import dtypes, shapes
@@ -67,10 +65,8 @@ class Tensor:
         accesses) carrying this view's shape and strides for `Tensor` params. Kernels add
         `self.offset` themselves."""
         self._materialise()
-        view = copy.copy(self._buf)
-        view.shape = tuple(self.shape if shape is None else shape) or (1,)
-        view.strides = tuple(self._strides if strides is None else strides) or (1,)
-        return view
+        return self._buf.view(tuple(self.shape if shape is None else shape) or (1,),
+                              tuple(self._strides if strides is None else strides) or (1,))
 
     @property
     def strides(self) -> tuple:

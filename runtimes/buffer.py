@@ -1,6 +1,8 @@
 """Buffers as kernels see them: a typed, shaped allocation and line views of it."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from cube_ir.types import Scalar, from_numpy_dtype
@@ -21,7 +23,7 @@ class Buffer:
         self.shape = tuple(int(s) for s in shape)
         self.elem = elem
         self.dtype = elem.np
-        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        self.size = math.prod(self.shape)
         if strides is None:
             strides, acc = [], 1
             for s in reversed(self.shape):
@@ -33,6 +35,14 @@ class Buffer:
     @property
     def buffer(self) -> Buffer:
         return self
+
+    def view(self, shape: tuple, strides: tuple) -> Buffer:
+        """The same memory (and owner) under another shape and strides; a plain attribute
+        copy, which copy.copy's reduce protocol made a hot spot of small launches."""
+        v = object.__new__(type(self))
+        v.__dict__.update(self.__dict__)
+        v.shape, v.strides = shape, strides
+        return v
 
     @property
     def nbytes(self) -> int:

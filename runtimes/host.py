@@ -8,10 +8,11 @@ from .buffer import Buffer, as_elem, elem_of_dtype
 
 class HostBuffer(Buffer):
     def __init__(self, rt, array: np.ndarray, elem=None):
-        array = np.ascontiguousarray(array)
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
         super().__init__(rt, array.shape, elem or elem_of_dtype(array.dtype))
         self.array = array.reshape(-1)  # flat; kernels index linearly
-        self.ptr = self.array.ctypes.data
+        self.ptr = self.array.__array_interface__["data"][0]
 
     def numpy(self) -> np.ndarray:
         return self.array.reshape(self.shape).copy()

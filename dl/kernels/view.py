@@ -2,19 +2,14 @@
 a permutation of both). Kernels take them as `Tensor` arguments."""
 from __future__ import annotations
 
-import copy
-
 
 def strided(buf, shape, strides):
     """A view of buf's memory with the given shape and element strides. The bounds that
     checked kernels use stay those of the whole allocation."""
-    base = buf.buffer
-    v = copy.copy(base)
-    v.shape = tuple(int(s) for s in shape)
-    v.strides = tuple(int(s) for s in strides)
-    if len(v.shape) != len(v.strides):
+    shape, strides = tuple(int(s) for s in shape), tuple(int(s) for s in strides)
+    if len(shape) != len(strides):
         raise ValueError(f"shape {shape} and strides {strides} differ in rank")
-    return v
+    return buf.buffer.view(shape, strides)
 
 
 def permute(buf, dims):

@@ -6,6 +6,7 @@ import math
 
 from .. import dtypes, ops
 from ..autograd import no_grad
+from ..ops import batch_norm as batch_norm_op
 from ..ops.conv import avg_pool2d, conv2d, max_pool2d
 from ..ops.elementwise import gelu, relu, sigmoid, silu, tanh
 from ..ops.linalg import linear
@@ -96,6 +97,9 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     """Normalise over every dim but the channels (dim 1). Training: batch statistics (the
     mean, then the squared deviations, each one reduction fused on read), running stats
     updated in place with the unbiased variance; eval: the running stats."""
+    if training and batch_norm_op.supported(x, running_mean, running_var):
+        return batch_norm_op.batch_norm_train(x, running_mean, running_var, weight, bias,
+                                              momentum, eps)
     dims = [0] + list(range(2, x.ndim))
     shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
     if training:

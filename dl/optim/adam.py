@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import ops
+from ..kernels import optim as kernels
 from .optimizer import Optimizer
 
 
@@ -31,6 +32,11 @@ class Adam(Optimizer):
                 st["step"] += 1
                 t = st["step"]
                 m, v = st["exp_avg"], st["exp_avg_sq"]
+                if self._direct(p, p.grad, m, v):
+                    kernels.adam_step(p.device.rt, p, p.grad, m, v, lr=lr, b1=b1, b2=b2,
+                                      eps=eps, wd=wd, decoupled=self.decoupled,
+                                      maximize=group["maximize"], step=t)
+                    continue
                 g = -p.grad if group["maximize"] else p.grad
                 param = p
                 if wd and self.decoupled:

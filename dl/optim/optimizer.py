@@ -2,6 +2,7 @@
 writes a step's new values (lazy, fused) into the parameters and state tensors in one kernel."""
 from __future__ import annotations
 
+from .. import dtypes
 from ..autograd import no_grad
 from ..fusion import materialise
 from ..fusion.graph import Node
@@ -29,6 +30,21 @@ class Optimizer:
 
     def _state(self, p: Tensor) -> dict:
         return self.state.setdefault(id(p), {})
+
+    @staticmethod
+    def _direct(*tensors) -> bool:
+        """Whether a step can run as one library kernel (dl.kernels.optim) on these: one
+        float32/float64 dtype, contiguous storage. Anything else takes the fused graph."""
+        dt = tensors[0].dtype
+        if dt not in (dtypes.float32, dtypes.float64):
+            return False
+        for t in tensors:
+            if t.dtype is not dt or t.shape != tensors[0].shape:
+                return False
+            t._materialise()
+            if not t.is_contiguous():
+                return False
+        return True
 
     @staticmethod
     def _update(pairs: list[tuple[Tensor, Tensor]]) -> None:

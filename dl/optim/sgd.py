@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import ops
+from ..kernels import optim as kernels
 from .optimizer import Optimizer
 
 
@@ -20,6 +21,17 @@ class SGD(Optimizer):
             wd, nesterov = group["weight_decay"], group["nesterov"]
             for p in group["params"]:
                 if p.grad is None:
+                    continue
+                if self._direct(p, p.grad):
+                    buf, first = None, False
+                    if mom:
+                        st = self._state(p)
+                        buf, first = st.get("momentum_buffer"), "momentum_buffer" not in st
+                        if buf is None:
+                            buf = st["momentum_buffer"] = ops.empty_like(p)._materialise()
+                    kernels.sgd_step(p.device.rt, p, p.grad, buf, lr=lr, wd=wd, mom=mom,
+                                     damp=damp, nesterov=nesterov, maximize=group["maximize"],
+                                     first=first)
                     continue
                 g = -p.grad if group["maximize"] else p.grad
                 if wd:

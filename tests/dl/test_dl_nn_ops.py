@@ -58,6 +58,57 @@ def test_batch_norm(training):
     close(ours[1], ref[1], atol=1e-6)
 
 
+@pytest.mark.parametrize("case", ["spatial_lines", "2d", "plain", "permuted_input", "graph"])
+def test_batch_norm_training_on_every_runtime(dev, case, monkeypatch):
+    """The library's per-channel kernels (statistics and running statistics in one launch,
+    gradient sums in one), on every runtime, against torch; `graph` forces the composed
+    fallback that other dtypes take."""
+    if case == "graph":
+        from dl.ops import batch_norm as bn_op
+        monkeypatch.setattr(bn_op, "supported", lambda *a: False)
+    shape = {"2d": (6, 5), "plain": (3, 4, 5, 3)}.get(case, (4, 3, 8, 8))
+    c = shape[1]
+    x, w, b = rand_np(shape, 31), rand_np((c,), 32), rand_np((c,), 33)
+    rm, rv = rand_np((c,), 34), rand_np((c,), 35, low=0.5, high=2)
+    g = rand_np(shape, 36)
+    xs = [dl.tensor(a, device=dev, requires_grad=True) for a in (x, w, b)]
+    ts = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ours = [dl.tensor(rm, device=dev), dl.tensor(rv, device=dev)]
+    ref = [torch.tensor(rm), torch.tensor(rv)]
+    affine = case != "plain"
+    xin = xs[0]
+    if case == "permuted_input":  # a channels-last view: copied to (N, C, S) first
+        xin = (xs[0].permute(0, 2, 3, 1) * 1.0).permute(0, 3, 1, 2)
+    y = F.batch_norm(xin, *ours, xs[1] if affine else None, xs[2] if affine else None,
+                     True, 0.3)
+    ty = TF.batch_norm(ts[0], *ref, ts[1] if affine else None, ts[2] if affine else None,
+                       True, 0.3)
+    close(y, ty, rtol=1e-4, atol=1e-5)
+    close(ours[0], ref[0], atol=1e-6)
+    close(ours[1], ref[1], atol=1e-5)
+    (y.relu() * dl.tensor(g, device=dev)).sum().backward()
+    (ty.relu() * torch.tensor(g)).sum().backward()
+    close(xs[0].grad, ts[0].grad, rtol=1e-4, atol=1e-5)
+    if affine:
+        close(xs[1].grad, ts[1].grad, rtol=1e-4, atol=1e-5)
+        close(xs[2].grad, ts[2].grad, rtol=1e-4, atol=1e-5)
+
+
+def test_batch_norm_training_launches(dev):
+    """Forward: the statistics kernel and one fused normalise(+ReLU) kernel; backward: the
+    gradient sums and one fused kernel for the input's gradient (+ the ReLU mask)."""
+    x = dl.tensor(rand_np((4, 3, 8, 8), 41), device=dev, requires_grad=True)
+    w = dl.tensor(rand_np((3,), 42), device=dev, requires_grad=True)
+    b = dl.tensor(rand_np((3,), 43), device=dev, requires_grad=True)
+    rm, rv = dl.zeros(3, device=dev)._materialise(), dl.ones(3, device=dev)._materialise()
+    with dl.count_kernels() as fwd:
+        y = F.batch_norm(x, rm, rv, w, b, True).relu()._materialise()
+    assert fwd.launches == 2, fwd.names
+    with dl.count_kernels() as bwd:
+        y.backward(dl.ones(4, 3, 8, 8, device=dev))
+    assert bwd.launches <= 4, bwd.names
+
+
 CONV = [dict(), dict(stride=2, padding=1), dict(padding=2, dilation=2),
         dict(stride=(2, 1), padding=(0, 1)), dict(groups=2, padding=1)]
 

@@ -85,11 +85,23 @@ OPTIMS = {
              lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.1)),
     "adamw": (lambda p: dl.optim.AdamW(p, lr=0.01, betas=(0.8, 0.99)),
               lambda p: torch.optim.AdamW(p, lr=0.01, betas=(0.8, 0.99))),
+    "sgd_dampening_maximize": (
+        lambda p: dl.optim.SGD(p, lr=0.1, momentum=0.5, dampening=0.3, maximize=True),
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.5, dampening=0.3, maximize=True)),
+    "adam_maximize": (lambda p: dl.optim.Adam(p, lr=0.02, maximize=True),
+                      lambda p: torch.optim.Adam(p, lr=0.02, maximize=True)),
+    "adamw_decay": (lambda p: dl.optim.AdamW(p, lr=0.01, weight_decay=0.3),
+                    lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.3)),
 }
 
 
+@pytest.mark.parametrize("path", ["kernel", "graph"])
 @pytest.mark.parametrize("name", sorted(OPTIMS))
-def test_optimizer_steps_match_torch(name):
+def test_optimizer_steps_match_torch(name, path, monkeypatch):
+    """Both ways a step runs: the library's one-kernel step (float32/64, contiguous) and the
+    fused graph (every other dtype or layout)."""
+    if path == "graph":
+        monkeypatch.setattr(dl.optim.Optimizer, "_direct", staticmethod(lambda *t: False))
     make, tmake = OPTIMS[name]
     a = rand_np((4, 3), 9)
     p = nn.Parameter(dl.tensor(a))
@@ -102,6 +114,20 @@ def test_optimizer_steps_match_torch(name):
         dl.nn.functional.mse_loss(p.tanh(), dl.tensor(target)).backward()
         torch.nn.functional.mse_loss(tp.tanh(), torch.tensor(target)).backward()
         close(p.grad, tp.grad, rtol=1e-5, atol=1e-7)
+        opt.step()
+        topt.step()
+        close(p, tp, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "sgd_nesterov", "adam", "adamw_decay"])
+def test_optimizer_kernels_on_every_runtime(dev, name):
+    make, tmake = OPTIMS[name]
+    a, gs = rand_np((70,), 12), [rand_np((70,), 13 + k) for k in range(3)]
+    p = nn.Parameter(dl.tensor(a, device=dev))
+    tp = torch.nn.Parameter(torch.tensor(a))
+    opt, topt = make([p]), tmake([tp])
+    for g in gs:
+        p.grad, tp.grad = dl.tensor(g, device=dev), torch.tensor(g)
         opt.step()
         topt.step()
         close(p, tp, rtol=1e-5, atol=1e-6)

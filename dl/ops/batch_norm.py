@@ -1,0 +1,84 @@
+"""Batch norm in training mode on the kernel library's per-channel sums (dl/kernels/batchnorm):
+one launch for the statistics (and the running statistics), the normalisation a lazy graph
+that fuses with what follows (a ReLU); backward one launch for the two gradient sums and one
+fused graph for the input's gradient."""
+from __future__ import annotations
+
+from .. import dtypes, shapes
+from ..autograd import no_grad, record
+from ..kernels import batchnorm as lib
+from ..kernels.view import strided
+from ..tensor import Tensor
+from .libcall import copy, counted, result
+
+_F = (dtypes.float32, dtypes.float64)
+
+
+def _as_ncs(t: Tensor):
+    """t (N, C, ...) as a contiguous (N, C, S) library view (copied when it is not)."""
+    t._materialise()
+    if t.offset or not t.is_contiguous():
+        t = copy(t)
+    n, c = t.shape[:2]
+    s = shapes.numel(t.shape[2:])
+    return strided(t._buf, (n, c, s), (c * s, s, 1))
+
+
+def _running_ok(r: Tensor | None, x: Tensor) -> bool:
+    """A running statistic the kernel can update in place."""
+    if r is None or r.dtype is not x.dtype or r.device != x.device or \
+            r.shape != (x.shape[1],):
+        return False
+    r._materialise()  # a lazy one (zeros(C)) becomes the buffer it stands for
+    return r.offset == 0 and r.is_contiguous()
+
+
+def supported(x: Tensor, running_mean, running_var) -> bool:
+    if x.dtype not in _F or x.ndim < 2 or x.numel() == 0:
+        return False
+    if (running_mean is None) != (running_var is None):
+        return False
+    return running_mean is None or (_running_ok(running_mean, x) and
+                                    _running_ok(running_var, x))
+
+
+def batch_norm_train(x: Tensor, running_mean, running_var, weight, bias, momentum: float,
+                     eps: float) -> Tensor:
+    """Callers check `supported` first."""
+    rt, dev, dt = x.device.rt, x.device, x.dtype
+    c = x.shape[1]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    x3 = _as_ncs(x)
+    running = None if running_mean is None else (running_mean._buf, running_var._buf)
+    mean_b, invstd_b = counted("batch_norm_stats", lib.stats, rt, x3, eps, running,
+                                      momentum)
+    mean = result(mean_b, dt, dev, (c,)).reshape(shape)
+    invstd = result(invstd_b, dt, dev, (c,)).reshape(shape)
+    w = weight.detach().reshape(shape) if weight is not None else None
+    b = bias.detach().reshape(shape) if bias is not None else None
+    with no_grad():
+        y = (x.detach() - mean) * invstd
+        if w is not None:
+            y = y * w
+        if b is not None:
+            y = y + b
+
+    def back(g):
+        m = x3.shape[0] * x3.shape[2]
+        sg_b, sgx_b = counted("batch_norm_grad_sums", lib.grad_sums, rt, x3,
+                                     _as_ncs(g), mean_b, invstd_b)
+        sg, sgx = result(sg_b, dt, dev, (c,)), result(sgx_b, dt, dev, (c,))
+        gx = None
+        if x.requires_grad:
+            # (g - mean(g) - xhat * mean(g * xhat)) * invstd * w, written so that every
+            # per-channel operand is a leaf of the one fused graph (a lazy (1, C, 1, 1)
+            # product would be computed on its own first)
+            gx = (g * float(m) - sg.reshape(shape) -
+                  (x.detach() - mean) * invstd * sgx.reshape(shape)) * invstd
+            if w is not None:
+                gx = gx * w
+            gx = gx * (1.0 / m)
+        gw = sgx if weight is not None and weight.requires_grad else None
+        gb = sg if bias is not None and bias.requires_grad else None
+        return gx, gw, gb
+    return record(y, "batch_norm", (x, weight, bias), back)
