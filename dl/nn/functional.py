@@ -7,6 +7,7 @@ import math
 from .. import dtypes, ops
 from ..autograd import no_grad
 from ..ops import batch_norm as batch_norm_op
+from ..ops import xent as xent_op
 from ..ops.conv import avg_pool2d, conv2d, max_pool2d
 from ..ops.elementwise import gelu, relu, sigmoid, silu, tanh
 from ..ops.linalg import linear
@@ -78,6 +79,9 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean",  # noq
         return cross_entropy(input.unsqueeze(0), target.unsqueeze(0), reduction,
                              label_smoothing).reshape(()) if reduction == "none" else \
             cross_entropy(input.unsqueeze(0), target.unsqueeze(0), reduction, label_smoothing)
+    if reduction in ("mean", "sum", "none") and xent_op.supported(input, target,
+                                                                  label_smoothing):
+        return xent_op.cross_entropy_rows(input, target, reduction)
     logp = log_softmax(input, 1)
     if target.dtype.is_float:
         if target.shape != input.shape:

@@ -173,6 +173,45 @@ def test_cross_entropy_and_nll(reduction):
            lambda x, y: TF.mse_loss(x, y, reduction=reduction), x, rand_np((5, 7), 4))
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("case", ["plain", "transposed_int32", "large_logits"])
+def test_cross_entropy_kernels_on_every_runtime(dev, reduction, case):
+    """The two-kernel cross-entropy (per-row loss + log-sum-exp; softmax - onehot backward)
+    against torch, for strided logits, int32 targets and logits far from zero."""
+    x = rand_np((9, 13), 51, low=-3, high=3)
+    t = np.random.default_rng(52).integers(0, 13, 9)
+    if case == "large_logits":
+        x = x + 80.0  # exp would overflow without the row max
+    tx = torch.tensor(x, requires_grad=True)
+    ox = dl.tensor(x, device=dev, requires_grad=True)
+    logits = ox
+    if case == "transposed_int32":
+        logits = dl.tensor(np.ascontiguousarray(x.T), device=dev, requires_grad=True)
+        ox = logits
+        logits = logits.t()
+    tt = dl.tensor(t.astype(np.int32 if case == "transposed_int32" else np.int64),
+                   device=dev)
+    y = F.cross_entropy(logits, tt, reduction)
+    ty = TF.cross_entropy(tx, torch.tensor(t), reduction=reduction)
+    close(y, ty, rtol=1e-5, atol=1e-5)
+    w = rand_np(ty.shape, 53)
+    (y * dl.tensor(w, device=dev)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    got = ox.grad.numpy()
+    close(got.T if case == "transposed_int32" else got, tx.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_cross_entropy_launches(dev):
+    x = dl.tensor(rand_np((64, 10), 54), device=dev, requires_grad=True)
+    t = dl.tensor(np.arange(64) % 10, device=dev)
+    with dl.count_kernels() as fwd:
+        loss = F.cross_entropy(x, t)
+    with dl.count_kernels() as bwd:
+        loss.backward()
+    assert fwd.launches == 2, fwd.names  # the rows kernel and the mean
+    assert bwd.launches <= 2, bwd.names  # the gradient kernel (+ the root's ones)
+
+
 def test_attention_causal():
     q, k, v = rand_np((2, 5, 4), 1), rand_np((2, 5, 4), 2), rand_np((2, 5, 4), 3)
     _check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),

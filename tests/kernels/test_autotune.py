@@ -192,7 +192,7 @@ def test_matmul_prefers_the_dot_kernel_for_a_transposed_b(monkeypatch):
     a = rt.from_numpy(np.ones((4, 32), np.float32))
     b = transpose(rt.from_numpy(np.ones((8, 32), np.float32)))
     a3, b3, c3, bias, act, _ = mm.prepare(rt, a, b, None, None, "none")
-    assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name == "dot_4x2"
+    assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name.startswith("dot_")
 
 
 def test_matmul_ignores_the_stride_of_a_batch_of_one():
@@ -210,4 +210,4 @@ def test_matmul_ignores_the_stride_of_a_batch_of_one():
     wt1 = strided(w, (1, 32, 8), (1, 1, 32))
     a3, b3, c3, bias, act, _ = mm.prepare(rt, a1, wt1, None, None, "none")
     assert a3.strides[0] == 0 and b3.strides[0] == 0
-    assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name == "dot_4x2"
+    assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name.startswith("dot_")
