@@ -1,21 +1,43 @@
-"""Host-memory buffers, shared by the CPU and interpreter runtimes."""
+"""Host-memory buffers, shared by the CPU and interpreter runtimes.
+
+Big allocations come from a per-runtime caching pool (runtimes/pool.py): a fresh NumPy array
+of megabytes is fresh pages from the kernel, and their first touch (a page fault each 4 KiB)
+cost a training step more than some of its matmuls. A pooled buffer and every view of it
+share one `Block`, which goes back to the pool when the last of them is gone; memory handed
+out of the runtime's control (a zero-copy export) is `pin`ned, never to be reused."""
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
 from .buffer import Buffer, as_elem, elem_of_dtype
+from .pool import Block, Pool
+
+POOL_MIN_BYTES = 64 << 10  # smaller arrays come from malloc's own free lists
+POOL_CAP_BYTES = 512 << 20  # freed memory kept for reuse, at most
 
 
 class HostBuffer(Buffer):
-    def __init__(self, rt, array: np.ndarray, elem=None):
+    def __init__(self, rt, array: np.ndarray, elem=None, block: Block | None = None):
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)
         super().__init__(rt, array.shape, elem or elem_of_dtype(array.dtype))
         self.array = array.reshape(-1)  # flat; kernels index linearly
         self.ptr = self.array.__array_interface__["data"][0]
+        self._block = block
 
     def numpy(self) -> np.ndarray:
         return self.array.reshape(self.shape).copy()
+
+    def pin(self) -> None:
+        """The memory is now shared outside the runtime (a NumPy view, DLPack): it must not
+        return to the pool when the buffer goes."""
+        if self._block is not None:
+            self._block.pool = None
+
+
+_pool_lock = threading.Lock()
 
 
 class HostMemoryMixin:
@@ -27,4 +49,24 @@ class HostMemoryMixin:
     def empty(self, shape, dtype=np.float32) -> HostBuffer:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         elem = as_elem(dtype)
-        return HostBuffer(self, np.empty(shape, elem.np), elem)
+        dt = np.dtype(elem.np)
+        n = 1
+        for s in shape:
+            n *= s
+        nbytes = n * dt.itemsize
+        if nbytes < POOL_MIN_BYTES:
+            return HostBuffer(self, np.empty(shape, dt), elem)
+        block = Block(self.host_pool, nbytes)
+        arr = block.mem[:nbytes].view(dt).reshape(shape)
+        return HostBuffer(self, arr, elem, block)
+
+    @property
+    def host_pool(self) -> Pool:
+        pool = self.__dict__.get("_host_pool")
+        if pool is None:
+            with _pool_lock:
+                pool = self.__dict__.get("_host_pool")
+                if pool is None:
+                    pool = Pool(lambda n: np.empty(n, np.uint8), POOL_CAP_BYTES)
+                    self.__dict__["_host_pool"] = pool
+        return pool

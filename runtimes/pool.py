@@ -59,6 +59,7 @@ class Block:
 
     def __del__(self):
         try:
-            self.pool.give(self.mem, self.cls)
+            if self.pool is not None:  # None: pinned, the memory is shared elsewhere
+                self.pool.give(self.mem, self.cls)
         except Exception:  # interpreter shutdown
             pass

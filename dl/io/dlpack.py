@@ -25,6 +25,7 @@ def export_view(t) -> np.ndarray:
     if t.dtype is dtypes.bfloat16:
         raise BufferError("bfloat16 cannot be exported through NumPy's DLPack; use .float()")
     t._materialise()
+    t._buf.pin()  # the view outlives our bookkeeping: its memory must never be reused
     flat = t._buf.array
     item = flat.itemsize
     if t.numel() == 0:

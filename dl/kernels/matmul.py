@@ -20,6 +20,7 @@ import numpy as np
 import cube as cb
 from autotune import Candidate, Tunable, tune_key
 from cube import (
+    ABSOLUTE_POS_X,
     CUBE_DIM_X,
     CUBE_DIM_Y,
     CUBE_POS_X,
@@ -116,6 +117,24 @@ def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
         if col < nl:
             v = b[z * (b.stride(0) // L) + kk * (b.stride(1) // L) + col * b.stride(2)]
         out[i] = v
+
+
+@cube(launch=True)
+def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int]):
+    """(batch, K, N) of any strides -> `pack_b`'s panels (batch, panels, K, NRL) as scalars,
+    zero past N: B stored transposed (nn.Linear's weight) reaches the tiled kernel with its
+    rows as lines. x walks N, y K, z the batch (no division by a runtime value)."""
+    col = ABSOLUTE_POS_X
+    kk = CUBE_POS_Y
+    z = CUBE_POS_Z
+    k = b.shape(1)
+    n = b.shape(2)
+    panels = (n + NRL - 1) // NRL
+    if col < panels * NRL:
+        v = F(0)
+        if col < n:
+            v = b[z * b.stride(0) + kk * b.stride(1) + col * b.stride(2)]
+        out[((z * panels + col // NRL) * k + kk) * NRL + col % NRL] = v
 
 
 @cube(launch=True, unchecked=True)
@@ -264,6 +283,27 @@ def _run_tiled(mr: int, nr: int, packed: bool = False):
     return run
 
 
+def _run_tpacked(mr: int, nr: int):
+    """Pack B (any strides) into line panels with a scalar gather, then the tiled kernel."""
+    def run(rt, a, b, c, bias, act):
+        batch, m, n = c.shape
+        k = b.shape[1]
+        lsz = line_size(rt, c.elem, n)
+        nl = n // lsz
+        panels, nrl = cdiv(nl, nr), nr * lsz
+        bp = rt.empty((batch, panels * k, nrl), c.elem)
+        pack_b_strided.launch(rt, cube_count=(cdiv(panels * nrl, 64), k, batch),
+                              cube_dim=64, b=b, out=bp, NRL=nrl)
+        units = (1, 1) if is_cpu(rt) else (8, 8)
+        grid = (cdiv(cdiv(m, mr), units[0]), cdiv(cdiv(nl, nr), units[1]), batch)
+        bl = (bias if bias is not None else c).buffer
+        matmul_tiled.launch(rt, cube_count=grid, cube_dim=units, a=a, b=bp.lines(lsz),
+                            c=c.lines(lsz),
+                            bias=bl.lines(lsz) if bias is not None else bl.lines(1),
+                            MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act, PACKED=True)
+    return run
+
+
 def _dot_line(rt, a, b, c) -> int:
     k = a.shape[2]
     if a.strides[2] != 1 or b.strides[1] != 1:
@@ -314,6 +354,16 @@ def _shared_ok(t: int):
     return ok
 
 
+def _dot_ok(rt, a, b, c, bias, act) -> bool:
+    return _dot_line(rt, a, b, c) > 1
+
+
+def _b_transposed(rt, a, b, c, bias, act) -> bool:
+    """On the CPU, these kernels go first for a K-contiguous B (GPU kernels stage tiles in
+    shared memory and read any layout alike)."""
+    return is_cpu(rt) and b.strides[2] != 1 and b.shape[2] > 1
+
+
 MATMUL = Tunable("matmul", [
     Candidate("packed_4x4", _run_tiled(4, 4, True), _cpu_first(110, 45)),
     Candidate("packed_6x2", _run_tiled(6, 2, True), _cpu_first(105, 45)),
@@ -323,16 +373,14 @@ MATMUL = Tunable("matmul", [
     Candidate("tiled_6x2", _run_tiled(6, 2), _cpu_first(100, 60)),
     Candidate("tiled_8x1", _run_tiled(8, 1), _cpu_first(70, 40)),
     # B stored transposed (K contiguous, as nn.Linear's weight): the tiled kernels would read
-    # B a scalar at a time (~7 GFLOP/s at 64x784x512); the dot kernel reads lines along K
-    Candidate("dot_4x2", _run_dot(4, 2), _cpu_first(95, 30),
-              lambda rt, a, b, c, bias, act: _dot_line(rt, a, b, c) > 1,
-              prefer=lambda rt, a, b, c, bias, act: b.strides[2] != 1 and b.shape[2] > 1),
-    Candidate("dot_4x4", _run_dot(4, 4), _cpu_first(96, 29),
-              lambda rt, a, b, c, bias, act: _dot_line(rt, a, b, c) > 1,
-              prefer=lambda rt, a, b, c, bias, act: b.strides[2] != 1 and b.shape[2] > 1),
-    Candidate("dot_2x4", _run_dot(2, 4), _cpu_first(93, 28),
-              lambda rt, a, b, c, bias, act: _dot_line(rt, a, b, c) > 1,
-              prefer=lambda rt, a, b, c, bias, act: b.strides[2] != 1 and b.shape[2] > 1),
+    # B a scalar at a time (~7 GFLOP/s at 64x784x512). The dot kernels read lines along K
+    # (best for few rows: 64x784x512); packing B's panels first feeds the tiled kernel
+    # (best for many: 1024x256x2048 at 170 GFLOP/s against dot's 105)
+    Candidate("dot_4x4", _run_dot(4, 4), _cpu_first(96, 29), _dot_ok, prefer=_b_transposed),
+    Candidate("tpacked_6x2", _run_tpacked(6, 2), _cpu_first(95, 10), prefer=_b_transposed),
+    Candidate("tpacked_4x4", _run_tpacked(4, 4), _cpu_first(94, 9), prefer=_b_transposed),
+    Candidate("dot_4x2", _run_dot(4, 2), _cpu_first(93, 30), _dot_ok, prefer=_b_transposed),
+    Candidate("dot_2x4", _run_dot(2, 4), _cpu_first(92, 28), _dot_ok),
     Candidate("shared_16", _run_shared(16), _cpu_first(20, 100), _shared_ok(16)),
     Candidate("shared_8", _run_shared(8), _cpu_first(10, 90), _shared_ok(8)),
     Candidate("plane", _run_plane, _cpu_first(0, 40),

@@ -28,3 +28,52 @@ def test_dropping_the_base_keeps_the_view(rt):
     other = rt.from_numpy(np.full(1024, -1.0, np.float32))
     np.testing.assert_array_equal(view.numpy(), data)
     assert other.numpy()[0] == -1.0
+
+
+def _fill(rt, n, value):
+    """An `empty` buffer (pooled when big) written with value."""
+    b = rt.empty((n,), np.float32)
+    b.array[:] = value if hasattr(b, "array") else None
+    return b
+
+
+def test_host_pool_reuses_freed_memory_and_respects_views():
+    """cpu/interp: big `empty` buffers come from a pool; a freed one is reused, a view keeps
+    its memory out of the pool, and pinned (exported) memory never returns to it."""
+    import cube as cb
+    from runtimes.host import POOL_MIN_BYTES
+    rt = cb.runtime("cpu")
+    n = POOL_MIN_BYTES  # floats: 4x the pooling threshold
+    a = _fill(rt, n, 1.0)
+    ptr = a.ptr
+    del a
+    gc.collect()
+    b = _fill(rt, n, 2.0)
+    assert b.ptr == ptr  # reused
+    view = b.view((n // 2, 2), (2, 1))
+    del b
+    gc.collect()
+    c = _fill(rt, n, 3.0)
+    assert c.ptr != ptr and view.array[0] == 2.0  # the view kept it
+    del view, c
+    gc.collect()
+    d = _fill(rt, n, 4.0)
+    d.pin()
+    exported = d.array
+    ptr_d = d.ptr
+    del d
+    gc.collect()
+    e = _fill(rt, n, 5.0)
+    assert e.ptr != ptr_d and exported[0] == 4.0
+
+
+def test_dlpack_export_pins_pooled_memory():
+    import dl
+    t = dl.arange(70000, dtype=dl.float32, device="cpu")._materialise()
+    arr = np.from_dlpack(t)
+    want = np.arange(70000, dtype=np.float32)
+    del t
+    gc.collect()
+    for _ in range(3):  # allocations that would take the freed block
+        dl.full((70000,), -1.0, device="cpu")._materialise()
+    np.testing.assert_array_equal(arr, want)
