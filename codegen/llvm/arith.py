@@ -109,7 +109,10 @@ class Arith(Lower):
                 q = self.select(bm, ll, self.bin("sub", ll, zero, a), q)
                 return self.select(bz, ll, zero, q)
             return self.select(bad, ll, zero, self.bin("srem", ll, a, d))
-        d = self.select(bz, ll, one, b)
+        # umax(b, 1) rather than select(b == 0, 1, b): LLVM knows umax(b, 1) is non-zero, so
+        # the division is safe to speculate and a loop-invariant one (a shape, a row's
+        # coordinates) is hoisted out of the unit loop
+        d = self.intr("umax", ll, b, one)
         r = self.bin("udiv" if op == "div" else "urem", ll, a, d)
         return self.select(bz, ll, zero, r)
 
