@@ -1,5 +1,9 @@
 """Pooling gradients (the forward passes are dl/kernels/pool.py).
 
+The geometry (channels, sizes) is compile-time: a network pools a few fixed shapes, and
+constant divisors turn the per-element index arithmetic into multiplies (runtime divisors
+made these kernels cost more than the pooling itself).
+
 - `max_pool2d_indices`: for each output, the flat position h * W + w of its window's first
   maximum (PyTorch's `return_indices`), one unit per output.
 - `max_pool2d_backward` / `avg_pool2d_backward`: one unit per *input* element, gathering the
@@ -15,8 +19,9 @@ from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
 F = typing.TypeVar("F")
 
 
-@cube(launch=True)
-def max_pool2d_indices(x: Tensor[F], idx: Array[i32], OH: u32, OW: u32, KH: Comptime[int],
+@cube(launch=True, unchecked=True)
+def max_pool2d_indices(x: Tensor[F], idx: Array[i32], C: Comptime[int], OH: Comptime[int],
+                       OW: Comptime[int], KH: Comptime[int],
                        KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
                        PH: Comptime[int], PW: Comptime[int], DH: Comptime[int],
                        DW: Comptime[int]):
@@ -25,8 +30,8 @@ def max_pool2d_indices(x: Tensor[F], idx: Array[i32], OH: u32, OW: u32, KH: Comp
     if g < idx.len():
         ow = g % OW
         oh = (g // OW) % OH
-        c = (g // (OW * OH)) % x.shape(1)
-        n = g // (OW * OH * x.shape(1))
+        c = (g // (OW * OH)) % C
+        n = g // (OW * OH * C)
         base = n * x.stride(0) + c * x.stride(1)
         best = F(-float("inf"))
         best_i = i32(-1)
@@ -43,8 +48,9 @@ def max_pool2d_indices(x: Tensor[F], idx: Array[i32], OH: u32, OW: u32, KH: Comp
 
 
 @cube(launch=True, unchecked=True)
-def max_pool2d_backward(g: Array[F], idx: Array[i32], out: Array[F], C: u32, H: u32, W: u32,
-                        OH: u32, OW: u32, KH: Comptime[int], KW: Comptime[int],
+def max_pool2d_backward(g: Array[F], idx: Array[i32], out: Array[F], H: Comptime[int],
+                        W: Comptime[int], OH: Comptime[int], OW: Comptime[int],
+                        KH: Comptime[int], KW: Comptime[int],
                         SH: Comptime[int], SW: Comptime[int], PH: Comptime[int],
                         PW: Comptime[int], DH: Comptime[int], DW: Comptime[int]):
     """g, idx (N, C, OH, OW) and out (N, C, H, W), all contiguous."""
@@ -70,9 +76,10 @@ def max_pool2d_backward(g: Array[F], idx: Array[i32], out: Array[F], C: u32, H: 
 
 
 @cube(launch=True, unchecked=True)
-def avg_pool2d_backward(g: Array[F], out: Array[F], H: u32, W: u32, OH: u32, OW: u32,
-                        KH: Comptime[int], KW: Comptime[int], SH: Comptime[int],
-                        SW: Comptime[int], PH: Comptime[int], PW: Comptime[int],
+def avg_pool2d_backward(g: Array[F], out: Array[F], H: Comptime[int], W: Comptime[int],
+                        OH: Comptime[int], OW: Comptime[int], KH: Comptime[int],
+                        KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
+                        PH: Comptime[int], PW: Comptime[int],
                         COUNT_PAD: Comptime[bool]):
     """g (N, C, OH, OW) and out (N, C, H, W), contiguous; each window's gradient is shared
     by its divisor (KH * KW, or its taps inside the input without COUNT_PAD)."""

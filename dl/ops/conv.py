@@ -127,14 +127,14 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Te
     oh, ow = y.shape[2:]
     cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
     idx = Tensor._empty(y.shape, dtypes.int32, x.device)
-    launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), idx=idx._buf, OH=oh, OW=ow,
-              **cfg)
+    launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), idx=idx._buf, C=c, OH=oh,
+              OW=ow, **cfg)
 
     def back(g):
         g = _contig(g)
         gx = Tensor._empty(x.shape, x.dtype, x.device)
         launch_1d(max_pool2d_backward, rt, gx.numel(), g=g._buf, idx=idx._buf, out=gx._buf,
-                  C=c, H=h, W=w, OH=oh, OW=ow, **cfg)
+                  H=h, W=w, OH=oh, OW=ow, **cfg)
         return (gx,)
     return record(y, "max_pool2d", (x,), back)
 

@@ -147,6 +147,24 @@ def test_pools(cfg):
     _check(lambda x: F.avg_pool2d(x, **cfg), lambda x: TF.avg_pool2d(x, **cfg), x)
 
 
+def test_pool_gradients_on_every_runtime(dev):
+    """Compile-time pooling geometry on each runtime: max (with a tie) and avg pools with
+    stride and padding, forward and gradient."""
+    x = rand_np((2, 3, 7, 6), 61)
+    x[1, 2, 2:4, 2:4] = 2.5
+    g = rand_np((2, 3, 4, 3), 62)
+    for f, tf in ((lambda t: F.max_pool2d(t, 3, 2, 1), lambda t: TF.max_pool2d(t, 3, 2, 1)),
+                  (lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=False),
+                   lambda t: TF.avg_pool2d(t, 3, 2, 1, count_include_pad=False))):
+        ox = dl.tensor(x, device=dev, requires_grad=True)
+        tx = torch.tensor(x, requires_grad=True)
+        y, ty = f(ox), tf(tx)
+        close(y, ty, atol=1e-6)
+        (y * dl.tensor(g, device=dev)).sum().backward()
+        (ty * torch.tensor(g)).sum().backward()
+        close(ox.grad, tx.grad, atol=1e-6)
+
+
 def test_embedding():
     w = rand_np((10, 4), 1)
     idx = np.array([[1, 3, 3], [0, 9, 1]])
