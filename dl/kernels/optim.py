@@ -15,6 +15,16 @@ from .launch import launch_1d
 F = typing.TypeVar("F")
 
 
+@cube
+def _grad(g, p, wd, MAXIMIZE: Comptime[bool], WD: Comptime[bool]):
+    """The gradient a step follows: negated to maximise, plus coupled weight decay."""
+    if MAXIMIZE:
+        g = -g
+    if WD:
+        g = g + p * wd
+    return g
+
+
 @cube(launch=True)
 def adam_kernel(p: Array[F], g: Array[F], m: Array[F], v: Array[F], n: u32, po: u32, go: u32,
                 mo: u32, vo: u32, decay: F, wd: F, b1: F, b2: F, eps: F, step_size: F,
@@ -22,12 +32,8 @@ def adam_kernel(p: Array[F], g: Array[F], m: Array[F], v: Array[F], n: u32, po: 
                 DECOUPLED_WD: Comptime[bool]):
     i = ABSOLUTE_POS
     if i < n:
-        gi = g[go + i]
-        if MAXIMIZE:
-            gi = -gi
         pi = p[po + i]
-        if COUPLED_WD:
-            gi = gi + pi * wd
+        gi = _grad(g[go + i], pi, wd, MAXIMIZE, COUPLED_WD)
         if DECOUPLED_WD:
             pi = pi * decay
         mi = m[mo + i] * b1 + gi * (F(1) - b1)
@@ -44,12 +50,8 @@ def sgd_kernel(p: Array[F], g: Array[F], buf: Array[F], n: u32, po: u32, go: u32
     """MOMENTUM: 0 none, 1 the first step (the buffer takes the gradient), 2 later steps."""
     i = ABSOLUTE_POS
     if i < n:
-        gi = g[go + i]
-        if MAXIMIZE:
-            gi = -gi
         pi = p[po + i]
-        if HAS_WD:
-            gi = gi + pi * wd
+        gi = _grad(g[go + i], pi, wd, MAXIMIZE, HAS_WD)
         if MOMENTUM == 1:
             buf[bo + i] = gi
             if NESTEROV:
