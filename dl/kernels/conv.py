@@ -23,6 +23,7 @@ from cube import (
     ABSOLUTE_POS_X,
     ABSOLUTE_POS_Y,
     ABSOLUTE_POS_Z,
+    CUBE_POS_Y,
     Array,
     Comptime,
     Tensor,
@@ -43,15 +44,17 @@ F = typing.TypeVar("F")
 @cube(launch=True, unchecked=True)
 def im2col(x: Tensor[F], col: Array[F], G: Comptime[int], KH: Comptime[int],
            KW: Comptime[int], SH: Comptime[int], SW: Comptime[int], PH: Comptime[int],
-           PW: Comptime[int], DH: Comptime[int], DW: Comptime[int], OH: u32, OW: u32):
+           PW: Comptime[int], DH: Comptime[int], DW: Comptime[int], OH: Comptime[int],
+           OW: Comptime[int]):
     """col[g, (c*KH + kh)*KW + kw, (n*OH + oh)*OW + ow] = x[n, g*CG + c, h, w] (0 in padding);
-    one unit per (g, c, n, oh, ow), the KH x KW taps unrolled."""
+    one unit per (g, c, n, oh, ow), the KH x KW taps unrolled. x walks the pixels, the cube's
+    y the channels; the output size is compile-time, so no unit divides by a runtime value
+    (which cost more than the copy on small images)."""
     cg = x.shape(1) // G
     npix = x.shape(0) * OH * OW
-    g = ABSOLUTE_POS
-    pix = g % npix
-    gc = g // npix
-    if gc < x.shape(1):
+    pix = ABSOLUTE_POS_X
+    gc = CUBE_POS_Y
+    if pix < npix:
         ow = pix % OW
         oh = (pix // OW) % OH
         n = pix // (OW * OH)
@@ -183,7 +186,7 @@ def _run_im2col(rt, x, w, bias, out, cfg):
     npix = n * oh * ow
     col = rt.empty((g, ck, npix), x.elem)
     geo = {k: cfg[k] for k in ("G", "KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
-    im2col.launch(rt, cube_count=cdiv(c * npix, 256), cube_dim=256, x=x, col=col,
+    im2col.launch(rt, cube_count=(cdiv(npix, 256), c), cube_dim=256, x=x, col=col,
                   OH=oh, OW=ow, **geo)
     wv = strided(w, (g, oc // g, ck), (oc // g * ck, ck, 1))
     tmp = rt.empty((g, oc // g, npix), x.elem)

@@ -2,7 +2,9 @@
 gradient is a matmul (weights^T @ output gradient, in column form) plus this pass.
 
 Deterministic: instead of scattering each column entry into the input (overlapping windows
-would need atomics), each input element gathers the KH x KW column entries that read it."""
+would need atomics), each input element gathers the KH x KW column entries that read it.
+The geometry but the batch is compile-time: constant divisors for the per-element index
+arithmetic."""
 from __future__ import annotations
 
 import typing
@@ -14,7 +16,8 @@ F = typing.TypeVar("F")
 
 
 @cube(launch=True, unchecked=True)
-def col2im(col: Array[F], out: Array[F], C: u32, H: u32, W: u32, OH: u32, OW: u32, NP: u32,
+def col2im(col: Array[F], out: Array[F], C: Comptime[int], H: Comptime[int],
+           W: Comptime[int], OH: Comptime[int], OW: Comptime[int], NP: u32,
            KH: Comptime[int], KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
            PH: Comptime[int], PW: Comptime[int], DH: Comptime[int], DW: Comptime[int]):
     """col (C*KH*KW, NP = N*OH*OW) -> out (N, C, H, W) contiguous, one unit per element."""

@@ -94,7 +94,7 @@ def _conv_grads(x: Tensor, w: Tensor, g: Tensor, geo: dict, want_x: bool, want_w
     cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
     if want_w:
         col = rt.empty((1, ck, npix), x.dtype.cube)
-        lib_conv.im2col.launch(rt, cube_count=cdiv(c * npix, 256), cube_dim=256,
+        lib_conv.im2col.launch(rt, cube_count=(cdiv(npix, 256), c), cube_dim=256,
                                x=operand(x), col=col, G=1, OH=oh, OW=ow, **cfg)
         cols = result(col, x.dtype, x.device, (ck, npix))
         gw = mm_raw(g_rows, cols.mT).reshape(oc, c, kh, kw)
