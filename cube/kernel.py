@@ -42,6 +42,8 @@ class Signature:
 def _dim3(d) -> tuple[int, int, int]:
     if type(d) is int:
         return (d, 1, 1)
+    if type(d) is tuple and len(d) == 3 and type(d[0]) is type(d[1]) is type(d[2]) is int:
+        return d
     d = tuple(int(x) for x in d)
     if not 1 <= len(d) <= 3:
         raise LaunchError(f"a cube count/dim has 1 to 3 entries, got {d}")
@@ -142,8 +144,8 @@ class CubeFunction:
         try:
             for name, kind in plan:
                 a = args[name]
-                if kind == _MEM:
-                    key += (a.rt, a.elem, a.line_size, len(a.shape))
+                if kind == _MEM:  # the type's name: a str hashes from its cache
+                    key += (a.rt, a.elem.name, a.line_size, len(a.shape))
                 elif kind == _SCALAR:
                     key.append(type(a))
                 else:

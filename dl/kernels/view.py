@@ -6,7 +6,7 @@ from __future__ import annotations
 def strided(buf, shape, strides):
     """A view of buf's memory with the given shape and element strides. The bounds that
     checked kernels use stay those of the whole allocation."""
-    shape, strides = tuple(int(s) for s in shape), tuple(int(s) for s in strides)
+    shape, strides = tuple(map(int, shape)), tuple(map(int, strides))
     if len(shape) != len(strides):
         raise ValueError(f"shape {shape} and strides {strides} differ in rank")
     return buf.buffer.view(shape, strides)

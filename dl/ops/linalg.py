@@ -7,6 +7,7 @@ from .. import dtypes, shapes
 from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled
 from ..kernels import matmul as lib
+from ..kernels.view import transpose
 from ..tensor import Tensor
 from .libcall import counted, operand, result
 from .reduce import sum_to
@@ -37,9 +38,34 @@ def _as3(t: Tensor, batch: tuple) -> Tensor:
     return t.reshape(shapes.numel(batch), m, k)
 
 
-def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none") -> Tensor:
-    """act(a @ b + bias) without autograd; a (..., M, K), b (..., K, N), rank >= 2."""
+def _mm2d(av, bv, dt, device, bias: Tensor | None, act: str) -> Tensor:
+    """act(a @ b + bias) of two 2-D library views (float32/float64): a transpose is a view
+    of the storage, no tensor of its own (the tensor layer's reshapes and permutes were
+    half the Python cost of a small nn.Linear)."""
+    m, n = av.shape[0], bv.shape[1]
+    if m * n == 0 or av.shape[1] == 0:
+        return None
+    buf = counted("matmul", lib.matmul, device.rt, av, bv,
+                  bias=None if bias is None else operand(bias, contiguous=True), act=act)
+    return result(buf, dt, device, (m, n))
+
+
+def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none",
+           ta: bool = False, tb: bool = False) -> Tensor:
+    """act(a' @ b' + bias) without autograd; a (..., M, K), b (..., K, N), rank >= 2; with
+    `ta`/`tb` (2-D only) a' / b' is the transpose of the 2-D a / b."""
     dt = a.dtype
+    if dt in _F and a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and \
+            (bias is None or bias.dtype is dt):
+        av, bv = operand(a), operand(b)
+        av, bv = transpose(av) if ta else av, transpose(bv) if tb else bv
+        if av.shape[1] != bv.shape[0]:
+            raise ValueError(f"matmul: shapes {tuple(av.shape)} and {tuple(bv.shape)} do not "
+                             f"match")
+        y = _mm2d(av, bv, dt, a.device, bias, act)
+        if y is not None:
+            return y
+    a, b = (a.mT if ta else a), (b.mT if tb else b)
     if dt not in _F:  # halves multiply in float32
         a, b = a.to(dtypes.float32), b.to(dtypes.float32)
         bias = bias.to(dtypes.float32) if bias is not None else None
@@ -101,12 +127,12 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "no
     grad = is_grad_enabled() and any(t is not None and t.requires_grad
                                      for t in (x, weight, bias))
     fused = act if (not grad or act in ("none", "relu")) else "none"
-    y = mm_raw(x2, weight.mT, bias, fused)
+    y = mm_raw(x2, weight, bias, fused, tb=True)
 
     def back(g):
         gz = g if fused == "none" else g * (y.detach() > 0)
         gx = mm_raw(gz, weight) if x.requires_grad else None
-        gw = mm_raw(gz.mT, x2) if weight.requires_grad else None
+        gw = mm_raw(gz, x2, ta=True) if weight.requires_grad else None
         gb = gz.sum(0) if bias is not None and bias.requires_grad else None
         return gx, gw, gb
     record(y, "linear", (x2, weight, bias), back)
