@@ -21,6 +21,7 @@ MAX_CUBES_X = 65535  # WebGPU's per-dimension limit: bigger launches use a 2-D c
 
 _DTYPES = {d.name: d for d in (*dtypes.ALL, dtypes.uint32)}
 _cache: dict = {}
+_hot: dict = {}  # (runtime, Structure fields) -> executable: _cache without the dataclass
 _lock = threading.Lock()
 
 
@@ -159,9 +160,12 @@ def _run(roots, outs, kshape, device) -> None:
         rows = 2
     row_leaves = tuple(j for j, ((_, contig), st) in enumerate(zip(leaf_desc, leaf_strides))
                        if rows and not contig and st[-1] == 0)
-    s = Structure(rank, tuple(nodes_desc), tuple(leaf_desc),
-                  tuple(c.dtype.name for c in consts), tuple(out_desc), rows, row_leaves)
-    exe = _compiled(device.rt, s)
+    fields = (rank, tuple(nodes_desc), tuple(leaf_desc), tuple(c.dtype.name for c in consts),
+              tuple(out_desc), rows, row_leaves)
+    # looked up by the plain tuple (hashed in C); the Structure is built on a miss only
+    exe = _hot.get((device.rt, fields))
+    if exe is None:
+        exe = _hot[(device.rt, fields)] = _compiled(device.rt, Structure(*fields))
     args = []
     for o, st in zip(outs, out_strides, strict=True):
         args.append(o._karg(kshape, st or (1,)))

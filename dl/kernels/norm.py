@@ -70,6 +70,70 @@ def layer_norm_shared(x: Tensor[F], w: Array[F], b: Array[F], out: Tensor[F], ep
         out[bo + j] = y
 
 
+@cube(launch=True, unchecked=True)
+def layer_norm_backward_row(x: Tensor[Line[F]], g: Tensor[Line[F]], w: Array[Line[F]],
+                            gx: Tensor[Line[F]], xhat: Tensor[Line[F]], eps: F,
+                            AFFINE: Comptime[bool]):
+    """One unit per row: the statistics again (two passes), then
+    gx = (gy - mean(gy) - xhat * mean(gy * xhat)) * rstd with gy = g * w, and xhat written
+    out for the weight's gradient (a column sum the caller runs)."""
+    L = cb.comptime(x.line_size())
+    row = ABSOLUTE_POS
+    if row < x.shape(0):
+        cl = x.shape(1) // L
+        n = F(x.shape(1))
+        bx = row * x.stride(0) // L
+        bg = row * g.stride(0) // L
+        bo = row * gx.stride(0) // L
+        bh = row * xhat.stride(0) // L
+        sv = Line[F, L](0)
+        for j in range(cl):
+            sv += x[bx + j]
+        mean = lanes_sum(sv, L) / n
+        qv = Line[F, L](0)
+        for j in range(cl):
+            d = x[bx + j] - mean
+            qv = cb.fma(d, d, qv)
+        rstd = cb.rsqrt(lanes_sum(qv, L) / n + eps)
+        s1 = Line[F, L](0)
+        s2 = Line[F, L](0)
+        for j in range(cl):
+            h = (x[bx + j] - mean) * rstd
+            xhat[bh + j] = h
+            gy = g[bg + j]
+            if AFFINE:
+                gy = gy * w[j]
+            s1 += gy
+            s2 = cb.fma(gy, h, s2)
+        c1 = lanes_sum(s1, L) / n
+        c2 = lanes_sum(s2, L) / n
+        for j in range(cl):
+            gy = g[bg + j]
+            if AFFINE:
+                gy = gy * w[j]
+            gx[bo + j] = (gy - c1 - xhat[bh + j] * c2) * rstd
+
+
+def layer_norm_backward(rt, x, g, weight=None, eps: float = 1e-5):
+    """(gx, xhat) for y = layer_norm(x) * weight (+ bias) over the last axis, given g = dL/dy;
+    x and g are row views (any row stride, contiguous rows). gw = sum(g * xhat) and
+    gb = sum(g) over the rows are left to the caller."""
+    x2, g2 = as_rows(x), as_rows(g)
+    rows, cols = x2.shape
+    gx, xhat = rt.empty((rows, cols), x2.elem), rt.empty((rows, cols), x2.elem)
+    if rows * cols == 0:
+        return gx, xhat
+    lsz = line_size(rt, x2.elem, cols, x2.strides[0], g2.strides[0])
+    dim = 1 if is_cpu(rt) else 64
+    w = weight.buffer if weight is not None else gx
+    layer_norm_backward_row.launch(rt, cube_count=cdiv(rows, dim), cube_dim=dim,
+                                   x=x2.lines(lsz), g=g2.lines(lsz),
+                                   w=w.lines(lsz) if weight is not None else w.lines(1),
+                                   gx=gx.lines(lsz), xhat=xhat.lines(lsz), eps=float(eps),
+                                   AFFINE=weight is not None)
+    return gx, xhat
+
+
 def _run_row(rt, x, w, b, out, eps):
     rows, cols = x.shape
     lsz = line_size(rt, x.elem, cols, x.strides[0])

@@ -80,13 +80,25 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
     y2 = _rows_call("layer_norm", lib_norm.layer_norm, x2, *args, eps=float(eps))
 
     def back(g):
-        # xhat and rstd from two fused reductions; the rest is lazy and fuses
+        g2 = g.reshape(x2.shape)
+        if x2.dtype in _F and g2.dtype is x2.dtype and (w is None or w.dtype is x2.dtype):
+            # one row kernel: gx, and xhat for the weight's column sum
+            gx_b, xhat_b = counted("layer_norm_backward", lib_norm.layer_norm_backward,
+                                   x2.device.rt, operand(x2, contiguous=True),
+                                   operand(g2, contiguous=True),
+                                   None if w is None else operand(w, contiguous=True),
+                                   eps=float(eps))
+            gx = result(gx_b, x2.dtype, x2.device, x2.shape)
+            xhat = result(xhat_b, x2.dtype, x2.device, x2.shape)
+            gw = sum(g2 * xhat, 0) if w is not None and w.requires_grad else None
+            gb = sum(g2, 0) if b is not None and b.requires_grad else None
+            return gx, gw, gb
+        # other dtypes: xhat and rstd from two fused reductions; the rest is lazy and fuses
         xd = x2.detach()
         mu = mean(xd, 1, keepdim=True)
         xc = xd - mu
         rstd = (mean(xc * xc, 1, keepdim=True) + eps).rsqrt()
         xhat = xc * rstd
-        g2 = g.reshape(x2.shape)
         gx_hat = g2 * w.detach() if w is not None else g2
         gx = (gx_hat - mean(gx_hat, 1, keepdim=True)
               - xhat * mean(gx_hat * xhat, 1, keepdim=True)) * rstd

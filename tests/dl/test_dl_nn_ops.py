@@ -46,6 +46,27 @@ def test_layer_norm(affine):
         _check(lambda x: F.layer_norm(x, 6), lambda x: TF.layer_norm(x, (6,)), x)
 
 
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_gradients_on_every_runtime(dev, affine):
+    """The backward row kernel (gx and xhat in one pass per row; gw, gb column sums) against
+    torch: rows of 64 (lines) and a lazy upstream gradient."""
+    x, w, b = rand_np((3, 5, 64), 71), rand_np((64,), 72), rand_np((64,), 73)
+    g = rand_np((3, 5, 64), 74)
+    ox = dl.tensor(x, device=dev, requires_grad=True)
+    ow = dl.tensor(w, device=dev, requires_grad=True)
+    ob = dl.tensor(b, device=dev, requires_grad=True)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = F.layer_norm(ox, 64, ow if affine else None, ob if affine else None)
+    ty = TF.layer_norm(tx, (64,), tw if affine else None, tb if affine else None)
+    close(y, ty, rtol=1e-4, atol=1e-5)
+    (y.tanh() * dl.tensor(g, device=dev)).sum().backward()
+    (ty.tanh() * torch.tensor(g)).sum().backward()
+    close(ox.grad, tx.grad, rtol=1e-4, atol=1e-5)
+    if affine:
+        close(ow.grad, tw.grad, rtol=1e-4, atol=1e-5)
+        close(ob.grad, tb.grad, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm(training):
     x, w, b = rand_np((4, 3, 5, 5), 1), rand_np((3,), 2), rand_np((3,), 3)
