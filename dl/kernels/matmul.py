@@ -120,17 +120,22 @@ def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
 
 
 @cube(launch=True)
-def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int]):
+def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptime[bool]):
     """(batch, K, N) of any strides -> `pack_b`'s panels (batch, panels, K, NRL) as scalars,
     zero past N: B stored transposed (nn.Linear's weight) reaches the tiled kernel with its
-    rows as lines. x walks N, y K, z the batch (no division by a runtime value)."""
-    col = ABSOLUTE_POS_X
-    kk = CUBE_POS_Y
+    rows as lines. x walks K when K is B's contiguous dim (reads in order, stores strided),
+    else N; y the other, z the batch (no division by a runtime value)."""
+    if K_X:
+        kk = ABSOLUTE_POS_X
+        col = CUBE_POS_Y
+    else:
+        col = ABSOLUTE_POS_X
+        kk = CUBE_POS_Y
     z = CUBE_POS_Z
     k = b.shape(1)
     n = b.shape(2)
     panels = (n + NRL - 1) // NRL
-    if col < panels * NRL:
+    if col < panels * NRL and kk < k:
         v = F(0)
         if col < n:
             v = b[z * b.stride(0) + kk * b.stride(1) + col * b.stride(2)]
@@ -292,8 +297,11 @@ def _run_tpacked(mr: int, nr: int):
         nl = n // lsz
         panels, nrl = cdiv(nl, nr), nr * lsz
         bp = rt.empty((batch, panels * k, nrl), c.elem)
-        pack_b_strided.launch(rt, cube_count=(cdiv(panels * nrl, 64), k, batch),
-                              cube_dim=64, b=b, out=bp, NRL=nrl)
+        k_x = b.strides[1] == 1 and b.strides[2] != 1
+        count = (cdiv(k, 64), panels * nrl, batch) if k_x else \
+            (cdiv(panels * nrl, 64), k, batch)
+        pack_b_strided.launch(rt, cube_count=count, cube_dim=64, b=b, out=bp, NRL=nrl,
+                              K_X=k_x)
         units = (1, 1) if is_cpu(rt) else (8, 8)
         grid = (cdiv(cdiv(m, mr), units[0]), cdiv(cdiv(nl, nr), units[1]), batch)
         bl = (bias if bias is not None else c).buffer
