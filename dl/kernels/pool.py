@@ -304,21 +304,27 @@ def out_size(n: int, k: int, s: int, p: int, d: int) -> int:
     return (n + 2 * p - d * (k - 1) - 1) // s + 1
 
 
-def _pool(rt, x, kernel, stride, padding, dilation, layout, is_max, count_include_pad):
+def geometry(h: int, w: int, kernel, stride, padding, dilation) -> tuple:
+    """Validated (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow) of a pool over an h x w input."""
     kh, kw = _pair(kernel)
     sh, sw = _pair(stride if stride is not None else kernel)
     ph, pw = _pair(padding)
     dh, dw = _pair(dilation)
-    b = x.buffer
-    if len(b.shape) != 4 or layout not in ("NCHW", "NHWC"):
-        raise ValueError(f"pool2d takes a 4-D NCHW or NHWC input, got {b.shape} {layout}")
     if min(kh, kw, sh, sw, dh, dw) < 1 or ph > kh // 2 or pw > kw // 2 or min(ph, pw) < 0:
         raise ValueError("pool2d: kernel/stride/dilation >= 1 and 0 <= padding <= kernel // 2")
-    xv = permute(b, (0, 2, 3, 1)) if layout == "NCHW" else b  # index order N, H, W, C
-    n, h, w, c = xv.shape
     oh, ow = out_size(h, kh, sh, ph, dh), out_size(w, kw, sw, pw, dw)
     if oh < 1 or ow < 1:
         raise ValueError(f"pool2d: the window does not fit the {h}x{w} input")
+    return kh, kw, sh, sw, ph, pw, dh, dw, oh, ow
+
+
+def _pool(rt, x, kernel, stride, padding, dilation, layout, is_max, count_include_pad):
+    b = x.buffer
+    if len(b.shape) != 4 or layout not in ("NCHW", "NHWC"):
+        raise ValueError(f"pool2d takes a 4-D NCHW or NHWC input, got {b.shape} {layout}")
+    xv = permute(b, (0, 2, 3, 1)) if layout == "NCHW" else b  # index order N, H, W, C
+    n, h, w, c = xv.shape
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geometry(h, w, kernel, stride, padding, dilation)
     if layout == "NCHW":
         out = rt.empty((n, c, oh, ow), b.elem)
         ov = permute(out, (0, 2, 3, 1))

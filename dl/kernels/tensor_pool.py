@@ -20,12 +20,14 @@ F = typing.TypeVar("F")
 
 
 @cube(launch=True, unchecked=True)
-def max_pool2d_indices(x: Tensor[F], idx: Array[i32], C: Comptime[int], OH: Comptime[int],
+def max_pool2d_indices(x: Tensor[F], y: Array[F], idx: Array[i32], C: Comptime[int],
+                       OH: Comptime[int],
                        OW: Comptime[int], KH: Comptime[int],
                        KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
                        PH: Comptime[int], PW: Comptime[int], DH: Comptime[int],
                        DW: Comptime[int]):
-    """x (N, C, H, W) by strides; idx (N, C, OH, OW) contiguous."""
+    """x (N, C, H, W) by strides; y (the max) and idx (N, C, OH, OW) contiguous: the
+    forward pass of a max pool that needs a gradient, in one launch."""
     g = ABSOLUTE_POS
     if g < idx.len():
         ow = g % OW
@@ -45,6 +47,7 @@ def max_pool2d_indices(x: Tensor[F], idx: Array[i32], C: Comptime[int], OH: Comp
                         best = v
                         best_i = h * i32(x.shape(3)) + w
         idx[g] = best_i
+        y[g] = best
 
 
 @cube(launch=True, unchecked=True)

@@ -117,18 +117,20 @@ def _pool_geo(kernel_size, stride, padding, dilation=1):
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
     _float(x, "max_pool2d")
     kh, kw, sh, sw, ph, pw, dh, dw = _pool_geo(kernel_size, stride, padding, dilation)
-    buf = counted("max_pool2d", lib_pool.max_pool2d, x.device.rt, operand(x), (kh, kw),
-                  (sh, sw), (ph, pw), (dh, dw))
-    y = result(buf, x.dtype, x.device)
     if not (is_grad_enabled() and x.requires_grad):
-        return y
+        buf = counted("max_pool2d", lib_pool.max_pool2d, x.device.rt, operand(x), (kh, kw),
+                      (sh, sw), (ph, pw), (dh, dw))
+        return result(buf, x.dtype, x.device)
+    # with a gradient, one kernel writes the maxima and their positions
     rt = x.device.rt
     n, c, h, w = x.shape
-    oh, ow = y.shape[2:]
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = lib_pool.geometry(h, w, (kh, kw), (sh, sw),
+                                                               (ph, pw), (dh, dw))
     cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
-    idx = Tensor._empty(y.shape, dtypes.int32, x.device)
-    launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), idx=idx._buf, C=c, OH=oh,
-              OW=ow, **cfg)
+    y = Tensor._empty((n, c, oh, ow), x.dtype, x.device)
+    idx = Tensor._empty((n, c, oh, ow), dtypes.int32, x.device)
+    launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), y=y._buf, idx=idx._buf, C=c,
+              OH=oh, OW=ow, **cfg)
 
     def back(g):
         g = _contig(g)
