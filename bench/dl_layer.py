@@ -1,6 +1,6 @@
 """The dl layer beside PyTorch on the CPU, in one process: medians after warm-up (autotuning
-and compiles happen in the warm-up), ours vs torch, ratio = torch time / our time (> 1: we
-are faster).
+and compiles happen in the warm-up), ours and torch timed in turns (`paired_medians`), ratio =
+torch time / our time (> 1: we are faster).
 
     python bench/dl_layer.py [--quick] [--device cpu] [--only NAME ...]
 
@@ -18,7 +18,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "examples")]
 
-from run import machine, median_time  # noqa: E402
+from run import machine, paired_medians  # noqa: E402
 
 import dl  # noqa: E402
 from dl import nn  # noqa: E402
@@ -60,9 +60,9 @@ def bench_mlp(device, repeat):
     ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
     tx, ty = torch.tensor(x), torch.tensor(y)
     run = _fwd_bwd(ours, nn.CrossEntropyLoss(), ox, oy)
-    t_ours = median_time(lambda: run().item(), repeat=repeat, warmup=5)
-    t_torch = median_time(_fwd_bwd(ref, torch.nn.CrossEntropyLoss(), tx, ty), repeat=repeat,
-                          warmup=5)
+    t_ours, t_torch = paired_medians(
+        [lambda: run().item(), _fwd_bwd(ref, torch.nn.CrossEntropyLoss(), tx, ty)],
+        repeat=repeat, warmup=5)
     return _row("MLP 784-512-512-10, batch 64, fwd+bwd", t_ours, t_torch)
 
 
@@ -85,8 +85,8 @@ def bench_transformer(device, repeat, quick):
             ref(tx)
     ref.eval()  # torch's inference fast path in eval, as a user would run it
     rows = [_row(f"TransformerEncoderLayer b{b} s{s} d{d} h4, forward",
-                 median_time(ours_fwd, repeat=repeat, warmup=3),
-                 median_time(torch_fwd, repeat=repeat, warmup=3), "torch in eval mode")]
+                 *paired_medians([ours_fwd, torch_fwd], repeat=repeat, warmup=3),
+                 "torch in eval mode")]
     ref.train()
     oxg = dl.tensor(x, device=device, requires_grad=True)
     txg = torch.tensor(x, requires_grad=True)
@@ -101,8 +101,7 @@ def bench_transformer(device, repeat, quick):
             p.grad = None
         ref(txg).sum().backward()
     rows.append(_row(f"TransformerEncoderLayer b{b} s{s} d{d} h4, fwd+bwd",
-                     median_time(ours_fb, repeat=repeat, warmup=3),
-                     median_time(torch_fb, repeat=repeat, warmup=3)))
+                     *paired_medians([ours_fb, torch_fb], repeat=repeat, warmup=3)))
     return rows
 
 
@@ -133,8 +132,7 @@ def bench_digits_step(device, repeat):
         topt.step()
         loss.item()
     return _row("digits CNN training step (batch 64, Adam)",
-                median_time(ours_step, repeat=repeat, warmup=5),
-                median_time(torch_step, repeat=repeat, warmup=5))
+                *paired_medians([ours_step, torch_step], repeat=repeat, warmup=5))
 
 
 def bench_fusion(device, repeat, quick):
@@ -153,10 +151,9 @@ def bench_fusion(device, repeat, quick):
     def ours_unfused():
         with dl.fusion(False):
             chain()._materialise()
-    t_f = median_time(ours_fused, repeat=repeat, warmup=3)
-    t_u = median_time(ours_unfused, repeat=repeat, warmup=3)
-    t_t = median_time(lambda: (torch.nn.functional.gelu(tx + tb) + tr) * 0.5, repeat=repeat,
-                      warmup=3)
+    t_f, t_u, t_t = paired_medians(
+        [ours_fused, ours_unfused, lambda: (torch.nn.functional.gelu(tx + tb) + tr) * 0.5],
+        repeat=repeat, warmup=3)
     with dl.count_kernels() as cf:
         ours_fused()
     with dl.count_kernels() as cu:

@@ -54,6 +54,27 @@ def median_time(fn, repeat: int = 15, warmup: int = 3, inner: int = 1) -> float:
     return statistics.median(ts)
 
 
+def paired_medians(fns, repeat: int = 15, warmup: int = 3, block: int = 5,
+                   pause: float = 0.01) -> list[float]:
+    """Median seconds of each of fns, timed in turns of `block` runs, each turn after a short
+    pause and one untimed run: drift in a shared machine's speed then falls on every
+    contender alike (one long block after the other gave ratios that moved by 2x between
+    runs), and neither starts cold or behind the other's still-spinning worker threads."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    ts: list[list[float]] = [[] for _ in fns]
+    while len(ts[0]) < repeat:
+        for k, fn in enumerate(fns):
+            time.sleep(pause)
+            fn()
+            for _ in range(min(block, repeat - len(ts[k]))):
+                t = time.perf_counter()
+                fn()
+                ts[k].append(time.perf_counter() - t)
+    return [statistics.median(t) for t in ts]
+
+
 @cube(launch=True)
 def add3(a: Array[Line[f32]], b: Array[Line[f32]], out: Array[Line[f32]]):
     i = ABSOLUTE_POS

@@ -22,7 +22,7 @@ import threading
 import time
 
 STACK_BYTES = 64 << 20
-SPIN_SECONDS = 200e-6  # how long an idle worker (or a waiting caller) spins before blocking
+SPIN_SECONDS = 2e-3  # how long an idle worker (or a waiting caller) spins before blocking
 
 _SPIN_IR = """
 define i64 @cube_spin_wait(ptr %flag, i64 %seen, i64 %iters) {
