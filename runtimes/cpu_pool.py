@@ -6,11 +6,14 @@ a Python round trip per chunk. The call releases the GIL (ctypes), so the thread
 parallel. Workers get large stacks: shared memory and per-unit variables
 of barrier kernels live on the stack.
 
-Waking a thread blocked on a lock took ~30 us a launch on a VM, twice (the worker, then the
-caller at the end), which a training step of small kernels pays dozens of times. So a worker
-that finished a job first spins for a while (`SPIN_SECONDS`) in a tiny native loop, without
-the GIL, on an epoch counter the caller bumps after queueing a job, and the caller spins the
-same way on a job's completion flag; only past the spin do they block.
+Waking a thread blocked on a lock took ~30 us a launch on a VM, and the woken worker then
+waited for the GIL. On x86-64 Linux the workers are native (`cpu_workers.py`): size - 1
+threads each in one ctypes call of a loop that waits on an epoch counter, spinning for
+`SPIN_SECONDS` and then sleeping on a futex, and runs the published `_par` driver without
+ever taking the GIL (an empty parallel launch: 32 -> 4 us). The caller publishes, runs its
+share and spins until every worker acknowledged. Jobs the caller cannot share (kernels that
+need a worker's big stack), other platforms and CUBE_CPU_POOL=python use Python worker
+threads fed by a queue.
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ import os
 import queue
 import threading
 import time
+
+from . import cpu_workers
 
 STACK_BYTES = 64 << 20
 SPIN_SECONDS = 2e-3  # how long an idle worker (or a waiting caller) spins before blocking
@@ -101,41 +106,67 @@ class Pool:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self.overhead = 0.0  # seconds a launch loses to waking the workers (measured)
-        self._epoch = ctypes.c_int64(0)  # bumped after each job is queued
         self._spin = None  # (native spin_wait, iterations for SPIN_SECONDS, its code)
+        self._native = None  # cpu_workers.Native when the workers run natively
+        self._ctl = None  # their control block
+        self._native_lock = threading.Lock()  # one published job at a time
+        self._native_threads: list[threading.Thread] = []
+        self._started = False
 
     def _start(self) -> None:
         with self._lock:
-            if self._threads:
+            if self._started:
                 return
+            self._started = True
             native = _native_spin()
             if native is not None:
                 fn, rate, code = native
                 self._spin = (fn, max(1, int(rate * SPIN_SECONDS)), code)
-            old = threading.stack_size()
-            try:
-                threading.stack_size(STACK_BYTES)
-                for i in range(self.size):
-                    t = threading.Thread(target=self._loop, name=f"cube-cpu-{i}", daemon=True)
-                    t.start()
-                    self._threads.append(t)
-            finally:
-                threading.stack_size(old)
+                if os.environ.get("CUBE_CPU_POOL", "native") != "python":
+                    self._native = cpu_workers.load()
+            if self._native is not None and self.size > 1:
+                # the caller is one of the spinning threads: size - 1 workers fill the cores
+                # (one more would spin on the caller's core and starve it)
+                self._ctl = cpu_workers.Control(self._spin[1])
+                self._native_threads = self._spawn(self.size - 1, self._native_loop, "native")
+            else:
+                self._native = None
+                self._threads = self._spawn(self.size, self._loop, "cpu")
             ts = []
             for _ in range(5):
                 t = time.perf_counter()
-                self._dispatch(_Job(_nothing, None, 0, 1, self.size), False)
+                if self._native is not None:
+                    self._native_dispatch(self._native.noop_par, b"", 0, 1, self.size - 1, True)
+                else:
+                    self._dispatch(_Job(_nothing, None, 0, 1, self.size), False)
                 ts.append(time.perf_counter() - t)
             self.overhead = sorted(ts)[2]
 
+    @staticmethod
+    def _spawn(n: int, target, kind: str) -> list:
+        old = threading.stack_size()
+        threads = []
+        try:
+            threading.stack_size(STACK_BYTES)
+            for i in range(n):
+                t = threading.Thread(target=target, name=f"cube-{kind}-{i}", daemon=True)
+                t.start()
+                threads.append(t)
+        finally:
+            threading.stack_size(old)
+        return threads
+
+    def _native_loop(self) -> None:
+        self._native.worker(self._ctl.addr)  # returns only when told to quit
+
+    def _python_workers(self) -> None:
+        """Queue workers for jobs the caller cannot share (started on first need)."""
+        with self._lock:
+            if not self._threads:
+                self._threads = self._spawn(self.size, self._loop, "cpu")
+
     def _loop(self) -> None:
-        epoch = ctypes.addressof(self._epoch)
         while True:
-            if self._spin is not None and self._q.empty():
-                # spin (GIL released) until a job is queued or the spin runs out
-                seen = self._epoch.value
-                if self._q.empty():
-                    self._spin[0](epoch, seen, self._spin[1])
             job = self._q.get()
             try:
                 job.work()
@@ -144,16 +175,36 @@ class Pool:
 
     def run(self, fn_par, blob, ncubes: int, use_caller: bool = True) -> None:
         """fn_par(blob, &counter, ncubes, chunk) on the pool's threads (and this one)."""
-        if not self._threads:
+        if not self._started:
             self._start()
         helpers = min(self.size - 1 if use_caller else self.size, ncubes)
         chunk = max(1, ncubes // (self.size * 16))
-        self._dispatch(_Job(fn_par, blob, ncubes, chunk, helpers), use_caller)
+        if self._native is not None and use_caller:
+            fn_addr = ctypes.cast(fn_par, ctypes.c_void_p).value
+            self._native_dispatch(fn_addr, blob, ncubes, chunk, helpers, use_caller, fn_par)
+        else:
+            if not self._threads:
+                self._python_workers()
+            self._dispatch(_Job(fn_par, blob, ncubes, chunk, helpers), use_caller)
+
+    def _native_dispatch(self, fn_addr: int, blob: bytes, ncubes: int, chunk: int,
+                         helpers: int, use_caller: bool, fn_par=None) -> None:
+        """Publish the job to the native workers, run the caller's share, wait for every
+        worker's acknowledgement (after it, no worker reads the job or `blob`)."""
+        counter = ctypes.c_int64(0)
+        blob_p = ctypes.c_char_p(blob)  # the bytes' own buffer, alive through the call
+        with self._native_lock:
+            ctl = self._ctl
+            ctl.set_job(fn_addr, ctypes.cast(blob_p, ctypes.c_void_p).value or 0,
+                        ctypes.addressof(counter), ncubes, chunk, helpers)
+            self._native.publish(ctl.addr)
+            if use_caller and fn_par is not None:
+                fn_par(blob, ctypes.addressof(counter), ncubes, chunk)
+            self._native.wait_done(ctl.addr, len(self._native_threads), self._spin[1])
 
     def _dispatch(self, job: _Job, use_caller: bool) -> None:
         for _ in range(job.helpers):
             self._q.put(job)
-        self._epoch.value += 1  # wakes spinning workers (a lost bump only means a later wake)
         if use_caller:
             job.work()
         if job.helpers > 0:
