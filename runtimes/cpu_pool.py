@@ -17,6 +17,7 @@ threads fed by a queue.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import itertools
 import os
@@ -159,6 +160,16 @@ class Pool:
     def _native_loop(self) -> None:
         self._native.worker(self._ctl.addr)  # returns only when told to quit
 
+    def stop_native(self) -> None:
+        """Tell the native workers to leave their loop (at exit: their machine code is freed
+        with the interpreter's objects, and must not be running then)."""
+        if self._native is not None and self._ctl is not None:
+            with self._native_lock:
+                self._ctl.stop()
+                self._native.publish(self._ctl.addr)
+            for t in self._native_threads:
+                t.join(timeout=0.2)
+
     def _python_workers(self) -> None:
         """Queue workers for jobs the caller cannot share (started on first need)."""
         with self._lock:
@@ -237,3 +248,9 @@ def pool() -> Pool:
             if _pool is None:
                 _pool = Pool()
     return _pool
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    if _pool is not None:
+        _pool.stop_native()
