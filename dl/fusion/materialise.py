@@ -179,7 +179,7 @@ def _run(roots, outs, kshape, device) -> None:
         exe.launch(rows_cube_count(kshape, rows == 2), rows_cube_dim(kshape), args)
     else:
         exe.launch(cube_count(n), (CUBE_DIM, 1, 1), args)
-    stats.record_launch("dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
+    stats.record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
 
 
 def _py(c: Const):

@@ -30,11 +30,14 @@ class KernelCount:
 _active: list[KernelCount] = []
 
 
-def record_launch(name: str) -> None:
+def record_launch(name) -> None:
+    """name: a str, or a callable giving it (built only while a counter is active)."""
     record("launches")
-    for c in _active:
-        c.launches += 1
-        c.names.append(name)
+    if _active:
+        name = name() if callable(name) else name
+        for c in _active:
+            c.launches += 1
+            c.names.append(name)
 
 
 def record_compile() -> None:
