@@ -60,18 +60,26 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     def back(g):
         g = _contig(g)
         xd, wd = x.detach(), weight.detach()
+        gb = None
         if groups == 1:
-            gx, gw = _conv_grads(xd, wd, g, geo, x.requires_grad, weight.requires_grad)
+            # the output gradient as (OC, N*OH*OW) rows (a permuted copy): the weight's
+            # gradient reads it, and the bias's is one reduction along its rows
+            g_rows = _contig(g.permute(1, 0, 2, 3)).reshape(g.shape[1], -1)
+            gx, gw = _conv_grads(xd, wd, g_rows, geo, x.requires_grad, weight.requires_grad)
+            if bias is not None and bias.requires_grad:
+                gb = g_rows.sum(1)
         else:
             from .index import cat
             cg, ocg = x.shape[1] // groups, weight.shape[0] // groups
             parts = [_conv_grads(_contig(xd[:, k * cg:(k + 1) * cg]),
                                  wd[k * ocg:(k + 1) * ocg],
-                                 _contig(g[:, k * ocg:(k + 1) * ocg]), geo, True, True)
+                                 _contig(g[:, k * ocg:(k + 1) * ocg].permute(1, 0, 2, 3))
+                                 .reshape(ocg, -1), geo, True, True)
                      for k in range(groups)]
             gx = cat([p[0] for p in parts], 1) if x.requires_grad else None
             gw = cat([p[1] for p in parts], 0) if weight.requires_grad else None
-        gb = g.sum((0, 2, 3)) if bias is not None and bias.requires_grad else None
+            if bias is not None and bias.requires_grad:
+                gb = g.sum((0, 2, 3))
         return gx, gw, gb
     record(y, "conv2d", (x, weight, bias), back)
     if fused != act:
@@ -79,17 +87,18 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     return y
 
 
-def _conv_grads(x: Tensor, w: Tensor, g: Tensor, geo: dict, want_x: bool, want_w: bool):
-    """Gradients of a groups=1 convolution; g (N, OC, OH, OW) contiguous."""
+def _conv_grads(x: Tensor, w: Tensor, g_rows: Tensor, geo: dict, want_x: bool,
+                want_w: bool):
+    """Gradients of a groups=1 convolution; g_rows: the output gradient (N, OC, OH, OW) as
+    contiguous (OC, N*OH*OW) rows."""
     rt = x.device.rt
     n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
-    _, _, oh, ow = g.shape
     (sh, sw), (ph, pw), (dh, dw) = geo["stride"], geo["padding"], geo["dilation"]
+    oh, ow = (lib_pool.out_size(s_, k, st, p_, d) for s_, k, st, p_, d in
+              ((h, kh, sh, ph, dh), (wd, kw, sw, pw, dw)))
     npix = n * oh * ow
     ck = c * kh * kw
-    # the output gradient as (OC, N*OH*OW) rows: a permuted copy
-    g_rows = _contig(g.permute(1, 0, 2, 3)).reshape(oc, npix)
     gx = gw = None
     cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
     if want_w:
