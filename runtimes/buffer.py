@@ -20,17 +20,20 @@ class Buffer:
 
     def __init__(self, rt, shape: tuple, elem: Scalar, strides: tuple | None = None):
         self.rt = rt
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = shape = tuple(map(int, shape))
         self.elem = elem
         self.dtype = elem.np
-        self.size = math.prod(self.shape)
-        if strides is None:
-            strides, acc = [], 1
-            for s in reversed(self.shape):
-                strides.append(acc)
+        self.size = math.prod(shape)
+        if strides is not None:
+            self.strides = tuple(map(int, strides))
+        elif len(shape) == 1:  # the common case: dl's flat storage
+            self.strides = (1,)
+        else:
+            out, acc = [], 1
+            for s in reversed(shape):
+                out.append(acc)
                 acc *= s
-            strides = tuple(reversed(strides))
-        self.strides = tuple(int(s) for s in strides)
+            self.strides = tuple(reversed(out))
 
     @property
     def buffer(self) -> Buffer:

@@ -15,7 +15,11 @@ def operand(t: Tensor, contiguous: bool = False):
     t._materialise()
     if t.offset or (contiguous and not t.is_contiguous()):
         t = copy(t)
-    return strided(t._buf, t.shape or (1,), t._strides or (1,))
+    view = t.__dict__.get("_lib_view")
+    if view is None or view[0] is not t._buf:  # a view's storage never changes once set
+        view = (t._buf, strided(t._buf, t.shape or (1,), t._strides or (1,)))
+        t._lib_view = view
+    return view[1]
 
 
 def copy(t: Tensor) -> Tensor:
