@@ -10,7 +10,9 @@ from __future__ import annotations
 import typing
 
 import cube as cb
-from cube import ABSOLUTE_POS, Array, Comptime, cube, i32, u32
+from cube import ABSOLUTE_POS, Array, Comptime, cube, u32
+
+from .tensor_pool import window_source
 
 F = typing.TypeVar("F")
 
@@ -29,13 +31,11 @@ def col2im(col: Array[F], out: Array[F], C: Comptime[int], H: Comptime[int],
         n = i // (W * H * C)
         acc = F(0)
         for kh in cb.range(KH, unroll=True):
-            th = i32(h) + PH - kh * DH
-            oh = th // SH
-            if th >= 0 and th % SH == 0 and oh < i32(OH):
+            oh = window_source(h, PH, kh, DH, SH, OH)
+            if oh >= 0:
                 for kw in cb.range(KW, unroll=True):
-                    tw = i32(w) + PW - kw * DW
-                    ow = tw // SW
-                    if tw >= 0 and tw % SW == 0 and ow < i32(OW):
+                    ow = window_source(w, PW, kw, DW, SW, OW)
+                    if ow >= 0:
                         row = (c * KH + kh) * KW + kw
                         acc += col[row * NP + n * OH * OW + u32(oh) * OW + u32(ow)]
         out[i] = acc

@@ -19,6 +19,21 @@ from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
 F = typing.TypeVar("F")
 
 
+@cube
+def window_source(x, P: Comptime[int], k, D: Comptime[int], S: Comptime[int],
+                  N: Comptime[int]):
+    """The output position (along one axis) whose window reads input position x through
+    tap k, or -1 when none does: x + P - k * D must be a non-negative multiple of S below
+    N * S (N: the output size). Shared by the gradients that gather their windows (pools,
+    col2im)."""
+    t = i32(x) + P - k * D
+    o = t // S
+    r = i32(-1)
+    if t >= 0 and t % S == 0 and o < i32(N):
+        r = o
+    return r
+
+
 @cube(launch=True, unchecked=True)
 def max_pool2d_indices(x: Tensor[F], y: Array[F], idx: Array[i32], C: Comptime[int],
                        OH: Comptime[int],
@@ -65,13 +80,11 @@ def max_pool2d_backward(g: Array[F], idx: Array[i32], out: Array[F], H: Comptime
         me = i32(h * W + w)
         acc = F(0)
         for kh in cb.range(KH, unroll=True):
-            th = i32(h) + PH - kh * DH
-            oh = th // SH
-            if th >= 0 and th % SH == 0 and oh < i32(OH):
+            oh = window_source(h, PH, kh, DH, SH, OH)
+            if oh >= 0:
                 for kw in cb.range(KW, unroll=True):
-                    tw = i32(w) + PW - kw * DW
-                    ow = tw // SW
-                    if tw >= 0 and tw % SW == 0 and ow < i32(OW):
+                    ow = window_source(w, PW, kw, DW, SW, OW)
+                    if ow >= 0:
                         o = (nc * OH + u32(oh)) * OW + u32(ow)
                         if idx[o] == me:
                             acc += g[o]
@@ -93,13 +106,11 @@ def avg_pool2d_backward(g: Array[F], out: Array[F], H: Comptime[int], W: Comptim
         nc = i // (W * H)
         acc = F(0)
         for kh in cb.range(KH, unroll=True):
-            th = i32(h) + PH - kh
-            oh = th // SH
-            if th >= 0 and th % SH == 0 and oh < i32(OH):
+            oh = window_source(h, PH, kh, 1, SH, OH)
+            if oh >= 0:
                 for kw in cb.range(KW, unroll=True):
-                    tw = i32(w) + PW - kw
-                    ow = tw // SW
-                    if tw >= 0 and tw % SW == 0 and ow < i32(OW):
+                    ow = window_source(w, PW, kw, 1, SW, OW)
+                    if ow >= 0:
                         div = F(KH * KW)
                         if not COUNT_PAD:
                             h0 = oh * SH - PH
