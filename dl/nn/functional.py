@@ -40,14 +40,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor: 
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
                          f"{target.shape} differ")
     d = input - target
-    sq = d * d
-    if reduction == "none":
-        return sq
-    if reduction == "sum":
-        return ops.sum(sq)
-    if reduction == "mean":
-        return ops.mean(sq)
-    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return _reduce(d * d, reduction)
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
