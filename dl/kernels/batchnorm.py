@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import typing
 
-import numpy as np
-
 import cube as cb
 from cube import CUBE_POS, UNIT_POS, Array, Comptime, Line, Tensor, cube
 
@@ -111,10 +109,3 @@ def grad_sums(rt, x3, g3, mean, invstd):
     bn_grad_sums.launch(rt, cube_count=c, cube_dim=block, x=x3.lines(lsz), g=g3.lines(lsz),
                         mean=mean, invstd=invstd, sum_g=sg, sum_gx=sgx, BLOCK=block)
     return sg, sgx
-
-
-def reference_stats(x: np.ndarray):
-    """float64 mean and biased variance over every dim but 1."""
-    dims = (0, *range(2, x.ndim))
-    x = x.astype(np.float64)
-    return x.mean(dims), x.var(dims)

@@ -272,3 +272,14 @@ def test_nn_ops_on_every_runtime(dev):
     close(z, tz, rtol=1e-4, atol=1e-4)
     close(X.grad, tx.grad, rtol=1e-3, atol=1e-4)
     close(W.grad, tw.grad, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_pool_geometry_errors(grad):
+    """Both max-pool paths (the library's forward, and the one kernel that also writes the
+    argmax when a gradient is needed) reject a bad window with the same message."""
+    x = dl.tensor(rand_np((1, 2, 5, 5), 81), requires_grad=grad)
+    with pytest.raises(ValueError, match="padding <= kernel // 2"):
+        F.max_pool2d(x, 2, padding=2)
+    with pytest.raises(ValueError, match="window does not fit the 5x5 input"):
+        F.max_pool2d(x, 7)
