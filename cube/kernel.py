@@ -21,7 +21,7 @@ from runtimes.base import Features
 from runtimes.disk_cache import make_key
 from runtimes.errors import CubeError, LaunchError
 
-from . import lang
+from . import lang, recording
 from .errors import CompileError
 from .frontend.source import FunctionSource, function_source
 from .frontend.translator import Target, Translator
@@ -164,7 +164,10 @@ class CubeFunction:
             cc = _dim3(cube_count)
             if min(cc) < 1:
                 return
-            exe.launch(cc, cd, [args[n] for n in names])
+            argv = [args[n] for n in names]
+            exe.launch(cc, cd, argv)
+            if recording.active is not None:
+                recording.record(exe.launch, cc, cd, argv)
         except CubeError as e:
             raise e.with_traceback(None) from None
 

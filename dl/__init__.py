@@ -10,6 +10,7 @@
 """
 from . import autograd, dtypes, fusion, nn, ops, optim
 from .autograd import enable_grad, no_grad, set_grad_enabled
+from .capture import CaptureError, capture
 from .devices import Device, set_default_device
 from .devices import get as device
 from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cube import recording
+
 from . import dtypes, shapes
 from .io import host
 
@@ -106,6 +108,7 @@ class Tensor:
     # ---- host I/O ----------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """A host copy (bf16 is returned as float32)."""
+        recording.refuse("reading a tensor on the host (numpy, item, tolist, float)")
         self._materialise()
         if self.numel() == 0:
             return np.zeros(self.shape, host.from_storage(np.zeros(0, self.dtype.storage_np),
@@ -140,6 +143,7 @@ class Tensor:
     # ---- DLPack ------------------------------------------------------------------------
     def __dlpack__(self, **kwargs):
         from .io.dlpack import export_view
+        recording.refuse("exporting a tensor through DLPack")
         return export_view(self).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
+from cube import recording
 from cube.frontend.translator import Target
 from cube.kernel import check_features
 from cube_ir.passes import run_pipeline
@@ -176,9 +177,12 @@ def _run(roots, outs, kshape, device) -> None:
     args += [t.offset for t in leaves]
     args += [_py(c) for c in consts]
     if rows:
-        exe.launch(rows_cube_count(kshape, rows == 2), rows_cube_dim(kshape), args)
+        cc, cd = rows_cube_count(kshape, rows == 2), rows_cube_dim(kshape)
     else:
-        exe.launch(cube_count(n), (CUBE_DIM, 1, 1), args)
+        cc, cd = cube_count(n), (CUBE_DIM, 1, 1)
+    exe.launch(cc, cd, args)
+    if recording.active is not None:
+        recording.record(exe.launch, cc, cd, args)
     stats.record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
 
 

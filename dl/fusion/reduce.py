@@ -4,6 +4,8 @@ values never reach memory. Used by `dl.ops.reduce` for lazy inputs; materialised
 the kernel library's tuned reduction instead."""
 from __future__ import annotations
 
+from cube import recording
+
 from .. import shapes
 from ..tensor import Tensor
 from . import stats
@@ -59,6 +61,9 @@ def reduce_lazy(x: Tensor, dims: list[int], op: str, acc) -> Tensor:
     args += [t.offset for t in g.leaves]
     args += [_py(c) for c in g.consts]
     args += [r, 1.0 / r]
-    exe.launch(cube_count(rows), (CUBE_DIM, 1, 1), args)
+    cc = cube_count(rows)
+    exe.launch(cc, (CUBE_DIM, 1, 1), args)
+    if recording.active is not None:
+        recording.record(exe.launch, cc, (CUBE_DIM, 1, 1), args)
     stats.record_launch(lambda: f"dl_fused_{op}[" + ",".join(d[0] for d in g.nodes_desc) + "]")
     return out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from cube import recording
+
 
 def _mix(x: int) -> int:
     x &= 0xFFFFFFFF
@@ -26,6 +28,7 @@ class Generator:
 
     def next_key(self) -> tuple[int, int]:
         """(k0, k1): u32 kernel arguments unique to this call under this seed."""
+        recording.refuse("drawing random numbers (rand, randn, dropout)")
         with self._lock:
             c = self._counter
             self._counter += 1

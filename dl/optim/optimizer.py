@@ -2,6 +2,8 @@
 writes a step's new values (lazy, fused) into the parameters and state tensors in one kernel."""
 from __future__ import annotations
 
+from cube import recording
+
 from .. import dtypes
 from ..autograd import no_grad
 from ..fusion import materialise
@@ -64,6 +66,11 @@ class Optimizer:
         materialise(values, targets)
 
     def step(self):
+        # a step reads host state that changes from step to step (step counts, the learning
+        # rate): under dl.capture it runs again at every replay instead of being frozen
+        recording.hook(self._step_no_grad)
+
+    def _step_no_grad(self):
         with no_grad():
             self._step()
 
