@@ -36,6 +36,10 @@ def _row(name, ours_s, torch_s, note=""):
     return r
 
 
+def _captured_note(captured) -> str:
+    return f"replay of {captured.launches} launches vs torch eager"
+
+
 def _fwd_bwd(model, loss_fn, x, y):
     def run():
         for p in model.parameters():
@@ -60,10 +64,13 @@ def bench_mlp(device, repeat):
     ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
     tx, ty = torch.tensor(x), torch.tensor(y)
     run = _fwd_bwd(ours, nn.CrossEntropyLoss(), ox, oy)
-    t_ours, t_torch = paired_medians(
-        [lambda: run().item(), _fwd_bwd(ref, torch.nn.CrossEntropyLoss(), tx, ty)],
-        repeat=repeat, warmup=5)
-    return _row("MLP 784-512-512-10, batch 64, fwd+bwd", t_ours, t_torch)
+    captured = dl.capture(run)
+    t_ours, t_cap, t_torch = paired_medians(
+        [lambda: run().item(), lambda: captured().item(),
+         _fwd_bwd(ref, torch.nn.CrossEntropyLoss(), tx, ty)], repeat=repeat, warmup=5)
+    name = "MLP 784-512-512-10, batch 64, fwd+bwd"
+    return [_row(name, t_ours, t_torch),
+            _row(name + ", dl.capture", t_cap, t_torch, _captured_note(captured))]
 
 
 def bench_transformer(device, repeat, quick):
@@ -83,10 +90,18 @@ def bench_transformer(device, repeat, quick):
     def torch_fwd():
         with torch.no_grad():
             ref(tx)
+    @dl.capture
+    def ours_fwd_graph():
+        with dl.no_grad():
+            return ours(ox)
+
     ref.eval()  # torch's inference fast path in eval, as a user would run it
-    rows = [_row(f"TransformerEncoderLayer b{b} s{s} d{d} h4, forward",
-                 *paired_medians([ours_fwd, torch_fwd], repeat=repeat, warmup=3),
-                 "torch in eval mode")]
+    t_ours, t_cap, t_torch = paired_medians(
+        [ours_fwd, lambda: ours_fwd_graph().numpy(), torch_fwd], repeat=repeat, warmup=3)
+    name = f"TransformerEncoderLayer b{b} s{s} d{d} h4, forward"
+    rows = [_row(name, t_ours, t_torch, "torch in eval mode"),
+            _row(name + ", dl.capture", t_cap, t_torch,
+                 _captured_note(ours_fwd_graph) + " (eval mode)")]
     ref.train()
     oxg = dl.tensor(x, device=device, requires_grad=True)
     txg = torch.tensor(x, requires_grad=True)
@@ -100,8 +115,19 @@ def bench_transformer(device, repeat, quick):
         for p in ref.parameters():
             p.grad = None
         ref(txg).sum().backward()
-    rows.append(_row(f"TransformerEncoderLayer b{b} s{s} d{d} h4, fwd+bwd",
-                     *paired_medians([ours_fb, torch_fb], repeat=repeat, warmup=3)))
+
+    @dl.capture
+    def ours_fb_graph():
+        for p in ours.parameters():
+            p.grad = None
+        loss = ours(oxg).sum()
+        loss.backward()
+        return loss
+    t_ours, t_cap, t_torch = paired_medians([ours_fb, ours_fb_graph, torch_fb],
+                                            repeat=repeat, warmup=3)
+    name = f"TransformerEncoderLayer b{b} s{s} d{d} h4, fwd+bwd"
+    rows += [_row(name, t_ours, t_torch),
+             _row(name + ", dl.capture", t_cap, t_torch, _captured_note(ours_fb_graph))]
     return rows
 
 
@@ -125,14 +151,24 @@ def bench_digits_step(device, repeat):
     def ours_step():
         train_digits.train_step(ours, oopt, oloss, ox, oy)
 
+    # a second model for the replays: an optimiser step reads the .grad its parameters hold
+    ours2 = train_digits.build_model(device)
+    ours2.load_state_dict(ours.state_dict())
+    oopt2 = dl.optim.Adam(ours2.parameters(), lr=1e-3)
+    captured = dl.capture(lambda: train_digits.loss_step(ours2, oopt2, oloss, ox, oy))
+
     def torch_step():
         topt.zero_grad()
         loss = tloss(ref(tx), ty)
         loss.backward()
         topt.step()
         loss.item()
-    return _row("digits CNN training step (batch 64, Adam)",
-                *paired_medians([ours_step, torch_step], repeat=repeat, warmup=5))
+    t_ours, t_cap, t_torch = paired_medians(
+        [ours_step, lambda: captured().item(), torch_step], repeat=repeat, warmup=5)
+    name = "digits CNN training step (batch 64, Adam)"
+    return [_row(name, t_ours, t_torch),
+            _row(name + ", dl.capture", t_cap, t_torch,
+                 _captured_note(captured) + "; Adam re-run per replay")]
 
 
 def bench_fusion(device, repeat, quick):
@@ -175,9 +211,9 @@ def main() -> None:
     m = machine()
     print(f"# {m['cpu']} ({m['cores']} cores), torch {torch.__version__} with "
           f"{torch.get_num_threads()} threads, dl on {a.device}", flush=True)
-    benches = {"mlp": lambda: [bench_mlp(a.device, repeat)],
+    benches = {"mlp": lambda: bench_mlp(a.device, repeat),
                "transformer": lambda: bench_transformer(a.device, repeat, a.quick),
-               "digits": lambda: [bench_digits_step(a.device, repeat)],
+               "digits": lambda: bench_digits_step(a.device, repeat),
                "fusion": lambda: bench_fusion(a.device, repeat, a.quick)}
     rows = []
     for name, fn in benches.items():

@@ -53,12 +53,17 @@ def progress(epoch: int, epochs: int, step: int, steps: int, loss: float, t0: fl
     sys.stderr.flush()
 
 
-def train_step(model, opt, loss_fn, xb, yb) -> float:
+def loss_step(model, opt, loss_fn, xb, yb) -> dl.Tensor:
+    """One training step; returns the loss as a tensor (what dl.capture can replay)."""
     opt.zero_grad()
     loss = loss_fn(model(xb), yb)
     loss.backward()
     opt.step()
-    return loss.item()
+    return loss
+
+
+def train_step(model, opt, loss_fn, xb, yb) -> float:
+    return loss_step(model, opt, loss_fn, xb, yb).item()
 
 
 @dl.no_grad()
@@ -73,8 +78,9 @@ def accuracy(model, x: np.ndarray, y: np.ndarray, device="cpu", batch: int = 512
 
 
 def train(epochs: int = 15, device: str = "cpu", batch: int = 64, lr: float = 3e-3,
-          max_steps: int | None = None, quiet: bool = False):
-    """Returns (model, losses, test accuracy, seconds)."""
+          max_steps: int | None = None, quiet: bool = False, capture: bool = True):
+    """Returns (model, losses, test accuracy, seconds). With `capture`, the step's launches
+    are recorded once (dl.capture) and replayed for every later batch."""
     xtr, ytr, xte, yte = load_data()
     model = build_model(device)
     opt = dl.optim.Adam(model.parameters(), lr=lr)
@@ -83,12 +89,14 @@ def train(epochs: int = 15, device: str = "cpu", batch: int = 64, lr: float = 3e
     rng = np.random.default_rng(1)
     steps = len(xtr) // batch
     losses, t0 = [], time.perf_counter()
+    step = dl.capture(lambda xb, yb: loss_step(model, opt, loss_fn, xb, yb)) if capture \
+        else (lambda xb, yb: loss_step(model, opt, loss_fn, xb, yb))
     for epoch in range(epochs):
         order = rng.permutation(len(xtr))
         for s in range(steps):
             idx = order[s * batch:(s + 1) * batch]
-            losses.append(train_step(model, opt, loss_fn, dl.tensor(xtr[idx], device=device),
-                                     dl.tensor(ytr[idx], device=device)))
+            losses.append(step(dl.tensor(xtr[idx], device=device),
+                               dl.tensor(ytr[idx], device=device)).item())
             if not quiet and (s % 4 == 3 or s + 1 == steps):
                 progress(epoch, epochs, s + 1, steps, losses[-1], t0)
             if max_steps is not None and len(losses) >= max_steps:
@@ -103,10 +111,12 @@ def main(argv=None) -> float:
     ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", default=None, help="where to save the weights (.safetensors)")
+    ap.add_argument("--no-capture", action="store_true",
+                    help="run every step eagerly (no dl.capture replay)")
     args = ap.parse_args(argv)
-    model, losses, acc, seconds = train(args.epochs, args.device)
+    model, losses, acc, seconds = train(args.epochs, args.device, capture=not args.no_capture)
     print(f"trained {args.epochs} epochs ({len(losses)} steps) in {seconds:.1f} s on "
-          f"{args.device}: loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
+          f"{args.device}{'' if args.no_capture else ' (captured steps)'}: loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
           f"test accuracy {acc * 100:.1f}%")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp()) / "digits.safetensors"
     dl.save_file(model.state_dict(), str(out))

@@ -1,6 +1,8 @@
 """Fusion: one kernel per elementwise chain, cached by structure, identical to unfused."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from dl_helpers import rand_np
@@ -159,3 +161,23 @@ def test_row_launches_cover_every_element(dev, xs, ss):
     x, s = rand_np(xs, 21), rand_np(ss, 22)
     got = ((dl.tensor(x, device=dev) - dl.tensor(s, device=dev)) * 2.0).numpy()
     np.testing.assert_allclose(got, (x - s) * 2.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("xs, ss, exact", [
+    ((4, 256), (4, 256), True),  # 1-D launch, n a multiple of the cube size
+    ((4, 256 + 1), (4, 257), False),  # one element past a whole cube
+    ((16, 64), (1, 64), True),  # rows: 4 rows of 64 a cube, 4 cubes
+    ((18, 64), (1, 64), False),  # rows: the last cube half full
+    ((2, 5, 64), (2, 5, 1), False),  # merged to 10 rows of 64: the last cube half full
+    ((2, 8, 64), (1, 8, 1), True),  # rank-3 rows (dim 1 on y, dim 0 on z)
+    ((2, 6, 64), (1, 6, 1), False),
+    ((3, 48), (1, 48), False),  # rows shorter than the cube's x
+])
+def test_launches_that_tile_the_shape_skip_the_bounds_test(dev, xs, ss, exact):
+    mat = sys.modules["dl.fusion.materialise"]
+    x, s = dl.tensor(rand_np(xs, 31), device=dev), dl.tensor(rand_np(ss, 32), device=dev)
+    mat._hot.clear()  # the in-memory memo of compiled structures (refilled from _cache)
+    got = ((x - s) * 3.0).numpy()
+    np.testing.assert_allclose(got, (x.numpy() - s.numpy()) * 3.0, rtol=1e-6)
+    [key] = mat._hot
+    assert key[1][-1] is exact  # the structure's last field
