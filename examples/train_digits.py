@@ -115,8 +115,9 @@ def main(argv=None) -> float:
                     help="run every step eagerly (no dl.capture replay)")
     args = ap.parse_args(argv)
     model, losses, acc, seconds = train(args.epochs, args.device, capture=not args.no_capture)
+    how = "eager steps" if args.no_capture else "captured steps"
     print(f"trained {args.epochs} epochs ({len(losses)} steps) in {seconds:.1f} s on "
-          f"{args.device}{'' if args.no_capture else ' (captured steps)'}: loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
+          f"{args.device} ({how}): loss {losses[0]:.3f} -> {losses[-1]:.3f}, "
           f"test accuracy {acc * 100:.1f}%")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp()) / "digits.safetensors"
     dl.save_file(model.state_dict(), str(out))
