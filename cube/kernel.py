@@ -164,10 +164,7 @@ class CubeFunction:
             cc = _dim3(cube_count)
             if min(cc) < 1:
                 return
-            argv = [args[n] for n in names]
-            exe.launch(cc, cd, argv)
-            if recording.active is not None:
-                recording.record(exe.launch, cc, cd, argv)
+            recording.launch(exe, cc, cd, [args[n] for n in names])
         except CubeError as e:
             raise e.with_traceback(None) from None
 

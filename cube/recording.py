@@ -49,9 +49,12 @@ class Recording:
                 fn(cc, cd, args)
 
 
-def record(launch: Callable, cube_count, cube_dim, args) -> None:
-    """Called after a launch when `active` is set."""
-    active.entries.append((launch, cube_count, cube_dim, args))
+def launch(exe, cube_count, cube_dim, args) -> None:
+    """Launch exe, and append the launch to the active recording if there is one: every
+    launch site calls this (CubeFunction.launch, dl's fused kernels)."""
+    exe.launch(cube_count, cube_dim, args)
+    if active is not None:
+        active.entries.append((exe.launch, cube_count, cube_dim, args))
 
 
 def hook(fn: Callable[[], object]):

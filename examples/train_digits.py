@@ -89,8 +89,11 @@ def train(epochs: int = 15, device: str = "cpu", batch: int = 64, lr: float = 3e
     rng = np.random.default_rng(1)
     steps = len(xtr) // batch
     losses, t0 = [], time.perf_counter()
-    step = dl.capture(lambda xb, yb: loss_step(model, opt, loss_fn, xb, yb)) if capture \
-        else (lambda xb, yb: loss_step(model, opt, loss_fn, xb, yb))
+
+    def step(xb, yb):
+        return loss_step(model, opt, loss_fn, xb, yb)
+    if capture:
+        step = dl.capture(step)
     for epoch in range(epochs):
         order = rng.permutation(len(xtr))
         for s in range(steps):

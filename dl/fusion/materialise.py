@@ -55,20 +55,6 @@ def rows_cube_count(shape, grid: bool = False) -> tuple:
     return (cx, y, -(-ys // y))
 
 
-def _exact(kshape, n: int, rows: int) -> bool:
-    """Whether the launch's grid tiles the shape exactly (no unit out of range)."""
-    if not rows:
-        return n % CUBE_DIM == 0 and n // CUBE_DIM <= MAX_CUBES_X
-    dx, dy, _ = rows_cube_dim(kshape)
-    if kshape[-1] % dx:
-        return False
-    if rows == 2:
-        return kshape[1] % dy == 0
-    _, y, z = rows_cube_count(kshape)
-    nrows = shapes.numel(kshape[:-1])
-    return nrows % dy == 0 and y * z * dy == nrows
-
-
 def _kernel_shape(shape) -> tuple:
     return shape if shape else (1,)  # a 0-d graph runs as one element of rank 1
 
@@ -175,7 +161,13 @@ def _run(roots, outs, kshape, device) -> None:
         rows = 2
     row_leaves = tuple(j for j, ((_, contig), st) in enumerate(zip(leaf_desc, leaf_strides))
                        if rows and not contig and st[-1] == 0)
-    exact = _exact(kshape, n, rows)
+    if rows:
+        cc, cd = rows_cube_count(kshape, rows == 2), rows_cube_dim(kshape)
+    else:
+        cc, cd = cube_count(n), (CUBE_DIM, 1, 1)
+    # each axis of the grid covers its part of the shape at least once, so the grid tiles
+    # the shape exactly (no unit out of range) when it has exactly n units
+    exact = cc[0] * cc[1] * cc[2] * cd[0] * cd[1] * cd[2] == n
     fields = (rank, tuple(nodes_desc), tuple(leaf_desc), tuple(c.dtype.name for c in consts),
               tuple(out_desc), rows, row_leaves, exact)
     # looked up by the plain tuple (hashed in C); the Structure is built on a miss only
@@ -191,13 +183,7 @@ def _run(roots, outs, kshape, device) -> None:
     args += [o.offset for o in outs]
     args += [t.offset for t in leaves]
     args += [_py(c) for c in consts]
-    if rows:
-        cc, cd = rows_cube_count(kshape, rows == 2), rows_cube_dim(kshape)
-    else:
-        cc, cd = cube_count(n), (CUBE_DIM, 1, 1)
-    exe.launch(cc, cd, args)
-    if recording.active is not None:
-        recording.record(exe.launch, cc, cd, args)
+    recording.launch(exe, cc, cd, args)
     stats.record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
 
 

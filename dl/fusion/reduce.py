@@ -61,9 +61,6 @@ def reduce_lazy(x: Tensor, dims: list[int], op: str, acc) -> Tensor:
     args += [t.offset for t in g.leaves]
     args += [_py(c) for c in g.consts]
     args += [r, 1.0 / r]
-    cc = cube_count(rows)
-    exe.launch(cc, (CUBE_DIM, 1, 1), args)
-    if recording.active is not None:
-        recording.record(exe.launch, cc, (CUBE_DIM, 1, 1), args)
+    recording.launch(exe, cube_count(rows), (CUBE_DIM, 1, 1), args)
     stats.record_launch(lambda: f"dl_fused_{op}[" + ",".join(d[0] for d in g.nodes_desc) + "]")
     return out

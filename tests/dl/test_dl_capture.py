@@ -100,13 +100,17 @@ def test_a_new_signature_gets_its_own_recording(dev):
     assert len(calls) == 4  # recorded once per (shape, scale)
 
 
-@pytest.mark.parametrize("what", ["item", "numpy", "dropout", "returns_float"])
+@pytest.mark.parametrize("what", ["item", "numpy", "dlpack", "dropout", "returns_float",
+                                  "nested"])
 def test_what_a_replay_cannot_repeat_is_refused(what):
     x = dl.tensor(np.ones((4, 4), np.float32), device="cpu")
+    inner = dl.capture(lambda x: x * 2, warmup=0)
     body = {"item": lambda x: x * float((x.sum()).item()),
             "numpy": lambda x: x + dl.tensor(x.numpy()),
+            "dlpack": lambda x: x + dl.tensor(np.from_dlpack(x)),
             "dropout": lambda x: dl.nn.functional.dropout(x, 0.5, training=True),
-            "returns_float": lambda x: (x * 2).sum().item()}[what]
+            "returns_float": lambda x: (x * 2).sum().item(),
+            "nested": lambda x: inner(x) + 1}[what]
     captured = dl.capture(body, warmup=0)
     with pytest.raises(dl.CaptureError, match="capture|captured"):
         captured(x)
