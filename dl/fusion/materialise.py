@@ -26,8 +26,8 @@ _hot: dict = {}  # (runtime, Structure fields) -> executable: _cache without the
 _lock = threading.Lock()
 
 
-def cube_count(n: int) -> tuple:
-    cubes = -(-n // CUBE_DIM)
+def cube_count(n: int, dim: int = CUBE_DIM) -> tuple:
+    cubes = -(-n // dim)
     if cubes <= MAX_CUBES_X:
         return (cubes, 1, 1)
     return (MAX_CUBES_X, -(-cubes // MAX_CUBES_X), 1)

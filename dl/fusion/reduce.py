@@ -11,7 +11,9 @@ from ..tensor import Tensor
 from . import stats
 from .emit_ops import GENERATORS
 from .kernel import Structure, build_reduce
-from .materialise import CUBE_DIM, Graph, _compiled, _py, cube_count
+from .materialise import Graph, _compiled, _py, cube_count
+
+REDUCE_CUBE_DIM = 32
 
 OPS = ("sum", "mean", "prod", "max", "min")
 
@@ -55,12 +57,14 @@ def reduce_lazy(x: Tensor, dims: list[int], op: str, acc) -> Tensor:
     s = Structure(nd, tuple(g.nodes_desc), tuple(leaf_desc),
                   tuple(c.dtype.name for c in g.consts), ((root, acc.name, True),))
     rt = x.device.rt
-    exe = _compiled(rt, s, build_reduce, (op, acc.name))
+    exe = _compiled(rt, s, build_reduce, (op, acc.name, len(kept)))
     out = Tensor._empty(tuple(x.shape[d] for d in kept), acc, x.device)
     args = [out._buf, out._karg(pshape, (0,) * nd), *leaf_args, rows, 0]
     args += [t.offset for t in g.leaves]
     args += [_py(c) for c in g.consts]
     args += [r, 1.0 / r]
-    recording.launch(exe, cube_count(rows), (CUBE_DIM, 1, 1), args)
+    # a unit loops over a whole reduced row: small cubes, so that a few hundred rows still
+    # spread over every core
+    recording.launch(exe, cube_count(rows, REDUCE_CUBE_DIM), (REDUCE_CUBE_DIM, 1, 1), args)
     stats.record_launch(lambda: f"dl_fused_{op}[" + ",".join(d[0] for d in g.nodes_desc) + "]")
     return out

@@ -47,11 +47,14 @@ F = typing.TypeVar("F")
 @cube(launch=True, unchecked=True)
 def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Array[Line[F]],
                  MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
-                 ACT: Comptime[str], PACKED: Comptime[bool]):
-    """PACKED: b is `pack_b`'s output, each NR-line column panel contiguous over k."""
+                 ACT: Comptime[str], PACKED: Comptime[bool], PACKED_A: Comptime[bool]):
+    """PACKED: b is `pack_b`'s output, each NR-line column panel contiguous over k.
+    PACKED_A: a is A packed by `pack_b_strided` into (batch * row panels, K, MR): each unit
+    reads its MR rows as one contiguous stream (a transposed A, as in a weight gradient
+    gz^T @ x, would otherwise be read a column at a time at a power-of-two stride)."""
     L = cb.comptime(c.line_size())
-    m = a.shape(1)
-    k = a.shape(2)
+    m = c.shape(1)
+    k = a.shape(1) if PACKED_A else a.shape(2)
     nl = c.shape(2) // L
     z = CUBE_POS_Z
     row0 = (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X) * MR
@@ -60,7 +63,10 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
         # unchecked: edge tiles clamp their reads to the last row/line and skip their stores
         offa = cb.LocalArray(u32, MR)
         for i in cb.range(MR, unroll=True):
-            offa[i] = z * a.stride(0) + min(row0 + i, m - 1) * a.stride(1)
+            if PACKED_A:
+                offa[i] = (z * ((m + MR - 1) // MR) + row0 // MR) * a.stride(0) + i
+            else:
+                offa[i] = z * a.stride(0) + min(row0 + i, m - 1) * a.stride(1)
         offb = cb.LocalArray(u32, NR)
         sb = b.stride(1) // L
         for j in cb.range(NR, unroll=True):
@@ -75,6 +81,8 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
             acc[t] = Line[F, L](0)
         bv = cb.LocalArray(Line[F, L], NR)
         sa = a.stride(2)
+        if PACKED_A:
+            sa = u32(MR)
         ka = u32(0)
         kb = u32(0)
         for _ in range(k):
@@ -101,45 +109,60 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
 def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
     """(batch, K, N) lines -> (batch, panels, K, NR) lines, zero past N: each unit's B panel
     is then one contiguous stream (a power-of-two row stride would make the panel's rows
-    collide in the same cache sets)."""
+    collide in the same cache sets). x walks N's lines (reads in order), y K, z the batch:
+    no division by a runtime value."""
     L = cb.comptime(b.line_size())
     k = b.shape(1)
     nl = b.shape(2) // L
     panels = (nl + NR - 1) // NR
-    i = cb.ABSOLUTE_POS
-    j = i % NR
-    kk = (i // NR) % k
-    p = (i // (NR * k)) % panels
-    z = i // (NR * k * panels)
-    if z < b.shape(0):
-        col = p * NR + j
+    col = ABSOLUTE_POS_X
+    kk = CUBE_POS_Y
+    z = CUBE_POS_Z
+    if col < panels * NR:
         v = Line[F, L](0)
         if col < nl:
             v = b[z * (b.stride(0) // L) + kk * (b.stride(1) // L) + col * b.stride(2)]
-        out[i] = v
+        out[((z * panels + col // NR) * k + kk) * NR + col % NR] = v
 
 
 @cube(launch=True)
-def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptime[bool]):
+def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptime[bool],
+                   KB: Comptime[int]):
     """(batch, K, N) of any strides -> `pack_b`'s panels (batch, panels, K, NRL) as scalars,
     zero past N: B stored transposed (nn.Linear's weight) reaches the tiled kernel with its
-    rows as lines. x walks K when K is B's contiguous dim (reads in order, stores strided),
-    else N; y the other, z the batch (no division by a runtime value)."""
-    if K_X:
-        kk = ABSOLUTE_POS_X
-        col = CUBE_POS_Y
-    else:
-        col = ABSOLUTE_POS_X
-        kk = CUBE_POS_Y
+    rows as lines, and a transposed A (seen as (batch, K, M)) its MR rows as one stream.
+    A unit moves a KB x NRL block (x walks K's blocks, y the panels, z the batch): its
+    stores are one contiguous run, and its reads walk B's contiguous dim in the inner loop
+    (K when K_X). One element per unit had every store or every read strided: 4-5x slower."""
     z = CUBE_POS_Z
     k = b.shape(1)
     n = b.shape(2)
     panels = (n + NRL - 1) // NRL
-    if col < panels * NRL and kk < k:
-        v = F(0)
-        if col < n:
-            v = b[z * b.stride(0) + kk * b.stride(1) + col * b.stride(2)]
-        out[((z * panels + col // NRL) * k + kk) * NRL + col % NRL] = v
+    k0 = ABSOLUTE_POS_X * KB
+    p = CUBE_POS_Y
+    if k0 < k:
+        base = (z * panels + p) * k
+        zb = z * b.stride(0)
+        if K_X:
+            for j in cb.range(NRL, unroll=True):
+                col = p * NRL + j
+                for r in cb.range(KB, unroll=True):
+                    kk = k0 + r
+                    if kk < k:
+                        v = F(0)
+                        if col < n:
+                            v = b[zb + kk * b.stride(1) + col * b.stride(2)]
+                        out[(base + kk) * NRL + j] = v
+        else:
+            for r in cb.range(KB, unroll=True):
+                kk = k0 + r
+                if kk < k:
+                    for j in cb.range(NRL, unroll=True):
+                        col = p * NRL + j
+                        v = F(0)
+                        if col < n:
+                            v = b[zb + kk * b.stride(1) + col * b.stride(2)]
+                        out[(base + kk) * NRL + j] = v
 
 
 @cube(launch=True, unchecked=True)
@@ -266,49 +289,57 @@ def _tiled_line(rt, a, b, c) -> int:
     return line_size(rt, c.elem, n, b.strides[0], b.strides[1])
 
 
-def _run_tiled(mr: int, nr: int, packed: bool = False):
-    def run(rt, a, b, c, bias, act):
-        lsz = _tiled_line(rt, a, b, c)
-        batch, m, n = c.shape
-        nl = n // lsz
-        units = (1, 1) if is_cpu(rt) else (8, 8)
-        grid = (cdiv(cdiv(m, mr), units[0]), cdiv(cdiv(nl, nr), units[1]), batch)
-        bl = (bias if bias is not None else c).buffer
-        bv = b.lines(lsz) if lsz > 1 else b
-        if packed:
-            k, panels = b.shape[1], cdiv(nl, nr)
-            bp = rt.empty((batch, panels * k, nr * lsz), c.elem)
-            total = batch * panels * k * nr
-            pack_b.launch(rt, cube_count=cdiv(total, 256), cube_dim=256, b=bv,
-                          out=bp.lines(lsz), NR=nr)
-            bv = bp.lines(lsz)
-        matmul_tiled.launch(rt, cube_count=grid, cube_dim=units, a=a, b=bv, c=c.lines(lsz),
-                            bias=bl.lines(lsz) if bias is not None else bl.lines(1),
-                            MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act, PACKED=packed)
-    return run
+PACK_KB = 8  # K steps per unit of a K-contiguous pack
 
 
-def _run_tpacked(mr: int, nr: int):
-    """Pack B (any strides) into line panels with a scalar gather, then the tiled kernel."""
+def _pack_strided(rt, x, nrl: int, out_shape):
+    """`pack_b_strided` of x (batch, K, N) into a new buffer of out_shape (batch * panels * K
+    * nrl elements: (batch, panels * K, nrl) for B, (batch * panels, K, nrl) for A)."""
+    batch, k, n = x.shape
+    panels = cdiv(n, nrl)
+    out = rt.empty(out_shape(batch, panels, k), x.elem)
+    k_x = x.strides[1] == 1 and x.strides[2] != 1
+    pack_b_strided.launch(rt, cube_count=(cdiv(cdiv(k, PACK_KB), 64), panels, batch),
+                          cube_dim=64, b=x, out=out, NRL=nrl, K_X=k_x, KB=PACK_KB)
+    return out
+
+
+def _pack_a(rt, a, mr: int):
+    """A (batch, M, K) seen as (batch, K, M) and packed into MR-row panels over K."""
+    return _pack_strided(rt, strided(a, (a.shape[0], a.shape[2], a.shape[1]),
+                                     (a.strides[0], a.strides[2], a.strides[1])), mr,
+                         lambda batch, panels, k: (batch * panels, k, mr))
+
+
+def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
+    """pack: "" reads B as it lies (lines along N when its rows are contiguous), "lines"
+    packs those lines into panels first, "strided" gathers any layout into panels as
+    scalars; pack_a packs A's rows into panels."""
     def run(rt, a, b, c, bias, act):
         batch, m, n = c.shape
         k = b.shape[1]
-        lsz = line_size(rt, c.elem, n)
+        lsz = line_size(rt, c.elem, n) if pack == "strided" else _tiled_line(rt, a, b, c)
         nl = n // lsz
-        panels, nrl = cdiv(nl, nr), nr * lsz
-        bp = rt.empty((batch, panels * k, nrl), c.elem)
-        k_x = b.strides[1] == 1 and b.strides[2] != 1
-        count = (cdiv(k, 64), panels * nrl, batch) if k_x else \
-            (cdiv(panels * nrl, 64), k, batch)
-        pack_b_strided.launch(rt, cube_count=count, cube_dim=64, b=b, out=bp, NRL=nrl,
-                              K_X=k_x)
+        panels = cdiv(nl, nr)
+        if pack == "lines":
+            bl = b.lines(lsz) if lsz > 1 else b
+            bp = rt.empty((batch, panels * k, nr * lsz), c.elem)
+            pack_b.launch(rt, cube_count=(cdiv(panels * nr, 64), k, batch), cube_dim=64,
+                          b=bl, out=bp.lines(lsz), NR=nr)
+            bv = bp.lines(lsz)
+        elif pack == "strided":
+            bv = _pack_strided(rt, b, nr * lsz, lambda batch, panels, k:
+                               (batch, panels * k, nr * lsz)).lines(lsz)
+        else:
+            bv = b.lines(lsz) if lsz > 1 else b
+        av = _pack_a(rt, a, mr) if pack_a else a
         units = (1, 1) if is_cpu(rt) else (8, 8)
-        grid = (cdiv(cdiv(m, mr), units[0]), cdiv(cdiv(nl, nr), units[1]), batch)
+        grid = (cdiv(cdiv(m, mr), units[0]), cdiv(panels, units[1]), batch)
         bl = (bias if bias is not None else c).buffer
-        matmul_tiled.launch(rt, cube_count=grid, cube_dim=units, a=a, b=bp.lines(lsz),
-                            c=c.lines(lsz),
+        matmul_tiled.launch(rt, cube_count=grid, cube_dim=units, a=av, b=bv, c=c.lines(lsz),
                             bias=bl.lines(lsz) if bias is not None else bl.lines(1),
-                            MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act, PACKED=True)
+                            MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act,
+                            PACKED=bool(pack), PACKED_A=pack_a)
     return run
 
 
@@ -372,9 +403,20 @@ def _b_transposed(rt, a, b, c, bias, act) -> bool:
     return is_cpu(rt) and b.strides[2] != 1 and b.shape[2] > 1
 
 
+def _a_transposed(rt, a, b, c, bias, act) -> bool:
+    """On the CPU, A-packing kernels go first for an A whose rows are not contiguous."""
+    return is_cpu(rt) and a.strides[2] != 1 and a.shape[2] > 1 and not \
+        _b_transposed(rt, a, b, c, bias, act)
+
+
+def _ab_transposed(rt, a, b, c, bias, act) -> bool:
+    return is_cpu(rt) and a.strides[2] != 1 and a.shape[2] > 1 and \
+        _b_transposed(rt, a, b, c, bias, act)
+
+
 MATMUL = Tunable("matmul", [
-    Candidate("packed_4x4", _run_tiled(4, 4, True), _cpu_first(110, 45)),
-    Candidate("packed_6x2", _run_tiled(6, 2, True), _cpu_first(105, 45)),
+    Candidate("packed_4x4", _run_tiled(4, 4, "lines"), _cpu_first(110, 45)),
+    Candidate("packed_6x2", _run_tiled(6, 2, "lines"), _cpu_first(105, 45)),
     # unpacked 4x4 is the fastest where B's rows do not collide in cache (n <= 512, batched
     # 512^3): it skips the packing launch, so it is among the 3 that `fast` times
     Candidate("tiled_4x4", _run_tiled(4, 4), _cpu_first(102, 50)),
@@ -385,9 +427,20 @@ MATMUL = Tunable("matmul", [
     # (best for few rows: 64x784x512); packing B's panels first feeds the tiled kernel
     # (best for many: 1024x256x2048 at 170 GFLOP/s against dot's 105)
     Candidate("dot_4x4", _run_dot(4, 4), _cpu_first(96, 29), _dot_ok, prefer=_b_transposed),
-    Candidate("tpacked_6x2", _run_tpacked(6, 2), _cpu_first(95, 10), prefer=_b_transposed),
-    Candidate("tpacked_4x4", _run_tpacked(4, 4), _cpu_first(94, 9), prefer=_b_transposed),
+    Candidate("tpacked_6x2", _run_tiled(6, 2, "strided"), _cpu_first(95, 10),
+              prefer=_b_transposed),
+    Candidate("tpacked_4x4", _run_tiled(4, 4, "strided"), _cpu_first(94, 9),
+              prefer=_b_transposed),
     Candidate("dot_4x2", _run_dot(4, 2), _cpu_first(93, 30), _dot_ok, prefer=_b_transposed),
+    # A stored transposed (a weight gradient gz^T @ x): the tiled kernels would read A's
+    # rows a column at a time at a power-of-two stride (1024x2048x256 at 91 GFLOP/s);
+    # packing A's row panels first makes every operand one stream
+    Candidate("apacked_6x2", _run_tiled(6, 2, "lines", True), _cpu_first(91, 8),
+              prefer=_a_transposed),
+    Candidate("atpacked_6x2", _run_tiled(6, 2, "strided", True), _cpu_first(90, 7),
+              prefer=_ab_transposed),
+    Candidate("atiled_4x4", _run_tiled(4, 4, "", True), _cpu_first(89, 7),
+              prefer=_a_transposed),
     Candidate("dot_2x4", _run_dot(2, 4), _cpu_first(92, 28), _dot_ok),
     Candidate("shared_16", _run_shared(16), _cpu_first(20, 100), _shared_ok(16)),
     Candidate("shared_8", _run_shared(8), _cpu_first(10, 90), _shared_ok(8)),
