@@ -37,6 +37,7 @@ class Signature:
     params: tuple
     comptime: tuple
     checked: bool
+    nowrap: bool = False
 
 
 def _dim3(d) -> tuple[int, int, int]:
@@ -64,11 +65,13 @@ class CubeFunction:
     """What `@cube` returns. Helpers are inlined into kernels; kernels (`launch=True`) have
     `.launch(rt, cube_count=, cube_dim=, **args)`, `.source(target=, **types)` and `.ir()`."""
 
-    def __init__(self, fn, is_kernel: bool = False, checked: bool = True):
+    def __init__(self, fn, is_kernel: bool = False, checked: bool = True,
+                 nowrap: bool = False):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.is_kernel = is_kernel
         self.checked = checked
+        self.nowrap = nowrap
         self._src: FunctionSource | None = None
         self._annotations: dict | None = None
         self._plan: list | None = None
@@ -253,13 +256,14 @@ class CubeFunction:
                 comptime.append((name, a))
         order = {n: i for i, (n, _, _) in enumerate(specs)}
         params.sort(key=lambda p: order[p[0]])
-        return Signature(tuple(params), tuple(comptime), self.checked)
+        return Signature(tuple(params), tuple(comptime), self.checked, self.nowrap)
 
     # ---- building ----------------------------------------------------------------------
     def build_ir(self, sig: Signature, target: Target, optimise: bool = True) -> ir.Kernel:
         """Translate for one signature, run the IR passes and check target features."""
         self.compiles += 1
-        b = Builder(self.__name__, plane_size=target.plane_size, checked=sig.checked)
+        b = Builder(self.__name__, plane_size=target.plane_size, checked=sig.checked,
+                    nowrap=sig.nowrap)
         bindings = {}
         for name, kind, t, rank in sig.params:
             if kind == "array":
@@ -332,7 +336,7 @@ class CubeFunction:
             else:
                 t = {int: i32, float: f32, bool: boolean}.get(spec, spec)
                 params.append((name, "scalar", _resolve_tv(t, tv, name), 0))
-        return Signature(tuple(params), tuple(ct), self.checked)
+        return Signature(tuple(params), tuple(ct), self.checked, self.nowrap)
 
     def ir(self, *, optimise: bool = True, plane_size: int = 1, **kwargs) -> ir.Kernel:
         sig = self._sig_from_kwargs(kwargs)
@@ -432,8 +436,11 @@ def _dump(cf: CubeFunction, kernel: ir.Kernel, exe) -> None:
         _write_dump(cf, "2-target.txt", src if isinstance(src, str) else repr(src))
 
 
-def cube(fn=None, *, launch: bool = False, unchecked: bool = False):
-    """`@cube` marks a helper (inlined into kernels); `@cube(launch=True)` a kernel."""
+def cube(fn=None, *, launch: bool = False, unchecked: bool = False, nowrap: bool = False):
+    """`@cube` marks a helper (inlined into kernels); `@cube(launch=True)` a kernel.
+    unchecked: no bounds checks (the kernel keeps its accesses in range); nowrap: the
+    kernel's u32 index arithmetic never wraps (adds and multiplies may be compiled as such:
+    a wrap is then undefined)."""
     def wrap(f):
-        return CubeFunction(f, is_kernel=launch, checked=not unchecked)
+        return CubeFunction(f, is_kernel=launch, checked=not unchecked, nowrap=nowrap)
     return wrap(fn) if fn is not None else wrap

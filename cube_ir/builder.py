@@ -19,9 +19,10 @@ from .types import Type, boolean, f32, i32, promote, u32, vec, with_elem
 
 
 class Builder:
-    def __init__(self, name: str, plane_size: int = 1, checked: bool = True):
+    def __init__(self, name: str, plane_size: int = 1, checked: bool = True,
+                 nowrap: bool = False):
         self.kernel = Kernel(name=name, params=[], body=Block(), plane_size=plane_size,
-                             checked=checked)
+                             checked=checked, nowrap=nowrap)
         self._blocks: list[Block] = [self.kernel.body]
         self._next_id = 0
         self.loc = None  # location attached to new ops (the frontend keeps it current)

@@ -342,6 +342,10 @@ class Kernel:
     plane_size: int = 1  # comptime plane size the kernel was specialised for
     cube_dim: tuple[int, int, int] | None = None  # comptime cube dim, when specialised on it
     checked: bool = True  # bounds checks wanted (applied by passes.bounds)
+    # the author's promise that the kernel's unsigned index arithmetic never wraps: code
+    # generators may mark unsigned adds and multiplies no-wrap, which lets LLVM keep
+    # per-row offsets as pointers stepping through a loop (2x on the CPU's matmul tiles)
+    nowrap: bool = False
     source: str = ""  # where it came from, for messages
 
     def param(self, name: str) -> Param:

@@ -86,6 +86,7 @@ def format_kernel(k: ir.Kernel) -> str:
             params.append(f"{p.name}: {p.type}")
     out = [f"kernel {k.name}({', '.join(params)}) "
            f"[plane_size={k.plane_size}, checked={k.checked}"
+           + (", nowrap" if k.nowrap else "")
            + (f", cube_dim={k.cube_dim}" if k.cube_dim else "") + "] {"]
     for s in k.shared:
         out.append(f"  {s}: shared {s.type}[{s.size}]")

@@ -25,6 +25,10 @@ def _f32_like(t: Type) -> Type:
 
 
 class Arith(Lower):
+    def __init__(self, fn, nowrap: bool = False) -> None:
+        super().__init__(fn)
+        self.nowrap = nowrap  # the kernel's promise: unsigned adds/multiplies never wrap
+
     # ---- helpers -----------------------------------------------------------------------
     def k(self, value, t: Type) -> str:
         return const(value, t)
@@ -75,7 +79,8 @@ class Arith(Lower):
         simple = {"add": "add", "sub": "sub", "mul": "mul", "and": "and", "or": "or",
                   "xor": "xor"}
         if op in simple:
-            return self.bin(simple[op], ll, a, b)
+            nuw = self.nowrap and op in ("add", "mul") and not signed and not e.is_bool
+            return self.bin(simple[op] + (" nuw" if nuw else ""), ll, a, b)
         if e.is_bool:
             if op in ("min", "max"):
                 return self.bin("and" if op == "min" else "or", ll, a, b)

@@ -25,7 +25,7 @@ class Emitter:
         self.plan: Plan = plan(kernel)
         self.mod = Module()
         self.fn = Fn(self.mod)
-        self.a = Arith(self.fn)
+        self.a = Arith(self.fn, nowrap=kernel.nowrap)
         self.slots, self.nslots = abi.layout(kernel.params)
         self.entry = entry_name(kernel)
         self.vars = {v.id: v for v in ir.declared_vars(kernel)}

@@ -44,7 +44,7 @@ from .view import is_contiguous, strided
 F = typing.TypeVar("F")
 
 
-@cube(launch=True, unchecked=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Array[Line[F]],
                  MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
                  ACT: Comptime[str], PACKED: Comptime[bool], PACKED_A: Comptime[bool]):
@@ -105,7 +105,7 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
                     c[sc0 + (row0 + i) * sc1 + col0 + j] = activate(v, ACT)
 
 
-@cube(launch=True)
+@cube(launch=True, nowrap=True)
 def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
     """(batch, K, N) lines -> (batch, panels, K, NR) lines, zero past N: each unit's B panel
     is then one contiguous stream (a power-of-two row stride would make the panel's rows
@@ -125,7 +125,7 @@ def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
         out[((z * panels + col // NR) * k + kk) * NR + col % NR] = v
 
 
-@cube(launch=True)
+@cube(launch=True, nowrap=True)
 def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptime[bool],
                    KB: Comptime[int]):
     """(batch, K, N) of any strides -> `pack_b`'s panels (batch, panels, K, NRL) as scalars,
@@ -165,7 +165,7 @@ def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptim
                         out[(base + kk) * NRL + j] = v
 
 
-@cube(launch=True, unchecked=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Array[F],
                MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
                ACT: Comptime[str]):
@@ -415,33 +415,33 @@ def _ab_transposed(rt, a, b, c, bias, act) -> bool:
 
 
 MATMUL = Tunable("matmul", [
-    Candidate("packed_4x4", _run_tiled(4, 4, "lines"), _cpu_first(110, 45)),
-    Candidate("packed_6x2", _run_tiled(6, 2, "lines"), _cpu_first(105, 45)),
-    # unpacked 4x4 is the fastest where B's rows do not collide in cache (n <= 512, batched
-    # 512^3): it skips the packing launch, so it is among the 3 that `fast` times
-    Candidate("tiled_4x4", _run_tiled(4, 4), _cpu_first(102, 50)),
-    Candidate("tiled_6x2", _run_tiled(6, 2), _cpu_first(100, 60)),
-    Candidate("tiled_8x1", _run_tiled(8, 1), _cpu_first(70, 40)),
+    # 6x2: 6 rows x 2 lines of C in 12 vector registers, one B line pair and one broadcast
+    # A value per step (4x4 needs 21 of AVX2's 16 and spills). Packing B's panels first
+    # keeps a power-of-two row stride (n = 256, 1024) from colliding in the cache sets
+    Candidate("packed_6x2", _run_tiled(6, 2, "lines"), _cpu_first(110, 45)),
+    Candidate("tiled_6x2", _run_tiled(6, 2), _cpu_first(105, 60)),
+    Candidate("tiled_8x1", _run_tiled(8, 1), _cpu_first(103, 40)),
+    Candidate("packed_4x4", _run_tiled(4, 4, "lines"), _cpu_first(100, 45)),
+    Candidate("tiled_4x4", _run_tiled(4, 4), _cpu_first(99, 50)),
     # B stored transposed (K contiguous, as nn.Linear's weight): the tiled kernels would read
     # B a scalar at a time (~7 GFLOP/s at 64x784x512). The dot kernels read lines along K
-    # (best for few rows: 64x784x512); packing B's panels first feeds the tiled kernel
-    # (best for many: 1024x256x2048 at 170 GFLOP/s against dot's 105)
-    Candidate("dot_4x4", _run_dot(4, 4), _cpu_first(96, 29), _dot_ok, prefer=_b_transposed),
+    # (best for few rows: 64x784x512 at 114 GFLOP/s); packing B's panels first feeds the
+    # tiled kernel (best for many: 1024x256x768 at 156 GFLOP/s against dot's 80)
+    Candidate("dot_4x2", _run_dot(4, 2), _cpu_first(96, 30), _dot_ok, prefer=_b_transposed),
     Candidate("tpacked_6x2", _run_tiled(6, 2, "strided"), _cpu_first(95, 10),
               prefer=_b_transposed),
-    Candidate("tpacked_4x4", _run_tiled(4, 4, "strided"), _cpu_first(94, 9),
-              prefer=_b_transposed),
-    Candidate("dot_4x2", _run_dot(4, 2), _cpu_first(93, 30), _dot_ok, prefer=_b_transposed),
+    Candidate("dot_2x4", _run_dot(2, 4), _cpu_first(94, 28), _dot_ok, prefer=_b_transposed),
+    Candidate("dot_4x4", _run_dot(4, 4), _cpu_first(93, 29), _dot_ok),
+    Candidate("tpacked_4x4", _run_tiled(4, 4, "strided"), _cpu_first(92, 9)),
     # A stored transposed (a weight gradient gz^T @ x): the tiled kernels would read A's
-    # rows a column at a time at a power-of-two stride (1024x2048x256 at 91 GFLOP/s);
-    # packing A's row panels first makes every operand one stream
+    # rows a column at a time at a power-of-two stride (2048x1024x256 at 91 GFLOP/s);
+    # packing A's row panels first makes every operand one stream (149 GFLOP/s)
     Candidate("apacked_6x2", _run_tiled(6, 2, "lines", True), _cpu_first(91, 8),
               prefer=_a_transposed),
-    Candidate("atpacked_6x2", _run_tiled(6, 2, "strided", True), _cpu_first(90, 7),
+    Candidate("atpacked_6x2", _run_tiled(6, 2, "strided", True), _cpu_first(97, 7),
               prefer=_ab_transposed),
-    Candidate("atiled_4x4", _run_tiled(4, 4, "", True), _cpu_first(89, 7),
+    Candidate("atiled_6x2", _run_tiled(6, 2, "", True), _cpu_first(89, 7),
               prefer=_a_transposed),
-    Candidate("dot_2x4", _run_dot(2, 4), _cpu_first(92, 28), _dot_ok),
     Candidate("shared_16", _run_shared(16), _cpu_first(20, 100), _shared_ok(16)),
     Candidate("shared_8", _run_shared(8), _cpu_first(10, 90), _shared_ok(8)),
     Candidate("plane", _run_plane, _cpu_first(0, 40),

@@ -21,7 +21,7 @@ from .softmax import as_rows
 F = typing.TypeVar("F")
 
 
-@cube(launch=True, unchecked=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def layer_norm_row(x: Tensor[Line[F]], w: Array[Line[F]], b: Array[Line[F]],
                    out: Tensor[Line[F]], eps: F, AFFINE: Comptime[bool]):
     L = cb.comptime(x.line_size())
@@ -70,7 +70,7 @@ def layer_norm_shared(x: Tensor[F], w: Array[F], b: Array[F], out: Tensor[F], ep
         out[bo + j] = y
 
 
-@cube(launch=True, unchecked=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def layer_norm_backward_row(x: Tensor[Line[F]], g: Tensor[Line[F]], w: Array[Line[F]],
                             gx: Tensor[Line[F]], xhat: Tensor[Line[F]], eps: F,
                             AFFINE: Comptime[bool]):

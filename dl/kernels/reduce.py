@@ -85,7 +85,7 @@ def _partial(x, base, first, STEP: Comptime[int], init, OP: Comptime[str]):
     return acc, best_i
 
 
-@cube(launch=True, unchecked=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def reduce_unit(x: Tensor[Line[F]], out: Tensor[Line[F]], idx: Tensor[Line[u32]], scale: F,
                 OP: Comptime[str], INIT: Comptime[float]):
     """x: (outer, r, inner) lines along inner; out/idx: (outer, inner) lines."""
@@ -112,7 +112,7 @@ def reduce_unit(x: Tensor[Line[F]], out: Tensor[Line[F]], idx: Tensor[Line[u32]]
         out[(o * out.stride(0)) // L + il] = finish(acc, scale, OP)
 
 
-@cube(launch=True, unchecked=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def reduce_split(x: Tensor[Line[F]], part: Tensor[F], OP: Comptime[str], CHUNKS: Comptime[int],
                  ACCS: Comptime[int], INIT: Comptime[float]):
     """x: (outer, r) lines along r (contiguous); part: (outer, CHUNKS) partial results."""

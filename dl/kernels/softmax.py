@@ -23,7 +23,7 @@ from .view import strided
 F = typing.TypeVar("F")
 
 
-@cube(launch=True, unchecked=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def softmax_row(x: Tensor[Line[F]], out: Tensor[Line[F]], LOG: Comptime[bool]):
     L = cb.comptime(x.line_size())
     row = ABSOLUTE_POS

@@ -120,6 +120,35 @@ def test_module_text_and_abi():
     mod.verify()
 
 
+def _offset_kernel(nowrap: bool):
+    """out[i] = a[i * s + o]: u32 index arithmetic the kernel may promise never wraps."""
+    b = Builder("offset", nowrap=nowrap)
+    x, o = b.array("a", f32), b.array("out", f32)
+    s, off = b.scalar("s", u32), b.scalar("o", u32)
+    i = b.builtin("ABSOLUTE_POS")
+    with b.if_(b.lt(i, b.len(o))):
+        j = b.add(b.mul(i, b.scalar_param_value(s)), b.scalar_param_value(off))
+        b.store(o, i, b.load(x, j))
+    return b.finish()
+
+
+def test_nowrap_kernels_mark_unsigned_index_math():
+    """A nowrap kernel's u32 adds and multiplies are compiled no-unsigned-wrap (what lets
+    LLVM step pointers through a matmul's K loop); other kernels keep u32's wrapping
+    arithmetic (the emitter's own position math is nuw in both). Both gather alike."""
+    from cube_ir.printer import format_kernel
+    texts = {}
+    for nowrap in (False, True):
+        k = _offset_kernel(nowrap)
+        texts[nowrap] = emit_module(k).text
+        assert ("nowrap" in format_kernel(k)) == nowrap  # part of the compile cache key
+        a = np.arange(40, dtype=np.float32)
+        out = RT.from_numpy(np.zeros(12, np.float32))
+        RT.compile(k).launch((1, 1, 1), (16, 1, 1), [RT.from_numpy(a), out, 3, 2])
+        np.testing.assert_array_equal(out.numpy(), a[np.arange(12) * 3 + 2])
+    assert texts[True].count(" nuw i32") == texts[False].count(" nuw i32") + 2
+
+
 def test_elementwise_loop_vectorises():
     from runtimes import cpu_jit
     opt = cpu_jit.optimised_ir(emit_module(_add_kernel()).text)
