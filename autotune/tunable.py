@@ -5,6 +5,7 @@ outputs (every candidate computes the same result), so timing one candidate afte
 on the caller's own arguments is safe. Tuning never changes results, only speed."""
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
@@ -16,6 +17,10 @@ from dataclasses import dataclass
 from .store import TuneStore, default_store
 
 MODES = ("off", "fast", "full")
+# context managers entered around candidate timing runs: a layer above registers what must
+# not see them (cube.recording pauses a launch recording: a replay must not repeat a
+# tuning's runs, which would apply an in-place update several times)
+TIMING_CONTEXTS: list = []
 FAST_TOP = 3  # how many candidates, by priority, `fast` times
 PROGRESS_AFTER_S = 1.0  # tuning that takes longer reports progress on stderr
 
@@ -156,6 +161,12 @@ class Tunable:
         return times
 
     def _time(self, rt, c: Candidate, args, kw, best: float) -> float:
+        with contextlib.ExitStack() as stack:
+            for ctx in TIMING_CONTEXTS:
+                stack.enter_context(ctx())
+            return self._time_runs(rt, c, args, kw, best)
+
+    def _time_runs(self, rt, c: Candidate, args, kw, best: float) -> float:
         c.run(rt, *args, **kw)  # warm-up: compiles, touches memory
         rt.sync()
         ts = []

@@ -138,6 +138,11 @@ class CubeFunction:
                                    self._def_loc(name))
         return out
 
+    def arg_names(self) -> list[str]:
+        """The runtime (non-comptime) parameters, in the order of a launch's argument list
+        (what a recorded launch holds)."""
+        return [name for name, kind, _ in self._param_specs() if kind != _COMPTIME]
+
     # ---- launch ------------------------------------------------------------------------
     def launch(self, rt, cube_count, cube_dim, **args):
         plan = self._plan

@@ -12,9 +12,15 @@ every replay, in its place among the launches."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
+
+from autotune import tunable
 
 # The recording launches go to, or None (read on every launch: one global lookup).
 active: Recording | None = None
+# How many recordings have begun: values made lazily before the current one began are
+# computed once, unrecorded, when first needed (see `paused`)
+generation = 0
 
 
 class CaptureError(RuntimeError):
@@ -22,14 +28,16 @@ class CaptureError(RuntimeError):
 
 
 class Recording:
-    def __init__(self) -> None:
+    def __init__(self, inside_hook: bool = False) -> None:
         # (launch, cube_count, cube_dim, args) per launch; (hook, None, None, None) per hook
         self.entries: list[tuple] = []
+        self.inside_hook = inside_hook  # a hook's own launches: its host reads run again
 
     def __enter__(self) -> Recording:
-        global active
+        global active, generation
         if active is not None:
             raise CaptureError("a recording is already active (captures do not nest)")
+        generation += 1
         active = self
         return self
 
@@ -57,23 +65,43 @@ def launch(exe, cube_count, cube_dim, args) -> None:
         active.entries.append((exe.launch, cube_count, cube_dim, args))
 
 
-def hook(fn: Callable[[], object]):
-    """Run fn now; while recording, unrecorded, and recorded to run again at each replay."""
+def hook(fn: Callable[[], object], fast: Callable | None = None):
+    """Run fn now; while recording, unrecorded, and recorded to run again at each replay.
+
+    fast(launches) may offer a cheaper callable for the replays: it gets the Recording of
+    the launches fn just made (e.g. an optimiser's per-parameter kernels, whose scalar
+    arguments it refreshes in place) and returns it, or None to re-run fn."""
     global active
     rec = active
     if rec is None:
         return fn()
-    active = None
+    sub = Recording(inside_hook=True) if fast is not None else None
+    active = sub
     try:
         out = fn()
     finally:
         active = rec
-    rec.entries.append((fn, None, None, None))
+    again = fast(sub) if fast is not None else None
+    rec.entries.append((again or fn, None, None, None))
     return out
 
 
 def refuse(what: str) -> None:
     """Raise when recording: `what` cannot be replayed (its value would be frozen)."""
-    if active is not None:
+    if active is not None and not active.inside_hook:
         raise CaptureError(f"{what} during capture: a replay would repeat the value it had "
                            f"when recorded; do it outside the captured function")
+
+
+@contextmanager
+def paused():
+    """No recording inside the block (its launches run, unrecorded)."""
+    global active
+    rec, active = active, None
+    try:
+        yield
+    finally:
+        active = rec
+
+
+tunable.TIMING_CONTEXTS.append(paused)

@@ -31,8 +31,10 @@ class Tensor:
     # ---- construction (internal) -------------------------------------------------------
     @classmethod
     def _lazy(cls, node, device) -> Tensor:
-        return cls(None, node.shape, shapes.contiguous_strides(node.shape), 0, node.dtype,
-                   device, node)
+        t = cls(None, node.shape, shapes.contiguous_strides(node.shape), 0, node.dtype,
+                device, node)
+        t._generation = recording.generation
+        return t
 
     @classmethod
     def _empty(cls, shape, dtype, device) -> Tensor:
@@ -59,7 +61,14 @@ class Tensor:
     def _materialise(self) -> Tensor:
         if self._buf is None:
             from .fusion.materialise import materialise
-            materialise([self])
+            if recording.active is not None and \
+                    getattr(self, "_generation", None) != recording.generation:
+                # made before this recording began (a module's zero-initialised buffer):
+                # computed once, as eagerly, not again at every replay
+                with recording.paused():
+                    materialise([self])
+            else:
+                materialise([self])
         return self
 
     def _karg(self, shape=None, strides=None):

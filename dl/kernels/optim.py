@@ -66,21 +66,31 @@ def sgd_kernel(p: Array[F], g: Array[F], buf: Array[F], n: u32, po: u32, go: u32
         p[po + i] = pi - gi * lr
 
 
-def adam_step(rt, p, g, m, v, *, lr, b1, b2, eps, wd, decoupled, maximize, step):
-    """p, g, m, v: contiguous dl tensors of one float dtype and size."""
+def adam_scalars(*, lr, b1, b2, eps, wd, step) -> dict:
+    """adam_kernel's scalar arguments for a step (what changes from step to step)."""
     bc1, bc2 = 1.0 - b1 ** step, 1.0 - b2 ** step
+    return dict(decay=1.0 - lr * wd, wd=float(wd), b1=float(b1), b2=float(b2),
+                eps=float(eps), step_size=lr / bc1, inv_sqrt_bc2=1.0 / bc2 ** 0.5)
+
+
+def adam_step(rt, p, g, m, v, scalars: dict, *, wd, decoupled, maximize):
+    """p, g, m, v: contiguous dl tensors of one float dtype and size; scalars:
+    `adam_scalars`."""
     launch_1d(adam_kernel, rt, p.numel(), p=p._buf, g=g._buf, m=m._buf, v=v._buf,
-              n=p.numel(), po=p.offset, go=g.offset, mo=m.offset, vo=v.offset,
-              decay=1.0 - lr * wd, wd=float(wd), b1=float(b1), b2=float(b2), eps=float(eps),
-              step_size=lr / bc1, inv_sqrt_bc2=1.0 / bc2 ** 0.5, MAXIMIZE=bool(maximize),
-              COUPLED_WD=bool(wd) and not decoupled, DECOUPLED_WD=bool(wd) and decoupled)
+              n=p.numel(), po=p.offset, go=g.offset, mo=m.offset, vo=v.offset, **scalars,
+              MAXIMIZE=bool(maximize), COUPLED_WD=bool(wd) and not decoupled,
+              DECOUPLED_WD=bool(wd) and decoupled)
 
 
-def sgd_step(rt, p, g, buf, *, lr, wd, mom, damp, nesterov, maximize, first):
-    """buf: the momentum buffer (None without momentum)."""
+def sgd_scalars(*, lr, wd, mom, damp) -> dict:
+    """sgd_kernel's scalar arguments."""
+    return dict(lr=float(lr), wd=float(wd), mom=float(mom), damp=float(damp))
+
+
+def sgd_step(rt, p, g, buf, scalars: dict, *, wd, nesterov, maximize, first):
+    """buf: the momentum buffer (None without momentum); scalars: `sgd_scalars`."""
     momentum = 0 if buf is None else (1 if first else 2)
     b = p if buf is None else buf
     launch_1d(sgd_kernel, rt, p.numel(), p=p._buf, g=g._buf, buf=b._buf, n=p.numel(),
-              po=p.offset, go=g.offset, bo=b.offset, lr=float(lr), wd=float(wd),
-              mom=float(mom), damp=float(damp), MAXIMIZE=bool(maximize), HAS_WD=bool(wd),
-              MOMENTUM=momentum, NESTEROV=bool(nesterov))
+              po=p.offset, go=g.offset, bo=b.offset, **scalars, MAXIMIZE=bool(maximize),
+              HAS_WD=bool(wd), MOMENTUM=momentum, NESTEROV=bool(nesterov))

@@ -33,9 +33,13 @@ class Adam(Optimizer):
                 t = st["step"]
                 m, v = st["exp_avg"], st["exp_avg_sq"]
                 if self._direct(p, p.grad, m, v):
-                    kernels.adam_step(p.device.rt, p, p.grad, m, v, lr=lr, b1=b1, b2=b2,
-                                      eps=eps, wd=wd, decoupled=self.decoupled,
-                                      maximize=group["maximize"], step=t)
+                    kernels.adam_step(p.device.rt, p, p.grad, m, v,
+                                      kernels.adam_scalars(lr=lr, b1=b1, b2=b2, eps=eps,
+                                                           wd=wd, step=t),
+                                      wd=wd, decoupled=self.decoupled,
+                                      maximize=group["maximize"])
+                    self._planned(kernels.adam_kernel,
+                                  lambda group=group, st=st: self._next(group, st))
                     continue
                 g = -p.grad if group["maximize"] else p.grad
                 param = p
@@ -49,6 +53,15 @@ class Adam(Optimizer):
                 denom = new_v.sqrt() * (1.0 / math.sqrt(bc2)) + eps
                 new_p = param - new_m / denom * (lr / bc1)
                 self._update([(p, new_p), (m, new_m), (v, new_v)])
+
+
+    @staticmethod
+    def _next(group: dict, st: dict) -> dict:
+        """A replayed step of one parameter: its count advances, scalars from the group."""
+        st["step"] += 1
+        b1, b2 = group["betas"]
+        return kernels.adam_scalars(lr=group["lr"], b1=b1, b2=b2, eps=group["eps"],
+                                    wd=group["weight_decay"], step=st["step"])
 
 
 class AdamW(Adam):
