@@ -154,8 +154,10 @@ def _run(roots, outs, kshape, device) -> None:
         kshape, merged = shapes.coalesce(roots[0].shape, out_strides + leaf_strides)
         out_strides, leaf_strides = merged[:len(outs)], merged[len(outs):]
     rank = len(kshape)
+    # rows mode wherever some operand is not contiguous (a strided output too: writing a
+    # transposed gradient into a slice took 4 ns an element with a division per dim)
     rows = int(kshape[-1] >= ROWS_MIN_COLS and rank > 1 and
-               not all(c for _, c in leaf_desc) and all(c for _, _, c in out_desc))
+               not (all(c for _, c in leaf_desc) and all(c for _, _, c in out_desc)))
     if rows and rank == 3 and kshape[0] <= MAX_CUBES_X and \
             -(-kshape[1] // rows_cube_dim(kshape)[1]) <= MAX_CUBES_X:
         rows = 2

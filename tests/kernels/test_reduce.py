@@ -7,7 +7,9 @@ from dl.kernels import reduce as R
 from dl.kernels.view import transpose
 
 CASES = [((7,), 0), ((3, 37), 1), ((37, 3), 0), ((2, 5, 33), 1), ((4, 1, 6), 2),
-         ((1, 1), 0), ((3, 4100), 1)]
+         ((1, 1), 0), ((3, 4100), 1),
+         # long strided axes (`chunked`: chunks of rows dividing r, or no candidate at 131)
+         ((256, 12), 0), ((3, 200, 16), 1), ((131, 8), 0)]
 
 
 @pytest.mark.parametrize("name", names(R.REDUCE))
