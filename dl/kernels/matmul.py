@@ -127,20 +127,36 @@ def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
 
 @cube(launch=True, nowrap=True)
 def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptime[bool],
-                   KB: Comptime[int]):
+                   N_UNIT: Comptime[bool], KB: Comptime[int]):
     """(batch, K, N) of any strides -> `pack_b`'s panels (batch, panels, K, NRL) as scalars,
     zero past N: B stored transposed (nn.Linear's weight) reaches the tiled kernel with its
     rows as lines, and a transposed A (seen as (batch, K, M)) its MR rows as one stream.
     A unit moves a KB x NRL block (x walks K's blocks, y the panels, z the batch): its
     stores are one contiguous run, and its reads walk B's contiguous dim in the inner loop
-    (K when K_X). One element per unit had every store or every read strided: 4-5x slower."""
+    (K when K_X). One element per unit had every store or every read strided: 4-5x slower.
+    N_UNIT: N's stride is 1."""
     z = CUBE_POS_Z
     k = b.shape(1)
     n = b.shape(2)
     panels = (n + NRL - 1) // NRL
     k0 = ABSOLUTE_POS_X * KB
     p = CUBE_POS_Y
-    if k0 < k:
+    if k0 + KB <= k and (p + 1) * NRL <= n:  # a whole block: no test per element
+        base = (z * panels + p) * k + k0
+        src = z * b.stride(0) + k0 * b.stride(1) + p * NRL * b.stride(2)
+        if K_X:  # K's stride is 1 (a constant: the reads vectorise)
+            for j in cb.range(NRL, unroll=True):
+                for r in cb.range(KB, unroll=True):
+                    out[(base + r) * NRL + j] = b[src + r + j * b.stride(2)]
+        elif N_UNIT:
+            for r in cb.range(KB, unroll=True):
+                for j in cb.range(NRL, unroll=True):
+                    out[(base + r) * NRL + j] = b[src + r * b.stride(1) + j]
+        else:
+            for r in cb.range(KB, unroll=True):
+                for j in cb.range(NRL, unroll=True):
+                    out[(base + r) * NRL + j] = b[src + r * b.stride(1) + j * b.stride(2)]
+    elif k0 < k:
         base = (z * panels + p) * k
         zb = z * b.stride(0)
         if K_X:
@@ -300,7 +316,8 @@ def _pack_strided(rt, x, nrl: int, out_shape):
     out = rt.empty(out_shape(batch, panels, k), x.elem)
     k_x = x.strides[1] == 1 and x.strides[2] != 1
     pack_b_strided.launch(rt, cube_count=(cdiv(cdiv(k, PACK_KB), 64), panels, batch),
-                          cube_dim=64, b=x, out=out, NRL=nrl, K_X=k_x, KB=PACK_KB)
+                          cube_dim=64, b=x, out=out, NRL=nrl, K_X=k_x,
+                          N_UNIT=not k_x and x.strides[2] == 1, KB=PACK_KB)
     return out
 
 
