@@ -21,6 +21,8 @@ import cube as cb
 from autotune import Candidate, Tunable, tune_key
 from cube import (
     ABSOLUTE_POS_X,
+    CUBE_COUNT_X,
+    CUBE_COUNT_Y,
     CUBE_DIM_X,
     CUBE_DIM_Y,
     CUBE_POS_X,
@@ -47,11 +49,15 @@ F = typing.TypeVar("F")
 @cube(launch=True, unchecked=True, nowrap=True)
 def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Array[Line[F]],
                  MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
-                 ACT: Comptime[str], PACKED: Comptime[bool], PACKED_A: Comptime[bool]):
+                 ACT: Comptime[str], PACKED: Comptime[bool], PACKED_A: Comptime[bool],
+                 MB: Comptime[int]):
     """PACKED: b is `pack_b`'s output, each NR-line column panel contiguous over k.
     PACKED_A: a is A packed by `pack_b_strided` into (batch * row panels, K, MR): each unit
     reads its MR rows as one contiguous stream (a transposed A, as in a weight gradient
-    gz^T @ x, would otherwise be read a column at a time at a power-of-two stride)."""
+    gz^T @ x, would otherwise be read a column at a time at a power-of-two stride).
+    MB > 0 (one unit per cube): cubes walk blocks of MB row tiles, every column panel for
+    each block, so a block of A stays in the core's L2 while B's panels stream (walking all
+    rows per panel re-read the whole of A from L3 for every panel: short K, many panels)."""
     L = cb.comptime(c.line_size())
     m = c.shape(1)
     k = a.shape(1) if PACKED_A else a.shape(2)
@@ -59,6 +65,19 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
     z = CUBE_POS_Z
     row0 = (CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X) * MR
     col0 = (CUBE_POS_Y * CUBE_DIM_Y + UNIT_POS_Y) * NR
+    if MB > 0:
+        tiles = CUBE_COUNT_X
+        cid = CUBE_POS_Y * tiles + CUBE_POS_X
+        per = MB * CUBE_COUNT_Y  # cubes in a whole block
+        full = tiles // MB
+        if cid < full * per:
+            row0 = ((cid // per) * MB + cid % MB) * MR
+            col0 = ((cid % per) // MB) * NR
+        else:  # the last, shorter block
+            rem = cid - full * per
+            tail = tiles - full * MB
+            row0 = (full * MB + rem % tail) * MR
+            col0 = (rem // tail) * NR
     if row0 < m and col0 < nl:
         # unchecked: edge tiles clamp their reads to the last row/line and skip their stores
         offa = cb.LocalArray(u32, MR)
@@ -96,13 +115,21 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
             kb += sb
         sc0 = z * (c.stride(0) // L)
         sc1 = c.stride(1) // L
-        for i in cb.range(MR, unroll=True):
-            for j in cb.range(NR, unroll=True):
-                if row0 + i < m and col0 + j < nl:
+        if row0 + MR <= m and col0 + NR <= nl:  # an interior tile: no test per store
+            for i in cb.range(MR, unroll=True):
+                for j in cb.range(NR, unroll=True):
                     v = acc[i * NR + j]
                     if HAS_BIAS:
                         v += bias[col0 + j]
                     c[sc0 + (row0 + i) * sc1 + col0 + j] = activate(v, ACT)
+        else:
+            for i in cb.range(MR, unroll=True):
+                for j in cb.range(NR, unroll=True):
+                    if row0 + i < m and col0 + j < nl:
+                        v = acc[i * NR + j]
+                        if HAS_BIAS:
+                            v += bias[col0 + j]
+                        c[sc0 + (row0 + i) * sc1 + col0 + j] = activate(v, ACT)
 
 
 @cube(launch=True, nowrap=True)
@@ -328,6 +355,18 @@ def _pack_a(rt, a, mr: int):
                          lambda batch, panels, k: (batch * panels, k, mr))
 
 
+A_BLOCK_BYTES = 96 * 1024  # a block of A rows that stays in a core's L2 beside B's panel
+
+
+def _row_block(rt, mr: int, k: int, grid, elem) -> int:
+    """Row tiles per block of the CPU's cube order (0: all rows per panel, the order when A
+    is small or a block would hold too few tiles to pay back B's extra passes)."""
+    if not is_cpu(rt) or grid[1] < 8:
+        return 0
+    mb = A_BLOCK_BYTES // (mr * k * np.dtype(elem.np).itemsize)
+    return mb if 4 <= mb < grid[0] else 0
+
+
 def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
     """pack: "" reads B as it lies (lines along N when its rows are contiguous), "lines"
     packs those lines into panels first, "strided" gathers any layout into panels as
@@ -356,7 +395,8 @@ def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
         matmul_tiled.launch(rt, cube_count=grid, cube_dim=units, a=av, b=bv, c=c.lines(lsz),
                             bias=bl.lines(lsz) if bias is not None else bl.lines(1),
                             MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act,
-                            PACKED=bool(pack), PACKED_A=pack_a)
+                            PACKED=bool(pack), PACKED_A=pack_a,
+                            MB=_row_block(rt, mr, k, grid, c.elem))
     return run
 
 

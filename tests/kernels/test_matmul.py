@@ -76,3 +76,24 @@ def test_matmul_tuned_large(rt):
     b = rng.standard_normal((257, 190)).astype(np.float32)
     out = mm.matmul(rt, rt.from_numpy(a), rt.from_numpy(b))
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["tiled_6x2", "packed_6x2", "apacked_6x2", "tpacked_6x2"])
+def test_matmul_row_blocked_cube_order(rt, name, monkeypatch):
+    """Shapes where the CPU walks blocks of row tiles (short K, many panels): two whole
+    blocks, a shorter last block, a partial last row tile and a partial last panel."""
+    if rt.name == "interp":
+        pytest.skip("too big for the interpreter")
+    m, k, n = 211, 256, 136
+    if rt.name == "cpu":
+        assert mm._row_block(rt, 6, k, (mm.cdiv(m, 6), mm.cdiv(n // 8, 2), 1), rt.empty(
+            (1,)).elem) == 16
+    rng = np.random.default_rng(4)
+    ta, tb = name.startswith("a"), name.startswith("t")
+    a, da = _operand(rt, rng, (m, k), ta, np.float32)
+    b, db = _operand(rt, rng, (k, n), tb, np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    with candidate(mm.MATMUL, name, monkeypatch):
+        out = mm.matmul(rt, da, db, bias=rt.from_numpy(bias), act="relu")
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
+                               atol=1e-4)
