@@ -122,7 +122,10 @@ class Tensor:
         if self.numel() == 0:
             return np.zeros(self.shape, host.from_storage(np.zeros(0, self.dtype.storage_np),
                                                           self.dtype).dtype)
-        flat = self._buf.numpy().reshape(-1)
+        # host runtimes' memory is read in place (the view is copied below); others copy
+        flat = getattr(self._buf, "array", None)
+        if flat is None:
+            flat = self._buf.numpy().reshape(-1)
         item = flat.itemsize
         view = np.lib.stride_tricks.as_strided(
             flat[self.offset:], self.shape, tuple(s * item for s in self._strides))
