@@ -158,16 +158,22 @@ def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptim
     """(batch, K, N) of any strides -> `pack_b`'s panels (batch, panels, K, NRL) as scalars,
     zero past N: B stored transposed (nn.Linear's weight) reaches the tiled kernel with its
     rows as lines, and a transposed A (seen as (batch, K, M)) its MR rows as one stream.
-    A unit moves a KB x NRL block (x walks K's blocks, y the panels, z the batch): its
-    stores are one contiguous run, and its reads walk B's contiguous dim in the inner loop
-    (K when K_X). One element per unit had every store or every read strided: 4-5x slower.
+    A unit moves a KB x NRL block (z is the batch; x walks K's blocks and y the panels when
+    K is B's contiguous dim (K_X), else the other way round, so neighbouring units read
+    neighbouring memory): its stores are one contiguous run, and its reads walk B's
+    contiguous dim in the inner loop. One element per unit had every store or every read
+    strided: 4-5x slower.
     N_UNIT: N's stride is 1."""
     z = CUBE_POS_Z
     k = b.shape(1)
     n = b.shape(2)
     panels = (n + NRL - 1) // NRL
-    k0 = ABSOLUTE_POS_X * KB
-    p = CUBE_POS_Y
+    if K_X:
+        k0 = ABSOLUTE_POS_X * KB
+        p = CUBE_POS_Y
+    else:  # neighbouring units read neighbouring runs of B's rows
+        p = ABSOLUTE_POS_X
+        k0 = CUBE_POS_Y * KB
     if k0 + KB <= k and (p + 1) * NRL <= n:  # a whole block: no test per element
         base = (z * panels + p) * k + k0
         src = z * b.stride(0) + k0 * b.stride(1) + p * NRL * b.stride(2)
@@ -183,7 +189,7 @@ def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptim
             for r in cb.range(KB, unroll=True):
                 for j in cb.range(NRL, unroll=True):
                     out[(base + r) * NRL + j] = b[src + r * b.stride(1) + j * b.stride(2)]
-    elif k0 < k:
+    elif k0 < k and p < panels:
         base = (z * panels + p) * k
         zb = z * b.stride(0)
         if K_X:
@@ -342,8 +348,9 @@ def _pack_strided(rt, x, nrl: int, out_shape):
     panels = cdiv(n, nrl)
     out = rt.empty(out_shape(batch, panels, k), x.elem)
     k_x = x.strides[1] == 1 and x.strides[2] != 1
-    pack_b_strided.launch(rt, cube_count=(cdiv(cdiv(k, PACK_KB), 64), panels, batch),
-                          cube_dim=64, b=x, out=out, NRL=nrl, K_X=k_x,
+    blocks = cdiv(k, PACK_KB)
+    pack_b_strided.launch(rt, cube_count=(cdiv(blocks, 64), panels, batch) if k_x else
+                          (cdiv(panels, 64), blocks, batch), cube_dim=64, b=x, out=out, NRL=nrl, K_X=k_x,
                           N_UNIT=not k_x and x.strides[2] == 1, KB=PACK_KB)
     return out
 
