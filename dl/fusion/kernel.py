@@ -189,14 +189,20 @@ class _NodeView:
     attrs: tuple
 
 
-def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0) -> ir.Kernel:
+def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0,
+                 chunked: bool = False) -> ir.Kernel:
     """A reduction reading the graph on the fly: one unit per output row; the graph's shape
     is (kept dims..., reduced dims...) (the host permutes the leaves' strides), so row u
     covers elements u*r .. u*r + r - 1. `op`: sum, mean, prod, max, min; `acc` the dtype the
     graph's root is accumulated (and stored) in. The coordinates of a strided leaf come from
     u (the `kept` leading dims, loop-invariant: hoisted out of the loop) and from j (the
     reduced dims; none to divide when one dim is reduced): decomposing u*r + j whole cost a
-    division per dim per element, 5 ns an element."""
+    division per dim per element, 5 ns an element.
+
+    chunked: unit u reduces rows `per * c .. per * (c + 1) - 1` (c = u // rows) of output
+    row u % rows into out[u] (a (chunks, rows) partial; a mean's is scaled by 1/r): for
+    a strided reduced axis, where one unit's walk over all of r left the cache lines it
+    shares with its neighbours before they came to read them."""
     b = Builder("dl_fused_reduce")
     at = dtypes[acc].cube
     out = b.array("out0", at)
@@ -206,6 +212,13 @@ def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0) -
     scale = b.scalar_param_value(b.scalar("scale", f64 if at == f64 else f32))
     n = b.scalar_param_value(n_p)
     u = b.builtin("ABSOLUTE_POS")
+    row, lo, hi = u, b.const(0, u32), r
+    if chunked:
+        rows = b.scalar_param_value(b.scalar("rows", u32))
+        per = b.scalar_param_value(b.scalar("per", u32))
+        row = b.binary("rem", u, rows)
+        lo = b.mul(b.binary("div", u, rows), per)
+        hi = b.binary("min", b.add(lo, per), r)
     init = {"sum": 0, "mean": 0, "prod": 1, "max": -math.inf, "min": math.inf}[op]
     if not dtypes[acc].is_float and op in ("max", "min"):
         init = {"max": -(2 ** 63), "min": 2 ** 63 - 1}[op] if at.bits == 64 else \
@@ -213,9 +226,9 @@ def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0) -
     with b.if_(b.lt(u, n)):
         total = b.var(at, "acc")
         b.assign(total, b.const(init, at))
-        with b.range(0, r, t=u32) as j:
-            ctx = _Ctx(b, b.add(b.mul(u, r), j), shape_ref)
-            ctx.coords = _split_coords(b, ctx, u, j, kept, s.rank)
+        with b.range(lo, hi, t=u32) as j:
+            ctx = _Ctx(b, b.add(b.mul(row, r), j), shape_ref)
+            ctx.coords = _split_coords(b, ctx, row, j, kept, s.rank)
             vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts)
             v = b.to_type(vals[s.outs[0][0]], at)
             comb = {"sum": "add", "mean": "add", "prod": "mul"}.get(op, op)

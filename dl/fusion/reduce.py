@@ -57,14 +57,38 @@ def reduce_lazy(x: Tensor, dims: list[int], op: str, acc) -> Tensor:
     s = Structure(nd, tuple(g.nodes_desc), tuple(leaf_desc),
                   tuple(c.dtype.name for c in g.consts), ((root, acc.name, True),))
     rt = x.device.rt
-    exe = _compiled(rt, s, build_reduce, (op, acc.name, len(kept)))
-    out = Tensor._empty(tuple(x.shape[d] for d in kept), acc, x.device)
-    args = [out._buf, out._karg(pshape, (0,) * nd), *leaf_args, rows, 0]
+    chunks = 1 if any(contig for _, contig in leaf_desc) else \
+        _chunks(r, acc, [a.strides[-1] for a in leaf_args])
+    exe = _compiled(rt, s, build_reduce, (op, acc.name, len(kept), chunks > 1))
+    kshape = tuple(x.shape[d] for d in kept)
+    out = Tensor._empty((chunks, *kshape) if chunks > 1 else kshape, acc, x.device)
+    args = [out._buf, out._karg(pshape, (0,) * nd), *leaf_args, rows * chunks, 0]
     args += [t.offset for t in g.leaves]
     args += [_py(c) for c in g.consts]
     args += [r, 1.0 / r]
+    if chunks > 1:
+        args += [rows, -(-r // chunks)]
     # a unit loops over a whole reduced row: small cubes, so that a few hundred rows still
     # spread over every core
-    recording.launch(exe, cube_count(rows, REDUCE_CUBE_DIM), (REDUCE_CUBE_DIM, 1, 1), args)
+    recording.launch(exe, cube_count(rows * chunks, REDUCE_CUBE_DIM), (REDUCE_CUBE_DIM, 1, 1),
+                     args)
     stats.record_launch(lambda: f"dl_fused_{op}[" + ",".join(d[0] for d in g.nodes_desc) + "]")
+    if chunks > 1:  # the partials, (chunks, kept...), reduced over their first dim
+        from .lazy import elementwise
+        part = elementwise("identity", [out], [acc.compute], acc)
+        return reduce_lazy(part, [0], "sum" if op == "mean" else op, acc)
     return out
+
+
+CHUNK_MIN_R = 512  # a strided reduced axis this long is reduced in chunks of about
+CHUNK_ROWS = 32  # this many rows (at most MAX_CHUNKS), then the chunks
+MAX_CHUNKS = 256
+
+
+def _chunks(r: int, acc, steps: list[int]) -> int:
+    """How many chunks a reduction of r elements per output takes: more than one only for
+    a float accumulator when the leaves (all strided views) walk the reduced axis with
+    steps > 1 (a column reduction: neighbouring outputs share cache lines)."""
+    if r < CHUNK_MIN_R or not acc.is_float or 1 in steps or not any(steps):
+        return 1
+    return min(MAX_CHUNKS, -(-r // CHUNK_ROWS))

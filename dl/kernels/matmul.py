@@ -350,8 +350,8 @@ def _pack_strided(rt, x, nrl: int, out_shape):
     k_x = x.strides[1] == 1 and x.strides[2] != 1
     blocks = cdiv(k, PACK_KB)
     pack_b_strided.launch(rt, cube_count=(cdiv(blocks, 64), panels, batch) if k_x else
-                          (cdiv(panels, 64), blocks, batch), cube_dim=64, b=x, out=out, NRL=nrl, K_X=k_x,
-                          N_UNIT=not k_x and x.strides[2] == 1, KB=PACK_KB)
+                          (cdiv(panels, 64), blocks, batch), cube_dim=64, b=x, out=out,
+                          NRL=nrl, K_X=k_x, N_UNIT=not k_x and x.strides[2] == 1, KB=PACK_KB)
     return out
 
 

@@ -181,3 +181,24 @@ def test_launches_that_tile_the_shape_skip_the_bounds_test(dev, xs, ss, exact):
     np.testing.assert_allclose(got, (x.numpy() - s.numpy()) * 3.0, rtol=1e-6)
     [key] = mat._hot
     assert key[1][-1] is exact  # the structure's last field
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("shape, dim, launches", [
+    ((1000, 9), 0, 2),  # a column reduction: chunks of rows, then the chunks
+    ((3, 700, 5), 1, 2),  # kept dims on both sides of the reduced one, a short chunk
+    ((6, 600), 1, 1),  # a contiguous reduced axis: one launch
+])
+def test_strided_reductions_of_graphs_reduce_in_chunks(dev, op, shape, dim, launches):
+    """A fused reduction over a strided axis of 512 or more runs in two launches (partials
+    over chunks of rows, then the partials) and matches NumPy float64."""
+    scale = 0.02 if op == "prod" else 1.0
+    a, b = rand_np(shape, 41) * scale, rand_np(shape, 42)
+    x, y = dl.tensor(a, device=dev), dl.tensor(b, device=dev)
+    with dl.count_kernels() as c:
+        got = getattr(x * y + 1.0, op)(dim)
+        got = (got[0] if isinstance(got, tuple) else got).numpy()
+    want = getattr(np, op)(a.astype(np.float64) * b + 1.0, axis=dim)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    if op in ("sum", "mean", "prod"):  # (max and min also find their indices)
+        assert c.launches == launches
