@@ -168,7 +168,8 @@ def bench_digits_step(device, repeat):
     name = "digits CNN training step (batch 64, Adam)"
     return [_row(name, t_ours, t_torch),
             _row(name + ", dl.capture", t_cap, t_torch,
-                 _captured_note(captured) + "; Adam re-run per replay")]
+                 _captured_note(captured) +
+                 "; Adam's kernels relaunched with fresh step counts")]
 
 
 def bench_fusion(device, repeat, quick):
