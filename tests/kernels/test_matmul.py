@@ -80,11 +80,12 @@ def test_matmul_tuned_large(rt):
 
 @pytest.mark.parametrize("name", ["tiled_6x2", "packed_6x2", "apacked_6x2", "tpacked_6x2"])
 def test_matmul_row_blocked_cube_order(rt, name, monkeypatch):
-    """Shapes where the CPU walks blocks of row tiles (short K, many panels): two whole
-    blocks, a shorter last block, a partial last row tile and a partial last panel."""
+    """Shapes where the CPU walks blocks of row tiles (an A too big for L2, short K, many
+    panels): six whole blocks, a shorter last block, a partial last row tile and a partial
+    last panel."""
     if rt.name == "interp":
         pytest.skip("too big for the interpreter")
-    m, k, n = 211, 256, 136
+    m, k, n = 611, 256, 136
     if rt.name == "cpu":
         assert mm._row_block(rt, 6, k, (mm.cdiv(m, 6), mm.cdiv(n // 8, 2), 1), rt.empty(
             (1,)).elem) == 16
