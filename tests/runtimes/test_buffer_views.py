@@ -77,3 +77,24 @@ def test_dlpack_export_pins_pooled_memory():
     for _ in range(3):  # allocations that would take the freed block
         dl.full((70000,), -1.0, device="cpu")._materialise()
     np.testing.assert_array_equal(arr, want)
+
+
+def test_a_full_pool_makes_room_for_a_new_size():
+    """Past the cap, a freed block displaces free blocks of other sizes (largest first), so
+    a later phase's sizes are pooled too; a block bigger than the cap is never kept."""
+    from runtimes.pool import Pool
+    made = []
+    pool = Pool(lambda n: made.append(n) or bytearray(n), cap_bytes=4096)
+    big = [pool.take(2048) for _ in range(2)]
+    for blk, cls in big:
+        pool.give(blk, cls)
+    assert pool._held == 4096
+    small, cls = pool.take(1000)  # a new size class: fresh memory
+    assert made[-1] == 1024
+    pool.give(small, cls)  # the pool is full: one 2 KiB block makes room
+    assert pool._held == 2048 + 1024
+    again, _ = pool.take(1000)
+    assert again is small and pool.stats["reuses"] == 1
+    huge, hcls = pool.take(10000)
+    pool.give(huge, hcls)
+    assert pool._held == 2048
