@@ -143,18 +143,9 @@ def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, co
         if not coords and s.rows == 2:  # the cube's y and z are the row's coordinates
             coords.extend((b.builtin("CUBE_POS_Z"), ctx.y, ctx.col))
         if not coords and ctx.row is not None:  # rows mode: decompose the row only
-            rem = ctx.row
-            for d in range(r - 2, 0, -1):
-                coords.insert(0, b.binary("rem", rem, ctx.shape(d)))
-                rem = b.binary("div", rem, ctx.shape(d))
-            coords[:0] = [rem] if r > 1 else []
-            coords.append(ctx.col)
+            coords.extend(_decompose(b, ctx, ctx.row, range(r - 1)) + [ctx.col])
         if not coords:  # decompose i into coordinates once, innermost dim last
-            rem = i
-            for d in range(r - 1, 0, -1):
-                coords.insert(0, b.binary("rem", rem, ctx.shape(d)))
-                rem = b.binary("div", rem, ctx.shape(d))
-            coords.insert(0, rem)
+            coords.extend(_decompose(b, ctx, i, range(r)))
         acc = off
         for d in range(r - 1 if per_row else r):
             acc = b.add(acc, b.mul(coords[d], b.stride(param, d)))
