@@ -189,29 +189,18 @@ def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptim
             for r in cb.range(KB, unroll=True):
                 for j in cb.range(NRL, unroll=True):
                     out[(base + r) * NRL + j] = b[src + r * b.stride(1) + j * b.stride(2)]
-    elif k0 < k and p < panels:
+    elif k0 < k and p < panels:  # an edge block: tested per element, zero past N
         base = (z * panels + p) * k
         zb = z * b.stride(0)
-        if K_X:
-            for j in cb.range(NRL, unroll=True):
-                col = p * NRL + j
-                for r in cb.range(KB, unroll=True):
-                    kk = k0 + r
-                    if kk < k:
-                        v = F(0)
-                        if col < n:
-                            v = b[zb + kk * b.stride(1) + col * b.stride(2)]
-                        out[(base + kk) * NRL + j] = v
-        else:
-            for r in cb.range(KB, unroll=True):
-                kk = k0 + r
-                if kk < k:
-                    for j in cb.range(NRL, unroll=True):
-                        col = p * NRL + j
-                        v = F(0)
-                        if col < n:
-                            v = b[zb + kk * b.stride(1) + col * b.stride(2)]
-                        out[(base + kk) * NRL + j] = v
+        for r in cb.range(KB, unroll=True):
+            kk = k0 + r
+            if kk < k:
+                for j in cb.range(NRL, unroll=True):
+                    col = p * NRL + j
+                    v = F(0)
+                    if col < n:
+                        v = b[zb + kk * b.stride(1) + col * b.stride(2)]
+                    out[(base + kk) * NRL + j] = v
 
 
 @cube(launch=True, unchecked=True, nowrap=True)
@@ -333,7 +322,7 @@ def _broadcast(x, batch: int):
 
 def _tiled_line(rt, a, b, c) -> int:
     n = c.shape[2]
-    if b.strides[2] != 1 and n > 1:
+    if _strided_rows(b):
         return 1
     return line_size(rt, c.elem, n, b.strides[0], b.strides[1])
 
@@ -341,12 +330,11 @@ def _tiled_line(rt, a, b, c) -> int:
 PACK_KB = 8  # K steps per unit of a K-contiguous pack
 
 
-def _pack_strided(rt, x, nrl: int, out_shape):
-    """`pack_b_strided` of x (batch, K, N) into a new buffer of out_shape (batch * panels * K
-    * nrl elements: (batch, panels * K, nrl) for B, (batch * panels, K, nrl) for A)."""
+def _pack_strided(rt, x, nrl: int):
+    """`pack_b_strided` of x (batch, K, N) into a new (batch, panels * K, nrl) buffer."""
     batch, k, n = x.shape
     panels = cdiv(n, nrl)
-    out = rt.empty(out_shape(batch, panels, k), x.elem)
+    out = rt.empty((batch, panels * k, nrl), x.elem)
     k_x = x.strides[1] == 1 and x.strides[2] != 1
     blocks = cdiv(k, PACK_KB)
     pack_b_strided.launch(rt, cube_count=(cdiv(blocks, 64), panels, batch) if k_x else
@@ -356,10 +344,12 @@ def _pack_strided(rt, x, nrl: int, out_shape):
 
 
 def _pack_a(rt, a, mr: int):
-    """A (batch, M, K) seen as (batch, K, M) and packed into MR-row panels over K."""
-    return _pack_strided(rt, strided(a, (a.shape[0], a.shape[2], a.shape[1]),
-                                     (a.strides[0], a.strides[2], a.strides[1])), mr,
-                         lambda batch, panels, k: (batch * panels, k, mr))
+    """A (batch, M, K) seen as (batch, K, M) and packed into MR-row panels over K, viewed
+    as (batch * panels, K, MR): the tiled kernel steps over panels by stride(0)."""
+    batch, m, k = a.shape
+    packed = _pack_strided(rt, strided(a, (batch, k, m), (a.strides[0], a.strides[2],
+                                                          a.strides[1])), mr)
+    return strided(packed, (batch * cdiv(m, mr), k, mr), (k * mr, mr, 1))
 
 
 A_BLOCK_BYTES = 96 * 1024  # a block of A rows that stays in a core's L2 beside B's panel
@@ -369,8 +359,7 @@ A_L2_BYTES = 512 * 1024  # an A this small stays in L2 whole: no blocks (B would
 def _row_block(rt, mr: int, k: int, grid, elem) -> int:
     """Row tiles per block of the CPU's cube order (0: all rows per panel, the order when A
     fits in L2 anyway or a block would hold too few tiles to pay back B's extra passes: a
-    conv's 64x576 weights with blocks of 36 rows read its 7 MB of columns twice, 1.3x
-    slower)."""
+    conv's 64x576 weights in blocks of 36 rows read its 7 MB of columns twice)."""
     size = np.dtype(elem.np).itemsize
     if not is_cpu(rt) or grid[1] < 8 or grid[0] * mr * k * size <= A_L2_BYTES:
         return 0
@@ -395,8 +384,7 @@ def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
                           b=bl, out=bp.lines(lsz), NR=nr)
             bv = bp.lines(lsz)
         elif pack == "strided":
-            bv = _pack_strided(rt, b, nr * lsz, lambda batch, panels, k:
-                               (batch, panels * k, nr * lsz)).lines(lsz)
+            bv = _pack_strided(rt, b, nr * lsz).lines(lsz)
         else:
             bv = b.lines(lsz) if lsz > 1 else b
         av = _pack_a(rt, a, mr) if pack_a else a
@@ -465,21 +453,24 @@ def _dot_ok(rt, a, b, c, bias, act) -> bool:
     return _dot_line(rt, a, b, c) > 1
 
 
+def _strided_rows(x) -> bool:
+    """x (batch, rows, cols) has rows that are not contiguous (a transposed operand)."""
+    return x.strides[2] != 1 and x.shape[2] > 1
+
+
 def _b_transposed(rt, a, b, c, bias, act) -> bool:
     """On the CPU, these kernels go first for a K-contiguous B (GPU kernels stage tiles in
     shared memory and read any layout alike)."""
-    return is_cpu(rt) and b.strides[2] != 1 and b.shape[2] > 1
+    return is_cpu(rt) and _strided_rows(b)
 
 
 def _a_transposed(rt, a, b, c, bias, act) -> bool:
     """On the CPU, A-packing kernels go first for an A whose rows are not contiguous."""
-    return is_cpu(rt) and a.strides[2] != 1 and a.shape[2] > 1 and not \
-        _b_transposed(rt, a, b, c, bias, act)
+    return is_cpu(rt) and _strided_rows(a) and not _strided_rows(b)
 
 
 def _ab_transposed(rt, a, b, c, bias, act) -> bool:
-    return is_cpu(rt) and a.strides[2] != 1 and a.shape[2] > 1 and \
-        _b_transposed(rt, a, b, c, bias, act)
+    return is_cpu(rt) and _strided_rows(a) and _strided_rows(b)
 
 
 MATMUL = Tunable("matmul", [
