@@ -33,9 +33,7 @@ class Adam(Optimizer):
                 t = st["step"]
                 m, v = st["exp_avg"], st["exp_avg_sq"]
                 if self._direct(p, p.grad, m, v):
-                    kernels.adam_step(p.device.rt, p, p.grad, m, v,
-                                      kernels.adam_scalars(lr=lr, b1=b1, b2=b2, eps=eps,
-                                                           wd=wd, step=t),
+                    kernels.adam_step(p.device.rt, p, p.grad, m, v, self._scalars(group, t),
                                       wd=wd, decoupled=self.decoupled,
                                       maximize=group["maximize"])
                     self._planned(kernels.adam_kernel,
@@ -54,14 +52,18 @@ class Adam(Optimizer):
                 new_p = param - new_m / denom * (lr / bc1)
                 self._update([(p, new_p), (m, new_m), (v, new_v)])
 
-
     @staticmethod
-    def _next(group: dict, st: dict) -> dict:
-        """A replayed step of one parameter: its count advances, scalars from the group."""
-        st["step"] += 1
+    def _scalars(group: dict, step: int) -> dict:
+        """The kernel's scalar arguments for a step of the group's parameters."""
         b1, b2 = group["betas"]
         return kernels.adam_scalars(lr=group["lr"], b1=b1, b2=b2, eps=group["eps"],
-                                    wd=group["weight_decay"], step=st["step"])
+                                    wd=group["weight_decay"], step=step)
+
+    @classmethod
+    def _next(cls, group: dict, st: dict) -> dict:
+        """A replayed step of one parameter: its count advances, scalars from the group."""
+        st["step"] += 1
+        return cls._scalars(group, st["step"])
 
 
 class AdamW(Adam):

@@ -24,6 +24,8 @@ class Optimizer:
             g.setdefault("initial_lr", g["lr"])
             self.param_groups.append(g)
         self.state: dict[int, dict] = {}
+        # while a step is being recorded: (kernel, scalars) per direct launch (`_planned`)
+        self._plan: list | None = None
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for g in self.param_groups:
@@ -80,11 +82,11 @@ class Optimizer:
     def _planned(self, kernel, scalars) -> None:
         """After a direct kernel launch: scalars() advances the parameter's state one step
         and returns the kernel's scalar arguments (by name) for it, at each replay."""
-        if getattr(self, "_plan", None) is not None:
+        if self._plan is not None:
             self._plan.append((kernel, scalars))
 
     def _fast_replay(self, launches):
-        plan, self._plan = getattr(self, "_plan", None), None
+        plan, self._plan = self._plan, None
         if not plan or len(plan) != len(launches.entries) or \
                 any(e[1] is None for e in launches.entries):
             return None  # a parameter took the graph path: re-run the whole step

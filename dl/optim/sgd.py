@@ -15,6 +15,12 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
+    @staticmethod
+    def _scalars(group: dict) -> dict:
+        """The kernel's scalar arguments for the group's parameters."""
+        return kernels.sgd_scalars(lr=group["lr"], wd=group["weight_decay"],
+                                   mom=group["momentum"], damp=group["dampening"])
+
     def _step(self):
         for group in self.param_groups:
             lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
@@ -29,19 +35,15 @@ class SGD(Optimizer):
                         buf, first = st.get("momentum_buffer"), "momentum_buffer" not in st
                         if buf is None:
                             buf = st["momentum_buffer"] = ops.empty_like(p)._materialise()
-                    kernels.sgd_step(p.device.rt, p, p.grad, buf,
-                                     kernels.sgd_scalars(lr=lr, wd=wd, mom=mom, damp=damp),
+                    kernels.sgd_step(p.device.rt, p, p.grad, buf, self._scalars(group),
                                      wd=wd, nesterov=nesterov, maximize=group["maximize"],
                                      first=first)
                     # a replay relaunches with the group's scalars of the moment; a first
                     # momentum step (the buffer takes the gradient) is not planned, so a
                     # recording of it re-runs the whole step
                     if not first:
-                        self._planned(kernels.sgd_kernel, lambda group=group:
-                                      kernels.sgd_scalars(lr=group["lr"],
-                                                          wd=group["weight_decay"],
-                                                          mom=group["momentum"],
-                                                          damp=group["dampening"]))
+                        self._planned(kernels.sgd_kernel,
+                                      lambda group=group: self._scalars(group))
                     continue
                 g = -p.grad if group["maximize"] else p.grad
                 if wd:
