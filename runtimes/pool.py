@@ -37,9 +37,8 @@ class Pool:
 
     def give(self, block, cls: int) -> None:
         """Keep a freed block; past the cap, free blocks of other sizes go first (largest
-        first): a pool full of an earlier phase's sizes made every later allocation fresh
-        memory (a page fault per 4 KiB at first touch: a conv after big matmuls 1.3x
-        slower)."""
+        first): a pool full of an earlier phase's sizes would make every later size fresh
+        memory (a page fault per 4 KiB at first touch)."""
         if cls > self._cap:
             return
         with self._lock:
