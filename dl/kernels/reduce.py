@@ -253,13 +253,17 @@ def _run_unit(rt, x, out, idx, op, scale=None):
                        INIT=_init(op))
 
 
+# chunk sizes `chunked` tries, nearest 64 first (sorted once: the validity test runs per call)
+_CHUNK_ROWS = sorted(range(16, 257), key=lambda d: abs(d - 64))
+
+
 def _chunk_rows(x, op) -> int:
     """For `chunked`: rows per chunk (a divisor of r near 64), or 0 when it cannot run."""
     outer, r, inner = x.shape
     if op.startswith("arg") or inner == 1 or r < 128 or \
             (outer > 1 and x.strides[0] != r * x.strides[1]):
         return 0
-    for d in sorted(range(16, 257), key=lambda d: abs(d - 64)):
+    for d in _CHUNK_ROWS:
         if r % d == 0:
             return d
     return 0
