@@ -44,7 +44,7 @@ class Scalar:
 
     @property
     def np(self) -> np.dtype:
-        return np.dtype(_NP_NAMES[self.name])
+        return _NP_DTYPES[self.name]  # read per launch argument: a dict, not np.dtype()
 
     @property
     def elem(self) -> Scalar:
@@ -116,10 +116,15 @@ _NP_NAMES = {
     "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
     "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool",
 }
+_NP_DTYPES = {k: np.dtype(v) for k, v in _NP_NAMES.items()}
 _FROM_NP = {np.dtype(v): SCALARS[k] for k, v in _NP_NAMES.items() if k != "bf16"}
 
 
 def from_numpy_dtype(dt) -> Scalar:
+    try:
+        return _FROM_NP[dt]  # a np.dtype, or a type like np.float32 (both hash as the dtype)
+    except (KeyError, TypeError):
+        pass
     dt = np.dtype(dt)
     try:
         return _FROM_NP[dt]

@@ -27,6 +27,25 @@ class HostBuffer(Buffer):
         self.ptr = self.array.__array_interface__["data"][0]
         self._block = block
 
+    @classmethod
+    def _pooled(cls, rt, block: Block, dt: np.dtype, shape: tuple, n: int, elem):
+        """A contiguous buffer over a pooled block: what __init__ makes of it, without
+        re-checking what empty() knows (every dl op allocates its output here)."""
+        self = object.__new__(cls)
+        self.rt, self.shape, self.elem, self.dtype, self.size = rt, shape, elem, dt, n
+        if len(shape) == 1:
+            self.strides = (1,)
+        else:
+            out, acc = [], 1
+            for s in reversed(shape):
+                out.append(acc)
+                acc *= s
+            self.strides = tuple(reversed(out))
+        mem, self.ptr = block.mem
+        self.array = mem[:n * dt.itemsize].view(dt)
+        self._block = block
+        return self
+
     def numpy(self) -> np.ndarray:
         return self.array.reshape(self.shape).copy()
 
@@ -40,6 +59,12 @@ class HostBuffer(Buffer):
 _pool_lock = threading.Lock()
 
 
+def _host_block(nbytes: int) -> tuple:
+    """A pool block of host memory: (bytes array, its address), the address read once."""
+    mem = np.empty(nbytes, np.uint8)
+    return mem, mem.ctypes.data
+
+
 class HostMemoryMixin:
     def from_numpy(self, arr, dtype=None) -> HostBuffer:
         elem = as_elem(dtype) if dtype is not None else None
@@ -47,18 +72,16 @@ class HostMemoryMixin:
         return HostBuffer(self, arr, elem)
 
     def empty(self, shape, dtype=np.float32) -> HostBuffer:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (int(shape),) if isinstance(shape, int) else tuple(map(int, shape))
         elem = as_elem(dtype)
-        dt = np.dtype(elem.np)
+        dt = elem.np
         n = 1
         for s in shape:
             n *= s
         nbytes = n * dt.itemsize
         if nbytes < POOL_MIN_BYTES:
             return HostBuffer(self, np.empty(shape, dt), elem)
-        block = Block(self.host_pool, nbytes)
-        arr = block.mem[:nbytes].view(dt).reshape(shape)
-        return HostBuffer(self, arr, elem, block)
+        return HostBuffer._pooled(self, Block(self.host_pool, nbytes), dt, shape, n, elem)
 
     @property
     def host_pool(self) -> Pool:
@@ -67,6 +90,6 @@ class HostMemoryMixin:
             with _pool_lock:
                 pool = self.__dict__.get("_host_pool")
                 if pool is None:
-                    pool = Pool(lambda n: np.empty(n, np.uint8), POOL_CAP_BYTES)
+                    pool = Pool(_host_block, POOL_CAP_BYTES)
                     self.__dict__["_host_pool"] = pool
         return pool

@@ -8,10 +8,7 @@ from collections.abc import Callable
 
 
 def size_class(nbytes: int) -> int:
-    n = 256
-    while n < nbytes:
-        n <<= 1
-    return n
+    return max(256, 1 << (nbytes - 1).bit_length())
 
 
 class Pool:

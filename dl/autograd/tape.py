@@ -56,7 +56,14 @@ def _topo(root) -> list:
     return order
 
 
-def backward(root, grad=None) -> None:
+def _released(name: str):
+    def again(g):
+        raise RuntimeError(f"backward through {name} a second time: its graph was freed by "
+                           f"the first backward (pass retain_graph=True to keep it)")
+    return again
+
+
+def backward(root, grad=None, retain_graph: bool = False) -> None:
     from .. import ops
     from ..fusion import realise
     if not root.requires_grad:
@@ -70,7 +77,8 @@ def backward(root, grad=None) -> None:
     with no_grad():
         grads = {id(root): grad}
         touched = []
-        for t in reversed(_topo(root)):
+        order = _topo(root)
+        for t in reversed(order):
             g = grads.pop(id(t), None)
             if g is None:
                 continue
@@ -89,3 +97,9 @@ def backward(root, grad=None) -> None:
                 prev = grads.get(id(x))
                 grads[id(x)] = gx if prev is None else ops.add(prev, gx)
         realise([t.grad for t in touched])
+    if not retain_graph:
+        # as PyTorch: the closures go (they hold the forward's outputs, often in a cycle
+        # through the output's own GradFn, which kept their memory until the next gc pass)
+        for t in order:
+            if t._grad_fn is not None:
+                t._grad_fn.backward = _released(t._grad_fn.name)

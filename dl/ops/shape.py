@@ -338,6 +338,6 @@ def requires_grad_(x: Tensor, requires_grad: bool = True) -> Tensor:
 
 
 @register("backward")
-def backward(x: Tensor, gradient=None) -> None:
+def backward(x: Tensor, gradient=None, retain_graph: bool = False) -> None:
     from ..autograd import backward as _backward
-    _backward(x, gradient)
+    _backward(x, gradient, retain_graph)

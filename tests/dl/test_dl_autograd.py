@@ -30,6 +30,37 @@ def test_grads_accumulate_across_backward_calls():
     assert x.grad.tolist() == [6.0, 6.0]
 
 
+def test_backward_frees_the_graph_unless_retained():
+    """As PyTorch: a second backward through a freed graph raises; retain_graph keeps it.
+    Freeing drops the closures, so the forward's outputs go with their last reference
+    (before, a linear layer's output, held by its own GradFn's closure for the relu's
+    derivative, waited for the cycle collector)."""
+    import gc
+    import weakref
+    a = rand_np((4, 3), 2)
+    lin, ref = dl.nn.Linear(3, 5, act="relu"), torch.nn.Linear(3, 5)
+    lin.load_state_dict({k: dl.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()})
+    x, tx = dl.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y = lin(x)
+    loss = (y * y).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    tloss = (ref(tx).relu() ** 2).sum()
+    tloss.backward(retain_graph=True)
+    tloss.backward()
+    close(x.grad, tx.grad)
+    close(lin.weight.grad, ref.weight.grad)
+    with pytest.raises(RuntimeError, match="second time.*retain_graph=True"):
+        loss.backward()
+    buf = weakref.ref(y._buf)
+    gc.disable()
+    try:
+        del y, loss
+        assert buf() is None
+    finally:
+        gc.enable()
+
+
 def test_empty_tensor_grad():
     x = dl.zeros(0, 3, requires_grad=True)
     b = dl.ones(3, requires_grad=True)
