@@ -25,10 +25,17 @@ FAST_TOP = 3  # how many candidates, by priority, `fast` times
 PROGRESS_AFTER_S = 1.0  # tuning that takes longer reports progress on stderr
 
 
+_parsed: dict = {}  # raw CUBE_AUTOTUNE value -> mode (read on every tuned launch)
+
+
 def mode() -> str:
-    m = os.environ.get("CUBE_AUTOTUNE", "fast").strip().lower() or "fast"
-    if m not in MODES:
-        raise ValueError(f"CUBE_AUTOTUNE must be one of {', '.join(MODES)}, got {m!r}")
+    raw = os.environ.get("CUBE_AUTOTUNE")
+    m = _parsed.get(raw)
+    if m is None:
+        m = (raw or "fast").strip().lower() or "fast"
+        if m not in MODES:
+            raise ValueError(f"CUBE_AUTOTUNE must be one of {', '.join(MODES)}, got {m!r}")
+        _parsed[raw] = m
     return m
 
 

@@ -24,6 +24,8 @@ class Device:
         return self.name in ("cpu", "interp")
 
     def __eq__(self, other) -> bool:
+        if other is self:  # devices are interned (get): the common case
+            return True
         return isinstance(other, Device) and other.name == self.name or other == self.name
 
     def __hash__(self) -> int:

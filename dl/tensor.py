@@ -38,8 +38,8 @@ class Tensor:
 
     @classmethod
     def _empty(cls, shape, dtype, device) -> Tensor:
-        shape = tuple(int(s) for s in shape)
-        buf = device.rt.empty((shapes.numel(shape),), dtype.cube)
+        shape = tuple(map(int, shape))
+        buf = device.rt.empty(shapes.numel(shape), dtype.cube)
         return cls(buf, shape, shapes.contiguous_strides(shape), 0, dtype, device)
 
     @classmethod
