@@ -12,6 +12,8 @@ CASES = [  # (batch, m, n, k, transposed a, transposed b)
     (3, 17, 32, 9, False, True),
     (2, 33, 48, 20, True, False),
     (None, 5, 64, 64, True, True),
+    # the dot kernels' case (A and B K-contiguous, K in whole lines), with partial tiles
+    (2, 13, 20, 24, False, True),
 ]
 
 
@@ -37,8 +39,8 @@ def test_matmul_candidates(rt, name, case, monkeypatch):
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "tanh"])
-@pytest.mark.parametrize("name", ["tiled_6x2", "packed_4x4", "dot_4x2", "dot_4x4", "shared_8",
-                                  "plane"])
+@pytest.mark.parametrize("name", ["tiled_6x2", "packed_4x4", "dot_4x3", "dot_4x2", "dot_4x4",
+                                  "shared_8", "plane"])
 def test_matmul_epilogue(rt, name, act, monkeypatch):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((9, 32)).astype(np.float32), \
