@@ -10,6 +10,16 @@ from cube_ir.types import Scalar, from_numpy_dtype
 from .errors import LaunchError
 
 
+def row_major_strides(shape: tuple) -> tuple:
+    if len(shape) == 1:  # the common case: dl's flat storage
+        return (1,)
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
+
+
 class Buffer:
     """A runtime allocation with an element type, a shape and element strides.
 
@@ -24,16 +34,8 @@ class Buffer:
         self.elem = elem
         self.dtype = elem.np
         self.size = math.prod(shape)
-        if strides is not None:
-            self.strides = tuple(map(int, strides))
-        elif len(shape) == 1:  # the common case: dl's flat storage
-            self.strides = (1,)
-        else:
-            out, acc = [], 1
-            for s in reversed(shape):
-                out.append(acc)
-                acc *= s
-            self.strides = tuple(reversed(out))
+        self.strides = tuple(map(int, strides)) if strides is not None else \
+            row_major_strides(shape)
 
     @property
     def buffer(self) -> Buffer:

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from .buffer import Buffer, as_elem, elem_of_dtype
+from .buffer import Buffer, as_elem, elem_of_dtype, row_major_strides
 from .pool import Block, Pool
 
 POOL_MIN_BYTES = 64 << 10  # smaller arrays come from malloc's own free lists
@@ -33,14 +33,7 @@ class HostBuffer(Buffer):
         re-checking what empty() knows (every dl op allocates its output here)."""
         self = object.__new__(cls)
         self.rt, self.shape, self.elem, self.dtype, self.size = rt, shape, elem, dt, n
-        if len(shape) == 1:
-            self.strides = (1,)
-        else:
-            out, acc = [], 1
-            for s in reversed(shape):
-                out.append(acc)
-                acc *= s
-            self.strides = tuple(reversed(out))
+        self.strides = row_major_strides(shape)
         mem, self.ptr = block.mem
         self.array = mem[:n * dt.itemsize].view(dt)
         self._block = block
