@@ -122,7 +122,8 @@ _FROM_NP = {np.dtype(v): SCALARS[k] for k, v in _NP_NAMES.items() if k != "bf16"
 
 def from_numpy_dtype(dt) -> Scalar:
     try:
-        return _FROM_NP[dt]  # a np.dtype, or a type like np.float32 (both hash as the dtype)
+        return _FROM_NP[dt]  # a np.dtype (dl's path); a type like np.float32 or a name
+        # hashes otherwise, misses, and is converted below
     except (KeyError, TypeError):
         pass
     dt = np.dtype(dt)
