@@ -103,6 +103,9 @@ class Translator:
         self._builtins: dict[str, ir.Var] = {}
         self._lens: dict[int, ir.Var] = {}
         self.inlined: list = []  # CubeFunctions inlined (for cache keys)
+        # every global, closure cell and module attribute the kernel read, as
+        # (namespace, name, value): a launch checks they still hold the same objects
+        self.globals_used: dict[tuple[int, str], tuple[typing.Any, str, typing.Any]] = {}
         self._node = None
 
     # ---- entry points ------------------------------------------------------------------
@@ -616,12 +619,17 @@ class Translator:
         if code is not None and name in code.co_freevars and fn.__closure__:
             cell = fn.__closure__[code.co_freevars.index(name)]
             try:
-                return cell.cell_contents
+                value = cell.cell_contents
             except ValueError:
                 pass
+            else:
+                self.globals_used[(id(cell), name)] = (cell, name, value)
+                return value
         g = getattr(fn, "__globals__", {})
         if name in g:
-            return g[name]
+            value = g[name]
+            self.globals_used[(id(g), name)] = (g, name, value)
+            return value
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(f"unknown name '{name}'", node)
