@@ -9,28 +9,24 @@ import numpy as np
 from cube_ir import ir
 from cube_ir.builder import Builder
 from cube_ir.types import (
+    SCALARS,
     PromotionError,
     Scalar,
     Type,
     boolean,
     f32,
     i32,
-    i64,
     promote,
     with_elem,
 )
+
+from .kinds import describe, foldable, is_number, is_runtime, refuse, truthable
 
 
 class ArithError(Exception):
     """Raised with a user-level message; the translator attaches the location."""
 
 
-def is_runtime(x) -> bool:
-    return isinstance(x, (ir.Var, ir.Const))
-
-
-def is_number(x) -> bool:
-    return isinstance(x, (bool, int, float, np.number, np.bool_))
 
 
 def _check_int_range(v: int, t: Scalar) -> None:
@@ -67,7 +63,7 @@ def literal(b: Builder, x, like: Type | None = None) -> ir.Const:
                 f"cannot combine the float literal {x} with {like}: cast the integer first, "
                 f"e.g. f32(n) * {x}")
         return b.const(x, like)
-    raise ArithError(f"expected a number, got {type(x).__name__} {x!r}")
+    raise ArithError(f"expected a number, got {describe(x)}")
 
 
 def as_runtime(b: Builder, x, like: Type | None = None):
@@ -95,16 +91,41 @@ def pair(b: Builder, x, y):
     return b.to_type(x, t), b.to_type(y, t), t
 
 
+_OP_TEXT = {
+    "add": "'+'", "sub": "'-'", "mul": "'*'", "truediv": "'/'", "floordiv": "'//'",
+    "mod": "'%'", "pow": "'**'", "and": "'&'", "or": "'|'", "xor": "'^'", "shl": "'<<'",
+    "shr": "'>>'", "eq": "'=='", "ne": "'!='", "lt": "'<'", "le": "'<='", "gt": "'>'",
+    "ge": "'>='",
+}
+
+
+def fold(op: str, x, y):
+    """Python's operator on two compile-time values of the allowed kinds."""
+    if not foldable(op, x, y):
+        raise ArithError(refuse(_OP_TEXT.get(op, op), x, y))
+    try:
+        return _PY_BINOPS[op](x, y)
+    except ZeroDivisionError:
+        raise ArithError(f"{_OP_TEXT[op]} by zero in a compile-time expression "
+                         f"({x!r} {_OP_TEXT[op][1:-1]} {y!r})") from None
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ArithError(f"{_OP_TEXT.get(op, op)} on {describe(x)} and {describe(y)} "
+                         f"failed: {e}") from None
+
+
 def binop(b: Builder, op: str, x, y):
     if not is_runtime(x) and not is_runtime(y):
-        return _PY_BINOPS[op](x, y)
+        return fold(op, x, y)
+    for v in (x, y):
+        if not is_runtime(v) and not is_number(v):
+            raise ArithError(refuse(_OP_TEXT.get(op, op), v))
+    if op in ir.COMPARE_OPS:
+        exact = _compare_int(b, op, x, y)
+        if exact is not None:
+            return exact
     if op == "pow" and is_number(y) and not is_runtime(y) and float(y) == int(y) \
             and 0 <= int(y) <= 4 and is_runtime(x):
         return _int_power(b, x, int(y))
-    if op in ir.COMPARE_OPS and _mixed_sign(x, y):
-        # compare exactly: both fit in i64 (u32 vs i32 is common with UNIT_POS)
-        return b.binary(op, b.to_type(x, with_elem(x.type, i64)),
-                        b.to_type(y, with_elem(y.type, i64)))
     x, y, t = pair(b, x, y)
     e = t.elem
     if op == "truediv":
@@ -135,11 +156,54 @@ def binop(b: Builder, op: str, x, y):
     raise ArithError(f"unsupported operator {op}")
 
 
-def _mixed_sign(x, y) -> bool:
-    if not (is_runtime(x) and is_runtime(y)):
-        return False
-    a, c = x.type.elem, y.type.elem
-    return a.is_int and c.is_int and a.kind != c.kind and max(a.bits, c.bits) <= 32
+_SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+# the result of `unsigned OP negative`: an unsigned value is greater than any negative one
+_VS_NEGATIVE = {"lt": False, "le": False, "gt": True, "ge": True, "eq": False, "ne": True}
+
+
+def _int_bounds(t: Scalar) -> tuple[int, int]:
+    if t.kind == "uint":
+        return 0, (1 << t.bits) - 1
+    return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+
+
+def _compare_int(b: Builder, op: str, x, y):
+    """Integer comparisons are exact, as in Python, without needing a wider type than the
+    operands have (targets without i64 must compare a u32 with an i32): a literal outside the
+    other side's range decides the comparison at compile time; an unsigned value compared
+    with a signed one is compared unsigned where the signed side is non-negative."""
+    if not is_runtime(x):
+        r = _compare_int(b, _SWAP[op], y, x)
+        return r
+    t = x.type
+    if not t.elem.is_int:
+        return None
+    if not is_runtime(y):
+        if isinstance(y, bool) or not isinstance(y, int):
+            return None
+        lo, hi = _int_bounds(t.elem)
+        if lo <= y <= hi:
+            return None
+        if t.lanes != 1:
+            return b.const(_PY_BINOPS[op](lo if y < lo else hi, y), with_elem(t, boolean))
+        return _PY_BINOPS[op](lo if y < lo else hi, y)  # x is within [lo, hi]: decided
+    u = y.type
+    if not u.elem.is_int or t.elem.kind == u.elem.kind or t.lanes != u.lanes:
+        return None  # same signedness: promotion is exact; lines of other sizes: an error
+    if isinstance(x, ir.Const) or isinstance(y, ir.Const):
+        c, other = (x, y) if isinstance(x, ir.Const) else (y, x)
+        if t.lanes == 1:  # a typed constant decides like a literal
+            r = _compare_int(b, op if c is y else _SWAP[op], other, int(c.value))
+            if r is not None:
+                return r
+    if t.elem.kind != "uint":
+        return _compare_int(b, _SWAP[op], y, x)
+    # x unsigned, y signed: y < 0 decides; otherwise both compare as the wider unsigned
+    ut = SCALARS[f"u{max(t.elem.bits, u.elem.bits)}"]
+    unsigned = b.binary(op, b.to_type(x, with_elem(t, ut)), b.to_type(y, with_elem(u, ut)))
+    negative = b.binary("lt", y, b.const(0, u))
+    decided = b.const(_VS_NEGATIVE[op], unsigned.type)
+    return b.select(negative, decided, unsigned)
 
 
 def _int_power(b: Builder, x, n: int):
@@ -176,6 +240,9 @@ def _mod(b: Builder, x, y, t: Type):
 
 def unop(b: Builder, op: str, x):
     if not is_runtime(x):
+        if not (is_number(x) or (op == "not" and truthable(x))):
+            raise ArithError(refuse({"neg": "unary '-'", "pos": "unary '+'", "invert": "'~'",
+                                     "not": "'not'"}[op], x))
         return {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
                 "not": operator.not_}[op](x)
     e = x.type.elem
@@ -197,6 +264,8 @@ def unop(b: Builder, op: str, x):
 def truth(b: Builder, x):
     """A runtime condition as bool (ints compare != 0; floats and lines are rejected)."""
     if not is_runtime(x):
+        if not truthable(x):
+            raise ArithError(f"a condition must be a value, got {describe(x)}")
         return bool(x)
     t = x.type
     if t.lanes != 1:
@@ -219,6 +288,8 @@ def math1(b: Builder, op: str, x):
 
 def minmax(b: Builder, op: str, x, y):
     if not is_runtime(x) and not is_runtime(y):
+        if not (is_number(x) and is_number(y)):
+            raise ArithError(refuse(op, x, y))
         return (min if op == "min" else max)(x, y)
     x, y, t = pair(b, x, y)
     return b.binary(op, x, y)

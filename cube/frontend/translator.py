@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import types
 import typing
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ from ..errors import CompileError
 from . import arith
 from .arith import ArithError, is_number, is_runtime
 from .intrinsics import INTRINSICS, Intrinsic
+from .kinds import describe, normalise
 from .scan import assigned_names
 from .source import FunctionSource
 from .values import BoundMethod, MemRef
@@ -201,6 +203,10 @@ class Translator:
     def _s_Assign(self, node):
         value = self.expr(node.value)
         forced = self._is_comptime_call(node.value)
+        if len(node.targets) > 1 or not isinstance(node.targets[0], ast.Name):
+            # Python evaluates the whole right side before binding any name: `x, y = y, x`
+            # must not read a variable the same statement has already rebound
+            value = self._snapshot(value)
         for target in node.targets:
             self._assign(target, value, node, forced)
 
@@ -230,7 +236,7 @@ class Translator:
     def _s_If(self, node):
         cond = self.expr(node.test)
         if not is_runtime(cond):
-            return self._comptime_branch(node, bool(cond))
+            return self._comptime_branch(node, arith.truth(self.b, cond))
         cond = arith.truth(self.b, cond)
         f = self.frame
         self._materialise(node.body + node.orelse)
@@ -268,7 +274,7 @@ class Translator:
                     stop = self.b.unary("not", arith.truth(self.b, cond))
                     with self.b.if_(stop):
                         self.b.break_()
-                elif not cond:
+                elif not arith.truth(self.b, cond):
                     self.b.break_()
                     return
                 self._block(node.body)
@@ -489,6 +495,20 @@ class Translator:
             if name not in f.vars and (is_runtime(value) or is_number(value)):
                 self._assign_name(name, value, self._node, False)
 
+    def _snapshot(self, value):
+        """Runtime variables inside `value` copied to temporaries (tuples recursively)."""
+        if isinstance(value, tuple):
+            named = self._named_vars()
+            return tuple(self._snapshot_one(v, named) for v in value)
+        return value
+
+    def _snapshot_one(self, v, named):
+        if isinstance(v, tuple):
+            return tuple(self._snapshot_one(x, named) for x in v)
+        if isinstance(v, ir.Var) and v in named:
+            return self._copy(v)
+        return v
+
     def _named_vars(self) -> set:
         out = set()
         for fr in self.frames:
@@ -636,12 +656,19 @@ class Translator:
 
     def _e_Name(self, node):
         v = self._lookup(node.id, node)
-        if isinstance(v, lang.BuiltinVar):
-            return self._builtin_value(v.name, node)
         if isinstance(v, typing.TypeVar):
             raise self.error(f"type variable {v.__name__} is not bound in this "
                              f"specialisation", node)
-        return v
+        return self.resolve(v, node)
+
+    def resolve(self, v, node):
+        """Every value read by name, attribute or compile-time call passes here: builtins
+        become runtime values, NumPy scalars Python numbers, lists tuples (see kinds.py)."""
+        if isinstance(v, lang.BuiltinVar):
+            return self._builtin_value(v.name, node)
+        if isinstance(v, (list, tuple)):
+            return tuple(self.resolve(x, node) for x in v)
+        return normalise(v)
 
     def _builtin_value(self, name: str, node):
         if name == "PLANE_DIM":
@@ -664,11 +691,22 @@ class Translator:
             if attr == "dtype":
                 return base.type.elem
             raise self.error(f"a {base.type} value has no attribute '{attr}'", node)
+        if isinstance(base, BoundMethod):
+            raise self.error(f"{describe(base)} has no attribute '{attr}'", node)
         try:
-            return getattr(base, attr)
+            value = getattr(base, attr)
         except AttributeError:
-            raise self.error(f"{type(base).__name__} has no attribute '{attr}'", node) \
-                from None
+            raise self.error(f"{describe(base)} has no attribute '{attr}'", node) from None
+        except Exception as e:
+            raise self.error(f"reading '{attr}' of {describe(base)} failed: "
+                             f"{type(e).__name__}: {e}", node) from None
+        if isinstance(base, types.ModuleType):
+            ns = vars(base)
+            self.globals_used[(id(ns), attr)] = (ns, attr, value)
+        if isinstance(value, typing.TypeVar):
+            raise self.error(f"type variable {value.__name__} is not bound in this "
+                             f"specialisation", node)
+        return self.resolve(value, node)
 
     def _e_Subscript(self, node):
         base = self.expr(node.value)
@@ -681,10 +719,14 @@ class Translator:
             return self.b.extract(base, self._lane_index(idx, base.type, node.slice))
         if is_runtime(idx):
             raise self.error("a compile-time value cannot be indexed by a runtime value", node)
+        if isinstance(base, BoundMethod) or not (isinstance(base, (tuple, str)) or
+                                                 isinstance(base, type)):
+            raise self.error(f"{describe(base)} cannot be indexed", node)
         try:
-            return base[idx]
+            return self.resolve(base[idx], node)
         except Exception as e:
-            raise self.error(f"cannot index {type(base).__name__}: {e}", node) from None
+            raise self.error(f"cannot index {describe(base)} with {idx!r}: {e}", node) \
+                from None
 
     def _e_BinOp(self, node):
         op = _BINOPS.get(type(node.op))
@@ -701,6 +743,7 @@ class Translator:
         for v in node.values:
             x = self.expr(v)
             if not is_runtime(x):
+                x = arith.truth(self.b, x)
                 if is_and and not x:
                     return False if acc is None else self._bool_combine(acc, False, is_and)
                 if not is_and and x:
@@ -736,7 +779,7 @@ class Translator:
     def _e_IfExp(self, node):
         cond = self.expr(node.test)
         if not is_runtime(cond):
-            return self.expr(node.body if cond else node.orelse)
+            return self.expr(node.body if arith.truth(self.b, cond) else node.orelse)
         a, b = self.expr(node.body), self.expr(node.orelse)
         if isinstance(a, MemRef) or isinstance(b, MemRef):
             raise self.error("cannot choose between arrays at runtime", node)
@@ -775,6 +818,7 @@ class Translator:
             return self._method(fn, args, node)
         intrinsic = INTRINSICS.get(id(fn))
         if intrinsic is not None and intrinsic.fn is fn:
+            self._check_intrinsic_args(fn, args, kwargs, node)
             return intrinsic.handler(self, args, kwargs, node)
         if lang.is_type(fn) or isinstance(fn, lang.LineSpec):
             t = self._resolve_type(fn, node)
@@ -796,18 +840,35 @@ class Translator:
             raise self.error("print is not supported in a @cube function", node)
         if isinstance(fn, typing.TypeVar):
             raise self.error(f"type variable {fn.__name__} is not bound", node)
+        if isinstance(fn, BoundMethod) or isinstance(fn, types.ModuleType):
+            raise self.error(f"{describe(fn)} is not callable", node)
         if callable(fn):
-            if any(is_runtime(a) or isinstance(a, MemRef) for a in args) or any(
-                    is_runtime(v) or isinstance(v, MemRef) for v in kwargs.values()):
-                name = getattr(fn, "__name__", repr(fn))
-                raise self.error(f"'{name}' is a plain Python function and cannot take runtime "
-                                 f"values; decorate it with @cube to use it in kernels", node)
+            name = getattr(fn, "__name__", None) or describe(fn)
+            for a in list(args) + list(kwargs.values()):
+                if is_runtime(a) or isinstance(a, (MemRef, BoundMethod)):
+                    raise self.error(f"'{name}' is a plain Python function and cannot take "
+                                     f"{describe(a)}; decorate it with @cube to use it in "
+                                     f"kernels", node)
             try:
-                return fn(*args, **kwargs)
+                return self.resolve(fn(*args, **kwargs), node)
+            except CompileError:
+                raise
             except Exception as e:
-                raise self.error(f"compile-time call failed: {type(e).__name__}: {e}", node) \
-                    from None
-        raise self.error(f"'{type(fn).__name__}' object is not callable", node)
+                raise self.error(f"the compile-time call of '{name}' failed: "
+                                 f"{type(e).__name__}: {e}", node) from None
+        raise self.error(f"{describe(fn)} is not callable", node)
+
+    def _check_intrinsic_args(self, fn, args, kwargs, node):
+        """The language's functions take values (and atomics an array first): anything else
+        is named in the user's words before a handler sees it."""
+        name = getattr(fn, "__name__", "this function")
+        for i, a in enumerate(list(args) + list(kwargs.values())):
+            if i == 0 and isinstance(a, MemRef) and name.startswith("atomic_"):
+                continue
+            if is_runtime(a) or is_number(a) or lang.is_type(a) or \
+                    isinstance(a, lang.LineSpec) or a in (int, float, bool):
+                continue
+            raise self.error(f"{name} takes a value, got {describe(a)}", node)
 
     def _method(self, m: BoundMethod, args, node):
         ref, name = m.ref, m.name
