@@ -72,7 +72,9 @@ class CubeFunction:
         self.is_kernel = is_kernel
         self.checked = checked
         self.nowrap = nowrap
-        self._src: FunctionSource | None = None
+        # the source as it is now: a file saved later must not change the kernel
+        self._captured = capture(fn)
+        self._src: FunctionSource | None = None  # parsed on first use
         self._annotations: dict | None = None
         self._plan: list | None = None
         self._hot: dict = {}
@@ -92,8 +94,13 @@ class CubeFunction:
     # ---- introspection -----------------------------------------------------------------
     def source_info(self) -> FunctionSource:
         if self._src is None:
-            self._src = function_source(self.fn)
+            self._src = function_source(self.fn, self._captured)
         return self._src
+
+    @property
+    def source_hash(self) -> str | None:
+        """SHA-256 of the source captured at decoration (None without a source file)."""
+        return self._captured.sha256 if self._captured is not None else None
 
     def signature(self) -> inspect.Signature:
         return inspect.signature(self.fn)
