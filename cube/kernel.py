@@ -23,7 +23,7 @@ from runtimes.errors import CubeError, LaunchError
 
 from . import lang, recording
 from .errors import CompileError
-from .frontend.source import FunctionSource, function_source
+from .frontend.source import FunctionSource, capture, function_source
 from .frontend.translator import Target, Translator
 from .frontend.values import MemRef
 
