@@ -17,11 +17,11 @@ from cube_ir.errors import IRError
 from cube_ir.passes import run_pipeline
 from cube_ir.printer import format_kernel
 from cube_ir.types import Scalar, Type, boolean, f32, from_numpy_dtype, i32, vec
-from runtimes.base import Features
 from runtimes.disk_cache import make_key
 from runtimes.errors import CubeError, LaunchError
 
 from . import lang, recording
+from .capabilities import check_features
 from .errors import CompileError
 from .frontend.source import FunctionSource, capture, function_source
 from .frontend.translator import Target, Translator
@@ -414,23 +414,6 @@ def _run_passes(kernel: ir.Kernel) -> ir.Kernel:
         return run_pipeline(kernel)
     except IRError as e:
         raise CompileError(e.message, e.loc) from None
-
-
-def check_features(kernel: ir.Kernel, target: Target) -> None:
-    """A kernel needing what the target lacks fails here, before any vendor compiler."""
-    feats: Features | None = target.features
-    if feats is None:
-        return
-    need = {"f64": feats.f64, "f16": feats.f16, "bf16": feats.bf16, "i64": feats.int64,
-            "u64": feats.int64}
-    for op in ir.walk(kernel.body):
-        v = ir.writes(op)
-        if v is not None and need.get(v.type.elem.name) is False:
-            raise CompileError(f"{v.type.elem} is not supported by the {target.name} target",
-                               op.loc)
-        if isinstance(op, ir.Plane) and not feats.plane_ops:
-            raise CompileError(f"plane_{op.op} is not supported by the {target.name} target",
-                               op.loc)
 
 
 def _write_dump(cf: CubeFunction, name: str, text: str) -> None:

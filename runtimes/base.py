@@ -1,6 +1,7 @@
 """What every runtime offers. A runtime knows no frontend: it takes IR kernels."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,100 @@ class Features:
         {"i32", "u32", "i64", "u64", "f32", "f64"}))
     max_shared_bytes: int = 1 << 20
     max_cube_dim: int = 1024
+
+
+# ---- the capability table ----------------------------------------------------------------
+# `Features` says what a device has; `TARGET_LIMITS` what a code generator can emit whatever
+# the device. `capabilities(target, features)` combines them into the one table that
+# `cube.capabilities` checks every op of a kernel against, before any vendor compiler runs.
+
+SCALAR_TYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+                "f16", "bf16", "f32", "f64")
+ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exchange", "cas")
+BIT_OPS = frozenset({"and", "or", "xor"})
+# `atomic_cas` whose old value is never read (after dead-code elimination): a target may
+# manage it without returning the old value (SPIR-V through naga, see codegen.spirv.ops)
+CAS_NO_RESULT = "cas-no-result"
+SPACES = ("global", "shared", "local")  # array/tensor arguments, SharedMemory, LocalArray
+
+
+def atomic_rows(types: Iterable[str], ops: Iterable[str] = ATOMIC_OPS,
+                spaces: Iterable[str] = ("global", "shared"), how: str = "native") -> dict:
+    """{(op, type, space): how} for every op on every type in the spaces; the bit ops only
+    on integers."""
+    return {(op, t, s): how for op in ops for t in types for s in spaces
+            if not (op in BIT_OPS and not t.startswith(("i", "u")))}
+
+
+@dataclass(frozen=True)
+class TargetLimits:
+    """What a code generator cannot emit whatever the device has. atomics=None: every
+    (op, type) the device's `atomic_types` names, in global and shared memory (native or
+    through a compare-and-swap loop the generator writes)."""
+
+    no_types: frozenset = frozenset()
+    atomics: dict | None = None
+
+
+_WGSL_ATOMICS = {**atomic_rows(("i32", "u32")),
+                 # WGSL has no f32 atomics: a compare-exchange loop on the bits
+                 **atomic_rows(("f32",), how="cas-loop")}
+_SPIRV_ATOMICS = {
+    # naga loses OpAtomicCompareExchange's result (codegen.spirv.ops._atomic), so no CAS
+    # loop and no atomic_cas whose old value is used
+    **atomic_rows(("i32", "u32"), [op for op in ATOMIC_OPS if op != "cas"]),
+    **atomic_rows(("i32", "u32"), [CAS_NO_RESULT]),
+    # OpAtomicFAddEXT / OpAtomicExchange; wgpu's shader-float32-atomic covers storage
+    # buffers only ("Float32 atomic operations are only supported in the Storage address
+    # space")
+    **atomic_rows(("f32",), ("add", "sub", "exchange"), ("global",)),
+}
+TARGET_LIMITS: dict[str, TargetLimits] = {
+    "wgsl": TargetLimits(frozenset({"f64", "i64", "u64"}), _WGSL_ATOMICS),
+    "spirv": TargetLimits(frozenset({"f64", "i64", "u64"}), _SPIRV_ATOMICS),
+}
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """One target on one device: the value types it takes, its atomics as
+    {(op, type, space): how} (how: native, cas-loop, rmw; absent: refused), plane ops and
+    limits. Built by `capabilities`; read by `cube.capabilities.check_features`."""
+
+    target: str
+    types: frozenset
+    atomics: dict
+    plane_ops: bool
+    max_shared_bytes: int
+    max_cube_dim: int
+
+    def has_type(self, name: str) -> bool:
+        return name in self.types
+
+    def atomic(self, op: str, type_name: str, space: str) -> str | None:
+        """How the target does atomic `op` on `type_name` in `space`, or None."""
+        how = self.atomics.get((op, type_name, space))
+        if how is None and op == CAS_NO_RESULT:
+            how = self.atomics.get(("cas", type_name, space))
+        return how
+
+
+def capabilities(target: str, feats: Features) -> Capabilities:
+    """The declared table for `target` on a device with `feats`."""
+    lim = TARGET_LIMITS.get(target, TargetLimits())
+    off = {"f16": feats.f16, "bf16": feats.bf16, "f64": feats.f64, "i64": feats.int64,
+           "u64": feats.int64}
+    types = frozenset(t for t in SCALAR_TYPES if off.get(t, True) and t not in lim.no_types)
+    device = {t for t in feats.atomic_types if t in types}
+    if lim.atomics is None:
+        atomics = atomic_rows(sorted(device))
+    else:
+        atomics = {k: h for k, h in lim.atomics.items() if k[1] in device}
+    # unit-private memory: cube_ir.passes.local_atomics makes every atomic there a plain
+    # read-modify-write, for each type the frontend lets atomics take (the device's)
+    atomics.update(atomic_rows(sorted(device), spaces=("local",), how="rmw"))
+    return Capabilities(target, types, atomics, feats.plane_ops, feats.max_shared_bytes,
+                        feats.max_cube_dim)
 
 
 class Executable:

@@ -321,8 +321,8 @@ class Emitter:
 
     # ---- memory ------------------------------------------------------------------------
     def _index(self, i: ir.Value) -> str:
-        if isinstance(i, ir.Const):
-            return f"{int(i.value)}u"
+        if isinstance(i, ir.Const):  # a negative literal (unchecked mode) wraps, as u32(i)
+            return f"{int(i.value) & 0xFFFFFFFF}u"
         return self.tmp(self.val_as(i, u32))
 
     def _load(self, d: ir.Var, m, i: ir.Value) -> None:

@@ -13,16 +13,18 @@ from ..verify import verify
 from . import const_fold, dce, unroll
 from .bounds import bounds_check
 from .clone import clone_kernel
+from .local_atomics import lower_local_atomics
 from .unroll import unroll_range
 
 
 def run_pipeline(kernel: Kernel, *, checked: bool | None = None) -> Kernel:
-    """verify -> bounds (checked mode) -> const_fold -> unroll (-> const_fold) -> dce ->
-    verify. Works in place and returns the kernel.
+    """verify -> local atomics -> bounds (checked mode) -> const_fold -> unroll (->
+    const_fold) -> dce -> verify. Works in place and returns the kernel.
 
     Verifying first makes errors point at what the frontend emitted (the user's code) and lets
     the passes assume well-typed IR; verifying last catches a pass's own mistakes."""
     verify(kernel)
+    lower_local_atomics(kernel)  # before bounds: the load and store it makes get guarded
     if kernel.checked if checked is None else checked:
         bounds_check(kernel)
     const_fold.const_fold(kernel)
@@ -42,5 +44,6 @@ def mark_readonly(kernel: Kernel) -> None:
             p.readonly = p not in written
 
 
-__all__ = ["bounds_check", "clone_kernel", "const_fold", "dce", "mark_readonly",
-           "run_pipeline", "unroll", "unroll_range"]  # const_fold, dce, unroll: the modules
+# const_fold, dce, unroll: the modules
+__all__ = ["bounds_check", "clone_kernel", "const_fold", "dce", "lower_local_atomics",
+           "mark_readonly", "run_pipeline", "unroll", "unroll_range"]

@@ -8,10 +8,12 @@
       %x = 0                        (a zero line for line arrays; nothing for stores)
     }
 
-Comparing as unsigned makes a negative index huge, so one comparison covers both ends.
-Constant indices into shared/local arrays are checked here, at compile time. An access that is
-already the first op under exactly such a guard (ours, or the user's own `if i < a.len()`) is
-left alone, so the pass is idempotent."""
+Comparing as unsigned makes a negative index huge, so one comparison covers both ends. A
+negative constant index (`a[-1]`) is out of bounds whatever the length: the access becomes its
+fallback, so no target is handed a negative literal index. Constant indices into shared/local
+arrays are checked here, at compile time. An access that is already the first op under exactly
+such a guard (ours, or the user's own `if i < a.len()`) is left alone, so the pass is
+idempotent."""
 from __future__ import annotations
 
 from .. import ir
@@ -164,6 +166,8 @@ class _Bounds:
             return [op] if 0 <= int(idx.value) < mem.size else self._fallback(op)
         ut = _unsigned_for(idx.type)
         pre: list = []
+        if isinstance(idx, Const) and int(idx.value) < 0:
+            return self._fallback(op)  # `a[-1]`: out of bounds, and no code indexes with it
         if isinstance(idx, Const):
             iu = Const(wrap(int(idx.value), ut), ut)
         elif idx.type == ut:
