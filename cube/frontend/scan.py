@@ -60,3 +60,61 @@ def assigned_names(stmts) -> set[str]:
     for stmt in stmts:
         s.visit(stmt)
     return s.names
+
+
+class _Locals(ast.NodeVisitor):
+    """Names Python would treat as local to the function: every name bound anywhere in it."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def _bind(self, target):
+        if isinstance(target, ast.Name):
+            self.names.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._bind(t)
+
+    def visit_Assign(self, node):
+        for t in node.targets:
+            self._bind(t)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._bind(node.target)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self._bind(node.target)
+        self.generic_visit(node)
+
+    def visit_For(self, node):
+        self._bind(node.target)
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        pass
+
+
+def local_names(fdef: ast.FunctionDef) -> frozenset[str]:
+    """The function's parameters and every name its body binds."""
+    s = _Locals()
+    for stmt in fdef.body:
+        s.visit(stmt)
+    a = fdef.args
+    params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+    return frozenset(s.names | set(params))
+
+
+def loop_exits(body) -> bool:
+    """Does this loop body contain a break or continue of its own (not of a nested loop)?"""
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False

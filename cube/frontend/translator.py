@@ -23,7 +23,7 @@ from . import arith
 from .arith import ArithError, is_number, is_runtime
 from .intrinsics import INTRINSICS, Intrinsic
 from .kinds import describe, normalise
-from .scan import assigned_names
+from .scan import assigned_names, local_names, loop_exits
 from .source import FunctionSource
 from .values import BoundMethod, MemRef
 
@@ -82,6 +82,13 @@ class Frame:
     ret_var: ir.Var | None = None
     ret_value: typing.Any = None
     returned: bool = False
+    value_returned: bool = False  # some `return` gives a value
+    # definite assignment (as Python's scoping): the names the function binds anywhere, the
+    # ones certainly bound at this point, and where each was bound (for messages)
+    locals: frozenset = frozenset()
+    defined: set = field(default_factory=set)
+    assigned_at: dict = field(default_factory=dict)
+    loop_targets: set = field(default_factory=set)
 
 
 def _has_nested_return(fdef: ast.FunctionDef) -> bool:
@@ -105,6 +112,7 @@ class Translator:
         self._builtins: dict[str, ir.Var] = {}
         self._lens: dict[int, ir.Var] = {}
         self.inlined: list = []  # CubeFunctions inlined (for cache keys)
+        self._discarded = None  # the call of an expression statement: its result is unused
         # every global, closure cell and module attribute the kernel read, as
         # (namespace, name, value): a launch checks they still hold the same objects
         self.globals_used: dict[tuple[int, str], tuple[typing.Any, str, typing.Any]] = {}
@@ -114,7 +122,8 @@ class Translator:
     def translate(self, cube_fn, bindings: dict) -> ir.Kernel:
         """Translate a kernel; `bindings` maps parameter names to their frontend values."""
         src = cube_fn.source_info()
-        frame = Frame(src=src, fn=cube_fn.fn, is_kernel=True)
+        self._check_def(src, cube_fn)
+        frame = Frame(src=src, fn=cube_fn.fn, is_kernel=True, locals=local_names(src.tree))
         for name, value in bindings.items():
             self._bind_param(frame, name, value)
         self.frames.append(frame)
@@ -155,17 +164,16 @@ class Translator:
                 if f.loops:
                     with self.b.if_(f.ret_flag):
                         self.b.break_()
-                    self._block(stmts[i + 1:])
-                else:
-                    done = self.b.unary("not", f.ret_flag)
-                    self._materialise(stmts[i + 1:])
-                    with self.b.if_(done):
-                        f.runtime_depth += 1
-                        try:
-                            self._block(stmts[i + 1:])
-                        finally:
-                            f.runtime_depth -= 1
-                return False
+                    return self._block(stmts[i + 1:])
+                done = self.b.unary("not", f.ret_flag)
+                self._materialise(stmts[i + 1:])
+                with self.b.if_(done):
+                    f.runtime_depth += 1
+                    try:
+                        ended = self._block(stmts[i + 1:])
+                    finally:
+                        f.runtime_depth -= 1
+                return ended
         return False
 
     def _stmt(self, node):
@@ -198,6 +206,7 @@ class Translator:
     def _s_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
+        self._discarded = node.value
         self.expr(node.value)
 
     def _s_Assign(self, node):
@@ -240,19 +249,29 @@ class Translator:
         cond = arith.truth(self.b, cond)
         f = self.frame
         self._materialise(node.body + node.orelse)
+        before = set(f.defined)
+        ended_else = False
         with self.b.if_(cond) as h:
             f.runtime_depth += 1
             try:
-                self._block(node.body)
+                ended_body = self._block(node.body)
             finally:
                 f.runtime_depth -= 1
+            after_body, f.defined = f.defined, set(before)
             if node.orelse:
                 with h.else_():
                     f.runtime_depth += 1
                     try:
-                        self._block(node.orelse)
+                        ended_else = self._block(node.orelse)
                     finally:
                         f.runtime_depth -= 1
+        # a name is certainly bound after the `if` when every path that reaches its end
+        # bound it; a branch that returned/broke out does not reach the end
+        if ended_body and ended_else:
+            raise _Terminated
+        if ended_body:
+            return
+        f.defined = after_body if ended_else else after_body & f.defined
 
     def _comptime_branch(self, node, cond: bool):
         body = node.body if cond else node.orelse
@@ -264,6 +283,7 @@ class Translator:
             raise self.error("while/else is not supported", node)
         f = self.frame
         self._materialise([node])
+        before = set(f.defined)
         with self.b.loop():
             f.loops.append(node)
             f.runtime_depth += 1
@@ -281,6 +301,7 @@ class Translator:
             finally:
                 f.loops.pop()
                 f.runtime_depth -= 1
+                f.defined = before
 
     def _s_For(self, node):
         if node.orelse:
@@ -357,6 +378,13 @@ class Translator:
         f = self.frame
         name = node.target.id
         self._materialise(node.body)
+        before = set(f.defined)
+        # a loop over compile-time bounds that runs at least once, without break/continue,
+        # certainly binds what its body binds
+        runs = isinstance(start, ir.Const) and isinstance(end, ir.Const) and \
+            len(builtins.range(int(start.value), int(end.value), int(step))) > 0 and \
+            not loop_exits(node.body)
+        ended = False
         with self.b.range(start, end, int(step), t=t) as var:
             var.name = name
             f.loops.append(node)
@@ -366,10 +394,14 @@ class Translator:
                     self._assign(node.target, var, node, False)
                 else:
                     f.names[name] = var
-                self._block(node.body)
+                    self._defines(name, node.target)
+                ended = self._block(node.body)
             finally:
                 f.loops.pop()
                 f.runtime_depth -= 1
+        f.defined = f.defined if runs and not ended else before
+        f.defined.discard(name)  # the counter is read inside its loop only
+        f.loop_targets.add(name)
 
     def _s_Break(self, node):
         if not self.frame.loops:
@@ -392,6 +424,8 @@ class Translator:
             self.b.return_()
             raise _Terminated
         value = None if node.value is None else self.expr(node.value)
+        if value is not None:
+            f.value_returned = True
         if f.ret_flag is None:
             f.ret_value = value
             f.returned = True
@@ -451,10 +485,21 @@ class Translator:
             raise self.error("attributes cannot be assigned in a @cube function", target)
         raise self.error("unsupported assignment target", target)
 
+    def _defines(self, name: str, node):
+        f = self.frame
+        f.defined.add(name)
+        f.loop_targets.discard(name)
+        loc = self.loc(node)
+        if loc is not None:
+            lines = f.assigned_at.setdefault(name, [])
+            if loc[1] not in lines:
+                lines.append(loc[1])
+
     def _assign_name(self, name: str, value, node, comptime_ok: bool):
         f = self.frame
         if name in lang.BUILTINS:
             raise self.error(f"'{name}' is a builtin and cannot be assigned", node)
+        self._defines(name, node)
         numeric = is_runtime(value) or is_number(value)
         runtime_var = name in f.mutable and numeric and (is_runtime(value) or not comptime_ok)
         if not runtime_var:
@@ -578,6 +623,19 @@ class Translator:
     # ---- params ------------------------------------------------------------------------
     def _bind_param(self, frame: Frame, name: str, value):
         frame.names[name] = value
+        frame.defined.add(name)
+
+    def _check_def(self, src, cf):
+        """What a @cube function's `def` line itself may not say."""
+        tree = src.tree
+        if isinstance(tree, ast.AsyncFunctionDef):
+            raise CompileError(f"'{cf.__name__}' is an async function; @cube functions must "
+                               f"be plain `def` functions", src.loc(tree))
+        a = tree.args
+        for star, what in ((a.vararg, "*"), (a.kwarg, "**")):
+            if star is not None:
+                raise CompileError(f"'{cf.__name__}' takes {what}{star.arg}; @cube functions "
+                                   f"need named parameters", src.loc(star))
 
     def builtin(self, name: str) -> ir.Var:
         v = self._builtins.get(name)
@@ -631,9 +689,13 @@ class Translator:
     _e_List = _e_Tuple
 
     def _lookup(self, name: str, node):
-        for fr in (self.frame,):
-            if name in fr.names:
-                return fr.names[name]
+        fr = self.frame
+        if name in fr.locals:
+            if name not in fr.defined:
+                raise self.error(self._unbound_message(fr, name), node)
+            return fr.names[name]
+        if name in fr.names:
+            return fr.names[name]
         fn = self.frame.fn
         code = getattr(fn, "__code__", None)
         if code is not None and name in code.co_freevars and fn.__closure__:
@@ -653,6 +715,20 @@ class Translator:
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(f"unknown name '{name}'", node)
+
+    def _unbound_message(self, fr: Frame, name: str) -> str:
+        lines = fr.assigned_at.get(name)
+        if name in fr.loop_targets:
+            return (f"'{name}' is a runtime loop's counter and is only defined inside its "
+                    f"loop; copy it to a variable assigned before the loop to keep its value")
+        if not lines:
+            return (f"'{name}' is read before it is assigned (it is a local variable of "
+                    f"'{fr.src.tree.name}': Python would raise UnboundLocalError)")
+        where = ", ".join(str(n) for n in lines)
+        plural = "s" if len(lines) > 1 else ""
+        return (f"'{name}' may be unassigned here: it is assigned at line{plural} {where}, "
+                f"but not on every path that reaches this read (a branch that does not "
+                f"assign it, or a loop that may run zero times); assign it before")
 
     def _e_Name(self, node):
         v = self._lookup(node.id, node)
@@ -931,11 +1007,12 @@ class Translator:
         if any(fr.fn is cf.fn for fr in self.frames):
             raise self.error(f"'{cf.__name__}' calls itself; recursion is not supported", node)
         src = cf.source_info()
+        self._check_def(src, cf)
         params = cf.signature().parameters
-        names = list(params)
+        names = [n for n, p in params.items() if p.kind != p.KEYWORD_ONLY]
         if len(args) > len(names):
-            raise self.error(f"'{cf.__name__}' takes {len(names)} arguments, got {len(args)}",
-                             node)
+            raise self.error(f"'{cf.__name__}' takes {len(names)} positional argument"
+                             f"{'s' if len(names) != 1 else ''}, got {len(args)}", node)
         bound = dict(zip(names, args))
         for k, v in kwargs.items():
             if k not in params:
@@ -955,17 +1032,24 @@ class Translator:
                                  f"time", node)
         if cf not in self.inlined:
             self.inlined.append(cf)
-        frame = Frame(src=src, fn=cf.fn)
+        discarded = node is self._discarded
+        frame = Frame(src=src, fn=cf.fn, locals=local_names(src.tree))
         self.frames.append(frame)
         try:
             frame.names.update(bound)
+            frame.defined.update(bound)
             if _has_nested_return(src.tree):
                 frame.ret_flag = self.b.var(boolean, "returned")
                 self.b.assign(frame.ret_flag, False)
-            self._block(src.tree.body)
+            ended = self._block(src.tree.body)
         finally:
             self.frames.pop()
         self._node = node
+        if frame.value_returned and not ended and not discarded:
+            raise self.error(
+                f"'{cf.__name__}' returns a value on some paths but can also reach the end of "
+                f"its body (after line {(src.loc(src.tree.body[-1]) or (0, '?'))[1]}) without "
+                f"`return`, where Python returns None; return a value on every path", node)
         if frame.ret_flag is not None:
             return frame.ret_var if frame.ret_var is not None else frame.ret_value
         return frame.ret_value
