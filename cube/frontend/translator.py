@@ -199,6 +199,11 @@ class Translator:
             raise self.error(str(e), self._node or node) from None
         except IRError as e:
             raise CompileError(e.message, e.loc or self.loc(node)) from None
+        except RecursionError:
+            raise self.error("this statement nests too deeply to compile", node) from None
+        except Exception as e:  # a compiler bug: still located, never a bare traceback
+            raise self.error(f"internal compiler error ({type(e).__name__}: {e}); please "
+                             f"report it with this kernel", self._node or node) from None
 
     def _s_Pass(self, node):
         pass
@@ -475,9 +480,8 @@ class Translator:
             idx = self.expr(target.slice)
             if isinstance(base, MemRef):
                 return self._store(base, idx, value, target)
-            if is_runtime(base) and base.type.lanes > 1 and isinstance(target.value, ast.Name):
-                lane = self._lane_index(idx, base.type, target.slice)
-                new = self.b.insert(base, lane, self._to_elem(value, base.type.elem, target))
+            if is_runtime(base) and isinstance(target.value, ast.Name):
+                new = self._lane_set(base, idx, value, target)
                 return self._assign_name(target.value.id, new, target.value, False)
             raise self.error("only arrays, shared/local memory and lines can be assigned "
                              "by index", target)
@@ -614,11 +618,45 @@ class Translator:
         raise self.error(f"cannot put a {value.type} into a lane of {elem}", node)
 
     def _lane_index(self, idx, t: Type, node) -> int:
-        if is_runtime(idx):
-            raise self.error("a line lane index must be known at compile time", node)
-        if not 0 <= int(idx) < t.lanes:
-            raise self.error(f"lane {idx} is out of range for {t}", node)
-        return int(idx)
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise self.error(f"a lane index must be an integer, got {describe(idx)}", node)
+        if not 0 <= idx < t.lanes:
+            raise self.error(f"lane {idx} is out of range for a line of {t.lanes}", node)
+        return idx
+
+    def _runtime_lane(self, idx, node):
+        if idx.type.lanes != 1 or not idx.type.elem.is_int:
+            raise self.error(f"a lane index must be an integer, got {idx.type}", node)
+        return idx
+
+    # A scalar is a line of 1: kernels written over any line size index `v[k]` for k in
+    # range(v.size). A runtime lane index selects among the lanes; out of range reads 0 and
+    # writes nothing, as out-of-bounds memory does in checked mode.
+    def _lane_get(self, base, idx, node):
+        t = base.type
+        if not is_runtime(idx):
+            lane = self._lane_index(idx, t, node.slice)
+            return base if t.lanes == 1 else self.b.extract(base, lane)
+        idx = self._runtime_lane(idx, node.slice)
+        acc = self.b.const(0, t.elem)
+        for j in reversed(builtins.range(t.lanes)):
+            lane_v = base if t.lanes == 1 else self.b.extract(base, j)
+            acc = self.b.select(arith.binop(self.b, "eq", idx, j), lane_v, acc)
+        return acc
+
+    def _lane_set(self, base, idx, value, node):
+        t = base.type
+        x = self._to_elem(value, t.elem, node)
+        if not is_runtime(idx):
+            lane = self._lane_index(idx, t, node.slice)
+            return x if t.lanes == 1 else self.b.insert(base, lane, x)
+        idx = self._runtime_lane(idx, node.slice)
+        new = base
+        for j in builtins.range(t.lanes):
+            cur = base if t.lanes == 1 else self.b.extract(base, j)
+            v = self.b.select(arith.binop(self.b, "eq", idx, j), x, cur)
+            new = v if t.lanes == 1 else self.b.insert(new, j, v)
+        return new
 
     # ---- params ------------------------------------------------------------------------
     def _bind_param(self, frame: Frame, name: str, value):
@@ -790,9 +828,7 @@ class Translator:
         if isinstance(base, MemRef):
             return self._load(base, idx, node)
         if is_runtime(base):
-            if base.type.lanes == 1:
-                raise self.error(f"a {base.type} value cannot be indexed", node)
-            return self.b.extract(base, self._lane_index(idx, base.type, node.slice))
+            return self._lane_get(base, idx, node)
         if is_runtime(idx):
             raise self.error("a compile-time value cannot be indexed by a runtime value", node)
         if isinstance(base, BoundMethod) or not (isinstance(base, (tuple, str)) or
