@@ -13,7 +13,7 @@ from __future__ import annotations
 import typing
 
 from cube_ir import ir
-from runtimes.base import CAS_NO_RESULT, Capabilities, capabilities
+from runtimes.base import ATOMIC_OPS, CAS_NO_RESULT, SPACES, Capabilities, capabilities
 
 from .errors import CompileError
 
@@ -35,18 +35,46 @@ def check_features(kernel: ir.Kernel, target) -> None:
 
 
 def check(kernel: ir.Kernel, caps: Capabilities) -> None:
+    """Raise the first miss that has a source location (ops a pass added, such as the
+    bounds pass's length casts, have none), else the first miss."""
+    misses: list = []  # (op, error) in program order
+    for op in ir.walk(kernel.body):
+        try:
+            _check_op(op, caps)
+        except CompileError as e:
+            misses.append((op, e))
+    located = [(op, e) for op, e in misses if e.loc]
+    if located:
+        # the bounds pass's guard (`lt` on the index as u64) shares its access's location
+        # and comes first: report the access itself, which names what the user wrote
+        loc = located[0][1].loc
+        same = [(op, e) for op, e in located if e.loc == loc]
+        raise next((e for op, e in same if isinstance(op, _MEMORY_OPS)), same[0][1])
+    if misses:
+        raise misses[0][1]
+    _check_kernel(kernel, caps)
+
+
+_MEMORY_OPS = (ir.Load, ir.Store, ir.Atomic)
+
+
+def _check_op(op, caps: Capabilities) -> None:
+    _check_types(op, caps)
+    if isinstance(op, ir.Atomic):
+        _check_atomic(op, caps)
+    elif isinstance(op, ir.Plane) and not caps.plane_ops:
+        raise CompileError(f"plane_{op.op} (capability plane_ops) is not supported by the "
+                           f"{caps.target} target: it has no plane (warp/subgroup) "
+                           f"operations", op.loc)
+
+
+def _check_kernel(kernel: ir.Kernel, caps: Capabilities) -> None:
+    """Declarations and limits: memories of a missing type, shared bytes, the cube dim."""
     first_use: dict[int, typing.Any] = {}  # id(memory) -> the first op touching it
     for op in ir.walk(kernel.body):
         mem = getattr(op, "mem", None)
         if mem is not None:
             first_use.setdefault(id(mem), op)
-        _check_types(op, caps)
-        if isinstance(op, ir.Atomic):
-            _check_atomic(op, caps)
-        elif isinstance(op, ir.Plane) and not caps.plane_ops:
-            raise CompileError(f"plane_{op.op} (capability plane_ops) is not supported by the "
-                               f"{caps.target} target: it has no plane (warp/subgroup) "
-                               f"operations", op.loc)
     for m in [*kernel.params, *kernel.shared, *kernel.locals]:
         e = m.type.elem.name
         if not caps.has_type(e):  # declared but never touched: still part of the binding
@@ -128,9 +156,12 @@ def _check_atomic(op: ir.Atomic, caps: Capabilities) -> None:
     key = CAS_NO_RESULT if op.op == "cas" and op.dst is None else op.op
     if caps.atomic(key, t, space) is not None:
         return
-    have = sorted({f"{o}/{ty}" for (o, ty, s) in caps.atomics if s == space})
+    have = [o for o in (*ATOMIC_OPS, CAS_NO_RESULT) if caps.atomic(o, t, space)]
+    elsewhere = [s for s in SPACES if s != space and caps.atomic(key, t, s)]
     note = " (whose old value is used)" if op.op == "cas" else ""
+    hint = f"; atomic_{op.op} on {t} works in {' and '.join(elsewhere)} memory" \
+        if elsewhere else ""
     raise CompileError(
         f"atomic_{op.op}{note} on {t} in {space} memory is not supported by the "
-        f"{caps.target} target (capability atomic {op.op}/{t}/{space}; it has "
-        f"{', '.join(have) or 'none'} in {space} memory)", op.loc)
+        f"{caps.target} target (capability atomic {op.op}/{t}/{space}; on {t} in {space} "
+        f"memory it has {', '.join(have) or 'no atomics'}{hint})", op.loc)

@@ -279,6 +279,9 @@ class Hip(Cuda):
     name = "hip"
     plane_size = 64  # CDNA wavefronts (gfx90a); RDNA devices report 32 at run time
     half_mem = "_Float16"
+    # HIP has no atomicMin/atomicMax on long long: those are compare-and-swap loops
+    atomic_native = {k: f for k, f in Cuda.atomic_native.items()
+                     if k not in (("min", "i64"), ("max", "i64"))}
 
     def header(self, needs):
         out = ["#include <hip/hip_runtime.h>"]

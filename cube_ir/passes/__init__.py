@@ -11,7 +11,7 @@ from .. import ir
 from ..ir import Kernel
 from ..verify import verify
 from . import const_fold, dce, unroll
-from .bounds import bounds_check
+from .bounds import bounds_check, drop_constant_out_of_bounds
 from .clone import clone_kernel
 from .local_atomics import lower_local_atomics
 from .unroll import unroll_range
@@ -19,7 +19,8 @@ from .unroll import unroll_range
 
 def run_pipeline(kernel: Kernel, *, checked: bool | None = None) -> Kernel:
     """verify -> local atomics -> bounds (checked mode) -> const_fold -> unroll (->
-    const_fold) -> dce -> verify. Works in place and returns the kernel.
+    const_fold) -> constant out-of-bounds accesses -> dce -> verify. Works in place and
+    returns the kernel.
 
     Verifying first makes errors point at what the frontend emitted (the user's code) and lets
     the passes assume well-typed IR; verifying last catches a pass's own mistakes."""
@@ -30,6 +31,7 @@ def run_pipeline(kernel: Kernel, *, checked: bool | None = None) -> Kernel:
     const_fold.const_fold(kernel)
     if unroll.unroll(kernel):
         const_fold.const_fold(kernel)  # the copies' loop constants fold further
+    drop_constant_out_of_bounds(kernel)  # also what folding turned into one
     dce.dce(kernel)
     mark_readonly(kernel)
     verify(kernel)
@@ -45,5 +47,6 @@ def mark_readonly(kernel: Kernel) -> None:
 
 
 # const_fold, dce, unroll: the modules
-__all__ = ["bounds_check", "clone_kernel", "const_fold", "dce", "lower_local_atomics",
+__all__ = ["bounds_check", "clone_kernel", "const_fold", "dce", "drop_constant_out_of_bounds",
+           "lower_local_atomics",
            "mark_readonly", "run_pipeline", "unroll", "unroll_range"]

@@ -50,6 +50,48 @@ def _is_unsigned(t: Type, at_least: int) -> bool:
     return t.lanes == 1 and t.elem.kind == "uint" and t.elem.bits >= max(at_least, 32)
 
 
+def fallback(op) -> list:
+    """What an out-of-bounds access does: a load/atomic gives 0, a store nothing."""
+    dst = getattr(op, "dst", None)
+    return [] if dst is None else [Assign(dst, zero(dst.type), op.loc)]
+
+
+def never_in_bounds(op) -> bool:
+    """A constant index no length can cover: negative, at least a shared/local array's size,
+    or at least 2**32 - 1 (a length is a u32)."""
+    i = op.index
+    if not isinstance(i, Const):
+        return False
+    n = int(i.value)
+    limit = op.mem.size if isinstance(op.mem, (SharedArray, LocalArray)) else 0xFFFFFFFF
+    return n < 0 or n >= limit
+
+
+def drop_constant_out_of_bounds(kernel: Kernel) -> bool:
+    """Replace every access whose constant index is never in bounds by its fallback, in
+    either mode: in checked mode such accesses only survive under guards that are never
+    true (an index folded after the bounds pass), in unchecked mode they are undefined; and
+    code generators must not be handed them (naga rejects a constant index out of range,
+    WGSL has no negative u32 literal)."""
+    changed = False
+
+    def block(b: Block) -> None:
+        nonlocal changed
+        out = Block()
+        for op in b:
+            for child in ir.child_blocks(op):
+                block(child)
+            if needs_check(op) and never_in_bounds(op):
+                out.extend(fallback(op))
+                changed = True
+            else:
+                out.append(op)
+        b[:] = out
+
+    block(kernel.body)
+    return changed
+
+
 class _Bounds:
     def __init__(self, kernel: Kernel):
         self.k = kernel
@@ -156,9 +198,7 @@ class _Bounds:
         return out
 
     def _fallback(self, op) -> list:
-        """What an out-of-bounds access does: a load/atomic gives 0, a store nothing."""
-        dst = getattr(op, "dst", None)
-        return [] if dst is None else [Assign(dst, zero(dst.type), op.loc)]
+        return fallback(op)
 
     def _guard(self, op) -> list:
         idx, mem, loc = op.index, op.mem, op.loc
@@ -166,7 +206,7 @@ class _Bounds:
             return [op] if 0 <= int(idx.value) < mem.size else self._fallback(op)
         ut = _unsigned_for(idx.type)
         pre: list = []
-        if isinstance(idx, Const) and int(idx.value) < 0:
+        if isinstance(idx, Const) and never_in_bounds(op):
             return self._fallback(op)  # `a[-1]`: out of bounds, and no code indexes with it
         if isinstance(idx, Const):
             iu = Const(wrap(int(idx.value), ut), ut)

@@ -1,0 +1,414 @@
+"""Whatever the frontend accepts for a target either runs correctly or is a located
+CompileError naming the missing capability, and which of the two is decided by the declared
+table (`runtimes.base.capabilities`), never by a backend compiler failing.
+
+A matrix of small kernels (each atomic op x type x memory space, negative indices, i64
+arithmetic and indices, f64, f16) runs on every runtime that starts (checked against NumPy)
+and is compiled for the codegen-only targets (cuda, hip, msl) by their real compilers. The
+test asserts against the table itself, not through conftest's skip of refused kernels."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import typing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cube as cb
+from codegen.cfamily import emit_source
+from cube import UNIT_POS, Array, Comptime, cube, f16, f32, f64, i32, i64
+from cube.capabilities import table_for
+from cube.errors import BackendCompileError, CompileError
+from cube.frontend.translator import Target
+from cube.targets import TARGETS
+from runtimes.base import ATOMIC_OPS, BIT_OPS, CAS_NO_RESULT, Capabilities, capabilities
+
+T = typing.TypeVar("T")
+N = 8  # units in the one cube; unit u works on slot u % 2
+
+# ---- kernels ---------------------------------------------------------------------------
+
+
+@cube
+def _apply(op: Comptime[str], m, i, x, c):
+    if op == "add":
+        r = cb.atomic_add(m, i, x)
+    elif op == "sub":
+        r = cb.atomic_sub(m, i, x)
+    elif op == "min":
+        r = cb.atomic_min(m, i, x)
+    elif op == "max":
+        r = cb.atomic_max(m, i, x)
+    elif op == "and":
+        r = cb.atomic_and(m, i, x)
+    elif op == "or":
+        r = cb.atomic_or(m, i, x)
+    elif op == "xor":
+        r = cb.atomic_xor(m, i, x)
+    elif op == "exchange":
+        r = cb.atomic_exchange(m, i, x)
+    elif op == "cas":
+        r = cb.atomic_cas(m, i, c, x)
+    else:  # cas whose old value is never read
+        cb.atomic_cas(m, i, c, x)
+        r = x
+    return r
+
+
+@cube(launch=True)
+def atomic_global(a: Array[T], v: Array[T], old: Array[T], op: Comptime[str]):
+    u = UNIT_POS
+    old[u] = _apply(op, a, u % 2, v[u], a[2])
+
+
+@cube(launch=True)
+def atomic_shared(a: Array[T], v: Array[T], old: Array[T], op: Comptime[str]):
+    s = cb.SharedMemory(T, 2)
+    u = UNIT_POS
+    if u < 2:
+        s[u] = a[u]
+    cb.sync_cube()
+    old[u] = _apply(op, s, u % 2, v[u], a[2])
+    cb.sync_cube()
+    if u < 2:
+        a[u] = s[u]
+
+
+@cube(launch=True)
+def atomic_local(a: Array[T], v: Array[T], old: Array[T], op: Comptime[str]):
+    m = cb.LocalArray(T, 2)
+    u = UNIT_POS
+    m[0] = a[0]
+    m[1] = a[1]
+    old[u] = _apply(op, m, u % 2, v[u], a[2])
+    v[u] = m[u % 2]
+
+
+KERNELS = {"global": atomic_global, "shared": atomic_shared, "local": atomic_local}
+TYPES = {"i32": np.int32, "u32": np.uint32, "f32": np.float32, "i64": np.int64,
+         "u64": np.uint64, "f64": np.float64}
+OPS = [*ATOMIC_OPS, CAS_NO_RESULT]
+CASES = [(s, t, op) for s in KERNELS for t in TYPES for op in OPS
+         if not (op in BIT_OPS and t.startswith("f"))]
+
+
+@cube(launch=True)
+def neg_index(a: Array[f32], out: Array[f32], cnt: Array[i32], k: i32):
+    s = cb.SharedMemory(f32, 4)
+    m = cb.LocalArray(f32, 4)
+    u = UNIT_POS
+    s[u] = a[u]
+    m[0] = a[0]
+    m[1] = a[1]
+    m[2] = a[2]
+    m[3] = a[3]
+    cb.sync_cube()
+    if u == 0:
+        out[0] = a[-1]
+        out[1] = a[k]
+        out[2] = s[-1]
+        out[3] = s[k]
+        out[4] = m[-1]
+        out[5] = m[k]
+        out[-1] = 5.0
+        out[k] = 6.0
+        a[-2] = 7.0
+        a[k] = 7.0
+        m[-1] = 8.0
+        m[k] = 8.0
+        out[6] = m[3]
+        out[7] = f32(cb.atomic_add(cnt, -1, 1) + cb.atomic_add(cnt, k, 1))
+    cb.sync_cube()
+    s[-1] = 9.0
+    s[k] = 9.0
+    cb.sync_cube()
+    if u == 0:
+        out[8] = s[3]
+
+
+@cube(launch=True, unchecked=True)
+def neg_index_unchecked(a: Array[f32], out: Array[f32]):
+    out[0] = a[-1]  # undefined in unchecked mode, but the generated code must be valid
+    out[-1] = 1.0
+
+
+@cube(launch=True)
+def int64_math(a: Array[i64], out: Array[i64]):
+    u = UNIT_POS
+    out[u] = a[u] * i64(3) - (a[u] >> i64(1)) + i64(1 << 40)
+
+
+@cube(launch=True)
+def int64_index(a: Array[f32], out: Array[f32]):
+    out[i64(1)] = a[i64(2)]  # only the (constant) indices are i64
+
+
+@cube(launch=True)
+def float64_math(a: Array[f64], out: Array[f64]):
+    u = UNIT_POS
+    out[u] = a[u] * 0.1 + cb.sqrt(a[u])
+
+
+@cube(launch=True)
+def float16_math(a: Array[f16], out: Array[f16]):
+    u = UNIT_POS
+    out[u] = a[u] * f16(2.0) + f16(0.5)
+
+
+# ---- expectations ----------------------------------------------------------------------
+
+
+def _supported(caps: Capabilities, space: str, t: str, op: str) -> bool:
+    return caps.has_type(t) and caps.atomic(op, t, space) is not None
+
+
+def _atomic_inputs(t: str):
+    dt = TYPES[t]
+    signed = not t.startswith("u")
+    vals = [3, -5, 7, 1, -2, 6, 9, -4] if signed else [3, 5, 7, 1, 2, 6, 9, 4]
+    return np.array([10, 20, 10], dt), np.array(vals, dt)
+
+
+def _rmw(op: str, old, x, cmp):
+    match op:
+        case "add":
+            return old + x
+        case "sub":
+            return old - x
+        case "min":
+            return min(old, x)
+        case "max":
+            return max(old, x)
+        case "and":
+            return old & x
+        case "or":
+            return old | x
+        case "xor":
+            return old ^ x
+        case "exchange":
+            return x
+    return x if old == cmp else old  # cas
+
+
+def _check_atomic_result(space: str, op: str, a0, v0, a, v, old) -> None:
+    cmp = a0[2]
+    if space == "local":  # every unit on its own copy
+        want_old = np.array([a0[u % 2] for u in range(N)])
+        want_new = np.array([_rmw("cas" if op == CAS_NO_RESULT else op, a0[u % 2], v0[u], cmp)
+                             for u in range(N)], a0.dtype)
+        np.testing.assert_array_equal(v, want_new)
+        if op != CAS_NO_RESULT:
+            np.testing.assert_array_equal(old, want_old.astype(a0.dtype))
+        return
+    with np.errstate(over="ignore"):
+        for j in (0, 1):
+            units = [u for u in range(N) if u % 2 == j]
+            xs = [v0[u] for u in units]
+            if op in ("exchange", "cas", CAS_NO_RESULT):
+                if op == "exchange":  # the old values and the final one: init + every x
+                    got = sorted([*(old[u] for u in units), a[j]])
+                    assert got == sorted([a0[j], *xs]), (j, got)
+                elif a0[j] != cmp:
+                    assert a[j] == a0[j]
+                else:  # exactly one unit swapped
+                    assert a[j] in xs
+                    if op == "cas":
+                        assert sum(old[u] == a0[j] for u in units) == 1, old
+                continue
+            want = a0[j]
+            for x in xs:
+                want = _rmw(op, want, x, cmp)
+            assert a[j] == want, (j, a[j], want)
+
+
+def _refused(e: CompileError, caps: Capabilities, capability: str) -> None:
+    msg = str(e)
+    assert f"not supported by the {caps.target} target" in msg, msg
+    assert capability in msg, msg
+    assert e.loc, f"no source location: {msg}"
+
+
+# ---- runtimes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("space,t,op", CASES, ids=["-".join(c) for c in CASES])
+def test_atomic_matrix(rt, space, t, op):
+    caps = capabilities(rt.target, rt.features)
+    a0, v0 = _atomic_inputs(t)
+    a, v = rt.from_numpy(a0), rt.from_numpy(v0)
+    old = rt.from_numpy(np.zeros(N, a0.dtype))
+    kernel = KERNELS[space]
+    if not _supported(caps, space, t, op):
+        with pytest.raises(CompileError) as ei:
+            kernel.launch(rt, cube_count=(1,), cube_dim=(N,), a=a, v=v, old=old, op=op)
+        # the frontend names an atomic type it refuses; the table the op and memory space
+        cap = t if not caps.has_type(t) or t not in rt.features.atomic_types \
+            else f"atomic {op.split('-')[0]}/{t}/{space}"
+        _refused(ei.value, caps, cap)
+        return
+    try:
+        kernel.launch(rt, cube_count=(1,), cube_dim=(N,), a=a, v=v, old=old, op=op)
+    except BackendCompileError as e:  # the table said yes: the backend must agree
+        pytest.fail(f"the table supports atomic {op}/{t}/{space} on {rt.name}: {e}")
+    _check_atomic_result(space, op, a0, v0, a.numpy(), v.numpy(), old.numpy())
+
+
+def test_negative_indices_are_out_of_bounds(rt):
+    """Checked mode: negative literal or runtime indices read 0 and write nothing, in
+    global, shared and local memory, atomics included."""
+    a0 = np.arange(1, 5, dtype=np.float32)
+    a, out = rt.from_numpy(a0), rt.from_numpy(np.full(10, -1.0, np.float32))
+    cnt = rt.from_numpy(np.zeros(2, np.int32))
+    neg_index.launch(rt, cube_count=(1,), cube_dim=(4,), a=a, out=out, cnt=cnt, k=-1)
+    np.testing.assert_array_equal(out.numpy(), [0, 0, 0, 0, 0, 0, 4, 0, 4, -1])
+    np.testing.assert_array_equal(a.numpy(), a0)
+    np.testing.assert_array_equal(cnt.numpy(), [0, 0])
+
+
+def test_negative_indices_unchecked_generate_valid_code(rt):
+    k = neg_index_unchecked
+    kernel = k.build_ir(k.signature_from_types(), Target(rt.target, rt.plane_size,
+                                                         rt.features))
+    rt.compile(kernel)  # the backend compiler accepts it (running it is undefined)
+
+
+@pytest.mark.parametrize("kernel,dtype,t", [
+    (int64_math, np.int64, "i64"), (int64_index, np.float32, "i64"),
+    (float64_math, np.float64, "f64"), (float16_math, np.float16, "f16")],
+    ids=["i64-math", "i64-index", "f64", "f16"])
+def test_types(rt, kernel, dtype, t):
+    caps = capabilities(rt.target, rt.features)
+    x = np.array([4, 9, 16, 25], dtype)
+    a, out = rt.from_numpy(x), rt.from_numpy(np.zeros(4, dtype))
+    if not caps.has_type(t):
+        with pytest.raises(CompileError) as ei:
+            kernel.launch(rt, cube_count=(1,), cube_dim=(4,), a=a, out=out)
+        _refused(ei.value, caps, f"{t} is not supported")
+        return
+    kernel.launch(rt, cube_count=(1,), cube_dim=(4,), a=a, out=out)
+    got = out.numpy()
+    if kernel is int64_math:
+        want = x * 3 - (x >> 1) + (1 << 40)
+    elif kernel is int64_index:
+        want = np.array([0, x[2], 0, 0], dtype)
+    elif kernel is float64_math:
+        want = x * 0.1 + np.sqrt(x)
+    else:
+        want = (x.astype(np.float32) * 2 + 0.5).astype(np.float16)
+    np.testing.assert_allclose(got, want, rtol=1e-12 if dtype == np.float64 else 0)
+
+
+def test_i64_index_error_points_at_the_access():
+    """On a target without i64 an index of that type is refused at its own line."""
+    with pytest.raises(CompileError) as ei:
+        int64_index.source(target="wgsl")
+    assert "out[i64(1)] = a[i64(2)]" in str(ei.value) and "index" in ei.value.message
+
+
+# ---- codegen-only targets: the real compilers ------------------------------------------
+
+def _tool(name: str) -> str:
+    path = shutil.which(name) or (f"/usr/local/bin/{name}"
+                                  if os.path.exists(f"/usr/local/bin/{name}") else None)
+    if path is None:
+        pytest.skip(f"{name} is not installed")
+    return path
+
+
+def _matrix_tu(target: str) -> str:
+    """Every matrix kernel for `target` in one translation unit; asserts each kernel the
+    table supports is generated and each it refuses is a CompileError."""
+    info = TARGETS[target]
+    tgt = Target(target, info.features.plane_size, info.features)
+    caps = table_for(tgt)
+    jobs = [(f"{s}_{t}_{op.replace('-', '_')}", KERNELS[s],
+             {"T": getattr(cb, t)}, {"op": op}, _supported(caps, s, t, op)) for s, t, op in CASES]
+    for k, t in ((int64_math, "i64"), (int64_index, "i64"), (float64_math, "f64"),
+                 (float16_math, "f16"), (neg_index, None), (neg_index_unchecked, None)):
+        jobs.append((k.__name__, k, {}, {}, t is None or caps.has_type(t)))
+    includes, parts = [], []
+    for i, (label, k, tv, ct, ok) in enumerate(jobs):
+        sig = k.signature_from_types(type_vars=tv, comptime=ct)
+        try:
+            kern = k.build_ir(sig, tgt)
+        except CompileError as e:
+            assert not ok, f"{target}: the table supports {label}, but: {e}"
+            assert f"not supported by the {target} target" in str(e) and e.loc, str(e)
+            continue
+        assert ok, f"{target}: the table refuses {label}, but it compiled"
+        kern.name = f"{label}_{i}"
+        text = emit_source(kern, target).text
+        includes += [ln for ln in text.splitlines()
+                     if ln.startswith("#include") and ln not in includes]
+        body = "\n".join(ln for ln in text.splitlines()
+                         if not ln.startswith(("#include", "using namespace")))
+        using = "using namespace metal;\n" if target == "msl" else ""
+        parts.append(f"namespace cube_k{i} {{\n{using}{body}\n}}")
+    return "\n".join(includes + parts) + "\n"
+
+
+def _compile(cmd: list[str], src: Path, env: dict | None = None) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, **(env or {})})
+    assert r.returncode == 0, f"{' '.join(cmd)} failed on {src}:\n{r.stderr[-6000:]}"
+
+
+def test_cuda_matrix_compiles(tmp_path):
+    nvcc = _tool("nvcc")
+    src = tmp_path / "matrix.cu"
+    src.write_text(_matrix_tu("cuda"))
+    _compile([nvcc, "-ptx", "-arch=sm_80", str(src), "-o", str(tmp_path / "m.ptx")], src)
+
+
+def test_hip_matrix_compiles(tmp_path):
+    hipcc = _tool("hipcc")
+    src = tmp_path / "matrix.hip"
+    src.write_text(_matrix_tu("hip"))
+    _compile([hipcc, "--genco", "--offload-arch=gfx90a", "-x", "hip", str(src), "-o",
+              str(tmp_path / "m.co")], src, {"HIP_PLATFORM": "amd"})
+
+
+def test_msl_matrix_passes_clang_with_the_metal_shim(tmp_path):
+    clang = _tool("clang++")
+    src = tmp_path / "matrix.metal.cpp"
+    src.write_text(_matrix_tu("msl"))
+    shim = Path(__file__).parents[1] / "codegen" / "metal_shim"
+    _compile([clang, "-std=c++17", "-fsyntax-only", "-Wno-unknown-attributes",
+              "-Werror=return-type", "-I", str(shim), str(src)], src)
+
+
+@pytest.mark.parametrize("target", ["wgsl", "spirv", "opencl", "llvm"])
+def test_matrix_decisions_for_generated_targets(target):
+    """Without a device the generators' own tables decide; refused kernels never reach the
+    generator and accepted ones generate."""
+    info = TARGETS[target]
+    tgt = Target(target, info.features.plane_size, info.features)
+    caps = table_for(tgt)
+    for s, t, op in CASES:
+        k = KERNELS[s]
+        sig = k.signature_from_types(type_vars={"T": getattr(cb, t)}, comptime={"op": op})
+        try:
+            info.generate(k.build_ir(sig, tgt))
+        except CompileError as e:
+            assert not _supported(caps, s, t, op), f"{target} {s}/{t}/{op}: {e}"
+            assert f"not supported by the {target} target" in str(e) and e.loc, str(e)
+        else:
+            assert _supported(caps, s, t, op), f"{target} {s}/{t}/{op} generated"
+
+
+def test_table_is_declared_per_target():
+    spirv = capabilities("spirv", TARGETS["spirv"].features)
+    assert spirv.atomic("add", "f32", "global") and not spirv.atomic("add", "f32", "shared")
+    assert spirv.atomic(CAS_NO_RESULT, "i32", "global") and not spirv.atomic("cas", "i32",
+                                                                               "global")
+    wgsl = capabilities("wgsl", TARGETS["wgsl"].features)
+    assert wgsl.atomic("max", "f32", "shared") == "cas-loop"
+    assert not wgsl.has_type("i64") and not wgsl.has_type("f64")
+    for target in ("wgsl", "spirv", "cuda", "llvm"):
+        caps = capabilities(target, TARGETS[target].features)
+        assert caps.atomic("add", "i32", "local") == "rmw"
+    assert re.search("i64", str(sorted(capabilities("cuda", TARGETS["cuda"].features).types)))
