@@ -128,7 +128,8 @@ def e_break_in_comptime_loop(x: Array[f32]):
 
 @cube(launch=True)
 def e_store_scalar(x: Array[f32], n: u32):
-    n[0] = 1  # ERROR: only arrays
+    t = (1, 2)
+    t[0] = 1  # ERROR: only arrays
 
 
 @cube(launch=True)
@@ -147,9 +148,9 @@ def e_print(x: Array[f32]):
 
 
 @cube(launch=True)
-def e_runtime_lane(x: Array[Line[f32]], k: u32):
+def e_runtime_lane(x: Array[Line[f32, 4]], k: u32):
     v = x[0]
-    x[1] = v[k]  # ERROR: lane index must be known at compile time
+    x[1] = v[4]  # ERROR: lane 4 is out of range for a line of 4
 
 
 @cube(launch=True)
@@ -244,3 +245,108 @@ def e_atomic_f16(x: Array[f16]):
 @cube(launch=True)
 def e_f64_unsupported(x: Array[f32]):
     x[0] = f32(cb.f64(x[1]) * 2.0)  # ERROR: f64 is not supported
+
+
+# ---- definite assignment: a read of a name not bound on every path -----------------------
+
+
+@cube(launch=True)
+def e_unbound_one_branch(x: Array[f32]):
+    i = ABSOLUTE_POS
+    if x[i] > 0.0:
+        y = x[i]
+    x[i] = y  # ERROR: 'y' may be unassigned here
+
+
+@cube(launch=True)
+def e_unbound_zero_trip_loop(x: Array[f32], n: u32):
+    for k in range(n):
+        last = x[k]
+    x[0] = last  # ERROR: 'last' may be unassigned here
+
+
+@cube(launch=True)
+def e_unbound_while(x: Array[f32]):
+    i = ABSOLUTE_POS
+    while i < x.len():
+        v = x[i]
+        i += 64
+    x[0] = v  # ERROR: 'v' may be unassigned here
+
+
+@cube(launch=True)
+def e_unbound_break_path(x: Array[f32]):
+    for k in range(4):
+        if x[k] > 0.0:
+            break
+        z = x[k]
+    x[0] = z  # ERROR: may be unassigned
+
+
+@cube(launch=True)
+def e_read_before_assign(x: Array[f32]):
+    x[0] = SCALE  # ERROR: 'SCALE' is read before it is assigned
+    SCALE = 2.0
+
+
+@cube(launch=True)
+def e_loop_counter_after_loop(x: Array[f32], n: u32):
+    for k in range(n):
+        x[k] = 1.0
+    x[0] = f32(k)  # ERROR: loop's counter
+
+
+@cube(launch=True)
+def e_unbound_in_loop_first_iteration(x: Array[f32], n: u32):
+    for k in range(n):
+        if k > 0:
+            x[k] = prev  # ERROR: 'prev' may be unassigned
+        prev = x[k]
+
+
+@cube
+def helper_partial_return(v):
+    if v > 0.0:
+        return v * 2.0
+
+
+@cube(launch=True)
+def e_helper_falls_off_end(x: Array[f32]):
+    x[0] = helper_partial_return(x[1])  # ERROR: returns a value on some paths
+
+
+# ---- values that Python's operators must not fold ---------------------------------------
+
+
+@cube(launch=True)
+def e_array_in_arithmetic(x: Array[f32]):
+    x[0] = x + 1.0  # ERROR: the array `x`
+
+
+@cube(launch=True)
+def e_method_not_called(t: cb.Tensor[f32]):
+    n = t.shape * 2  # ERROR: call it: `t.shape(0)`
+
+
+@cube(launch=True)
+def e_plane_sum_of_array(x: Array[f32]):
+    x[0] = cb.plane_sum(x)  # ERROR: plane_sum takes a value, got the array `x`
+
+
+@cube(launch=True)
+def e_helper_as_condition(x: Array[f32]):
+    if plain_python:  # ERROR: a condition must be a value, got the function `plain_python`
+        x[0] = 1.0
+
+
+CONFIG = {"tile": 4}
+
+
+@cube(launch=True)
+def e_dict_global(x: Array[f32]):
+    x[0] = f32(CONFIG["tile"])  # ERROR: a dict object cannot be indexed
+
+
+@cube(launch=True)
+def e_module_missing_attr(x: Array[f32]):
+    x[0] = cb.NOT_A_NAME  # ERROR: the module `cube` has no attribute 'NOT_A_NAME'

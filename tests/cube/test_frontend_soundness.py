@@ -1,0 +1,323 @@
+"""Python the frontend accepts means what Python means: valid code written the way users write
+it runs correctly on every runtime, and code Python would reject (or that would read an unbound
+name) is a located CompileError. References are plain Python/NumPy, never our own IR."""
+from __future__ import annotations
+
+import itertools
+import textwrap
+
+import numpy as np
+import pytest
+
+import cube as cb
+import cube.lang as L
+from cube import ABSOLUTE_POS, Array, Comptime, Line, cube, f32, i32, u8, u32
+
+
+def _run(rt, k, units, dtype=np.float32, **args):
+    out = rt.from_numpy(np.zeros(units, dtype))
+    k.launch(rt, cube_count=1, cube_dim=units, out=out, **args)
+    return out.numpy()
+
+
+# ---- definite assignment: what Python accepts still compiles ------------------------------
+
+
+@cube
+def sign_of(v):
+    if v > 0.0:
+        return 1.0
+    elif v < 0.0:
+        return -1.0
+    return 0.0
+
+
+@cube
+def clamp_note(v):
+    if v > 2.0:
+        return 2.0
+    else:
+        return v
+
+
+@cube
+def note(out, i):
+    if i > 100:
+        return 1.0  # a value on one path only: fine while the result is discarded
+    out[i] = 7.0
+
+
+@cube(launch=True)
+def assigned_on_every_path(out: Array[f32], a: Array[f32]):
+    i = ABSOLUTE_POS
+    if a[i] > 1.0:
+        y = a[i] * 2.0
+    elif a[i] > 0.0:
+        y = a[i]
+    else:
+        y = -a[i]
+    for k in range(3):  # a compile-time trip count of 3: `last` is bound after it
+        last = f32(k)
+    if i < out.len():
+        out[i] = y + last + sign_of(a[i]) * 10.0 + clamp_note(a[i]) * 100.0
+
+
+def _every_path_ref(a):
+    y = np.where(a > 1, a * 2, np.where(a > 0, a, -a))
+    return y + 2.0 + np.sign(a) * 10 + np.minimum(a, 2.0) * 100
+
+
+def test_names_bound_on_every_path(rt):
+    a = np.array([-2.0, -0.5, 0.0, 0.5, 1.5, 3.0, 0.25, -7.0], np.float32)
+    got = _run(rt, assigned_on_every_path, 8, a=rt.from_numpy(a))
+    np.testing.assert_allclose(got, _every_path_ref(a.astype(np.float64)), rtol=1e-6)
+
+
+@cube(launch=True)
+def discarded_partial_helper(out: Array[f32]):
+    note(out, ABSOLUTE_POS)
+
+
+def test_partial_helper_result_discarded(rt):
+    np.testing.assert_array_equal(_run(rt, discarded_partial_helper, 8), np.full(8, 7.0))
+
+
+@cube
+def scaled(x, *, scale=2.0):
+    return x * scale
+
+
+@cube(launch=True)
+def keyword_only(out: Array[f32], a: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = scaled(a[i]) + scaled(a[i], scale=10.0)
+
+
+def test_keyword_only_helper_parameters(rt):
+    a = np.arange(8, dtype=np.float32)
+    np.testing.assert_allclose(_run(rt, keyword_only, 8, a=rt.from_numpy(a)), a * 12)
+
+
+# ---- tuple assignment ---------------------------------------------------------------------
+
+
+@cube(launch=True)
+def swaps(out: Array[f32], a: Array[f32], n: u32):
+    i = ABSOLUTE_POS
+    x = a[i]
+    y = x + 100.0
+    p, q = 1, 2
+    for _ in range(n):
+        x, y = y, x  # runtime values swapped in a loop
+    p, q = q, p  # compile-time values
+    (u, v), w = (x, y), f32(p)
+    if i < out.len():
+        out[i] = u * 1000.0 + v + w * 0.5 + f32(q) * 0.25
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_tuple_assignment_reads_the_old_values(rt, n):
+    a = np.arange(8, dtype=np.float32)
+    x, y = a.astype(np.float64), a + 100.0
+    for _ in range(n):
+        x, y = y, x
+    want = x * 1000 + y + 2 * 0.5 + 1 * 0.25
+    np.testing.assert_allclose(_run(rt, swaps, 8, a=rt.from_numpy(a), n=n), want)
+
+
+# ---- integer comparisons are exact on every target (no i64 needed) ------------------------
+
+
+@cube(launch=True)
+def mixed_compares(out: Array[u32], s: i32, b: u8):
+    i = ABSOLUTE_POS
+    r = u32(0)
+    if cb.UNIT_POS > -1:
+        r += u32(1)
+    if i < s:
+        r += u32(2)
+    if s <= i:
+        r += u32(4)
+    if i == s:
+        r += u32(8)
+    if b < 300:  # a u8 is always below 300
+        r += u32(16)
+    if L.UNIT_POS != s:
+        r += u32(32)
+    if i < out.len():
+        out[i] = r
+
+
+@pytest.mark.parametrize("s", [-5, -1, 0, 3, 7, 2**31 - 1, -2**31])
+def test_unsigned_signed_comparisons_are_exact(rt, s):
+    got = _run(rt, mixed_compares, 8, np.uint32, s=np.int32(s), b=np.uint8(200))
+    i = np.arange(8)
+    want = 1 + 2 * (i < s) + 4 * (s <= i) + 8 * (i == s) + 16 + 32 * (i != s)
+    np.testing.assert_array_equal(got, want)
+
+
+# ---- builtins through every import form fold as runtime values ----------------------------
+
+
+@cube(launch=True)
+def builtin_forms(out: Array[u32], tile: Comptime[int]):
+    i = cb.ABSOLUTE_POS
+    first = u32(1) if cb.UNIT_POS_X == 0 else u32(0)
+    if not cb.UNIT_POS_PLANE:  # 0 on every unit of a plane-size-1 target; lane 0 elsewhere
+        first += u32(0)
+    acc = u32(0)
+    for k in range(L.UNIT_POS, 4):
+        acc += k
+    if i < out.len():
+        out[i] = first * 1000 + (cb.ABSOLUTE_POS + 1) * 10 + cb.CUBE_POS_Y * tile + acc
+
+
+def test_builtins_through_the_module_are_runtime_values(rt):
+    got = _run(rt, builtin_forms, 8, np.uint32, tile=np.int64(5))
+    i = np.arange(8)
+    acc = np.array([sum(range(k, 4)) for k in range(8)])
+    np.testing.assert_array_equal(got, (i == 0) * 1000 + (i + 1) * 10 + acc)
+
+
+# ---- lanes written over any line size -----------------------------------------------------
+
+
+@cube(launch=True)
+def lane_sums(a: Array[Line[f32]], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        v = a[i]
+        s = 0.0
+        for k in range(v.size):  # a runtime counter
+            s += v[k]
+        w = v
+        for k in cb.range(v.size, unroll=True):
+            w[k] = v[k] * 2.0
+        for k in range(v.size):
+            w[k] = w[k] + 1.0
+        t = 0.0
+        for k in cb.range(v.size, unroll=True):
+            t += w[k]
+        out[i] = s * 1000.0 + t
+
+
+@pytest.mark.parametrize("lines", [1, 2, 4])
+def test_lane_indexing_for_every_line_size(rt, lines):
+    x = np.arange(16, dtype=np.float32)
+    out = rt.from_numpy(np.zeros(16 // lines, np.float32))
+    lane_sums.launch(rt, cube_count=1, cube_dim=16, a=rt.from_numpy(x).lines(lines), out=out)
+    g = x.reshape(-1, lines).astype(np.float64)
+    want = g.sum(1) * 1000 + (g * 2 + 1).sum(1)
+    np.testing.assert_allclose(out.numpy(), want)
+
+
+@cube(launch=True)
+def shared_of_numpy_size(a: Array[f32], out: Array[f32], n: Comptime[int]):
+    sm = cb.SharedMemory(f32, n)
+    u = cb.UNIT_POS
+    if u < n:
+        sm[u] = a[u]
+    cb.sync_cube()
+    if u < n:
+        out[u] = sm[n - 1 - u]
+
+
+@pytest.mark.parametrize("n", [np.int64(8), np.int32(8), np.uint16(8), 8])
+def test_comptime_numpy_integers(rt, n):
+    a = np.arange(8, dtype=np.float32)
+    out = rt.from_numpy(np.zeros(8, np.float32))
+    shared_of_numpy_size.launch(rt, cube_count=1, cube_dim=8, a=rt.from_numpy(a), out=out, n=n)
+    np.testing.assert_array_equal(out.numpy(), a[::-1])
+
+
+# ---- what the def line itself may not say ------------------------------------------------
+
+
+def _module(tmp_path, name, text):
+    import importlib.util
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, path
+
+
+@pytest.mark.parametrize("params, what", [("*xs", "*xs"), ("x, **kw", "**kw")])
+def test_star_helpers_are_refused_at_the_def(tmp_path, params, what):
+    mod, path = _module(tmp_path, f"star_{len(params)}", f"""
+        from cube import cube, Array, f32, ABSOLUTE_POS
+
+        @cube
+        def h({params}):
+            return 1.0
+
+        @cube(launch=True)
+        def k(out: Array[f32]):
+            out[ABSOLUTE_POS] = h(1.0)
+        """)
+    with pytest.raises(cb.CompileError) as info:
+        mod.k.ir(out=Array[f32])
+    assert what in str(info.value)
+    assert info.value.loc[0] == str(path) and info.value.loc[1] == 5  # the def line
+
+
+def test_async_kernels_are_refused(tmp_path):
+    mod, path = _module(tmp_path, "async_kernel", """
+        from cube import cube, Array, f32
+
+        @cube(launch=True)
+        async def k(out: Array[f32]):
+            out[0] = 1.0
+        """)
+    with pytest.raises(cb.CompileError, match="async"):
+        mod.k.ir(out=Array[f32])
+
+
+# ---- no compile-time object but the allowed kinds reaches Python's operators ------------
+
+
+class Weird:
+    def __eq__(self, other):  # would fold `Weird() == x` to anything it likes
+        return True
+
+    def __bool__(self):
+        return True
+
+
+WEIRD = Weird()
+
+
+@cube(launch=True)
+def folds_weird(out: Array[f32]):
+    if WEIRD == 3:
+        out[0] = 1.0
+
+
+@cube(launch=True)
+def weird_condition(out: Array[f32]):
+    if WEIRD:
+        out[0] = 1.0
+
+
+@pytest.mark.parametrize("k", [folds_weird, weird_condition])
+def test_arbitrary_objects_do_not_fold(k):
+    with pytest.raises(cb.CompileError, match="Weird object"):
+        k.ir(out=Array[f32])
+
+
+@pytest.mark.parametrize("a, b", itertools.product([3, 2.5, True], [2, 0.5, False]))
+def test_compile_time_folding_is_pythons(a, b):
+    """Compile-time arithmetic of numbers is Python's: the kernel stores the folded value."""
+    @cube(launch=True)
+    def k(out: Array[f32]):
+        out[0] = f32(a * b + a - b)
+        out[1] = f32(a // 1 + (a > b) + (a == b))
+
+    rt = cb.runtime("interp")
+    out = rt.from_numpy(np.zeros(2, np.float32))
+    k.launch(rt, cube_count=1, cube_dim=1, out=out)
+    np.testing.assert_allclose(out.numpy(), [a * b + a - b, a // 1 + (a > b) + (a == b)],
+                               rtol=1e-6)
+
