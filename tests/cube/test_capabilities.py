@@ -21,7 +21,7 @@ import pytest
 import cube as cb
 from codegen.cfamily import emit_source
 from cube import UNIT_POS, Array, Comptime, cube, f16, f32, f64, i32, i64
-from cube.capabilities import table_for
+from cube.capabilities import check, table_for
 from cube.errors import BackendCompileError, CompileError
 from cube.frontend.translator import Target
 from cube.targets import TARGETS
@@ -90,7 +90,9 @@ def atomic_local(a: Array[T], v: Array[T], old: Array[T], op: Comptime[str]):
 
 KERNELS = {"global": atomic_global, "shared": atomic_shared, "local": atomic_local}
 TYPES = {"i32": np.int32, "u32": np.uint32, "f32": np.float32, "i64": np.int64,
-         "u64": np.uint64, "f64": np.float64}
+         "u64": np.uint64, "f64": np.float64,
+         # narrow types: the CPU has atomics on them, the others refuse them by table
+         "i8": np.int8, "u16": np.uint16, "f16": np.float16}
 OPS = [*ATOMIC_OPS, CAS_NO_RESULT]
 CASES = [(s, t, op) for s in KERNELS for t in TYPES for op in OPS
          if not (op in BIT_OPS and t.startswith("f"))]
@@ -398,6 +400,27 @@ def test_matrix_decisions_for_generated_targets(target):
             assert f"not supported by the {target} target" in str(e) and e.loc, str(e)
         else:
             assert _supported(caps, s, t, op), f"{target} {s}/{t}/{op} generated"
+
+
+@cube(launch=True)
+def _plane(x: Array[f32]):
+    x[UNIT_POS] = cb.plane_sum(x[UNIT_POS])
+
+
+def test_plane_ops_and_limits_come_from_the_table():
+    from runtimes.base import Features
+    no_planes = Features(plane_ops=False)
+    assert not capabilities("opencl", no_planes).plane_ops
+    # the frontend refuses it first (in its own words); the table's check says the same
+    with pytest.raises(CompileError, match="plane_sum"):
+        _plane.build_ir(_plane.signature_from_types(), Target("opencl", 1, no_planes))
+    kernel = _plane.build_ir(_plane.signature_from_types(), Target("opencl", 1, Features()))
+    with pytest.raises(CompileError, match="plane_sum .*capability plane_ops.* not supported "
+                                           "by the opencl target") as ei:
+        check(kernel, capabilities("opencl", no_planes))
+    assert ei.value.loc
+    caps = capabilities("cuda", TARGETS["cuda"].features)
+    assert caps.max_shared_bytes == 48 << 10 and caps.max_cube_dim == 1024
 
 
 def test_table_is_declared_per_target():
