@@ -66,3 +66,16 @@ def is_packed(e: Scalar, f16: bool = True) -> bool:
     if e.name in NATIVE_32 or (e.name == "f16" and f16):
         return False
     return e.bits < 32 or e.is_bool
+
+
+def private_atomics_lowered(kernel: ir.Kernel) -> ir.Kernel:
+    """The kernel with atomics on local arrays made plain read-modify-writes (shaders have no
+    atomics in the function address space). The pass pipeline already did this; a kernel
+    generated without it (`cube dump --no-opt`) gets a lowered copy."""
+    if not any(isinstance(op, ir.Atomic) and isinstance(op.mem, ir.LocalArray)
+               for op in ir.walk(kernel.body)):
+        return kernel
+    from cube_ir.passes import clone_kernel, lower_local_atomics
+    kernel = clone_kernel(kernel)
+    lower_local_atomics(kernel)
+    return kernel

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 
-from ..shader_abi import ShaderAbi
+from ..shader_abi import ShaderAbi, private_atomics_lowered
 from .emit import Unsupported, emit
 from .module import disassemble as raw_listing
 
@@ -25,7 +25,7 @@ class SpirvModule:
 
 
 def emit_module(kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> SpirvModule:
-    blob, abi = emit(kernel, cube_dim)
+    blob, abi = emit(private_atomics_lowered(kernel), cube_dim)
     return SpirvModule(blob, abi)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 
-from ..shader_abi import ShaderAbi
+from ..shader_abi import ShaderAbi, private_atomics_lowered
 from .emit import emit
 from .types import Unsupported
 
@@ -27,6 +27,7 @@ class WgslModule:
 
 
 def emit_module(kernel: ir.Kernel, f16: bool = True) -> WgslModule:
+    kernel = private_atomics_lowered(kernel)
     text, abi = emit(kernel, f16=f16, plane_size=kernel.plane_size)
     return WgslModule(text, abi)
 
