@@ -14,6 +14,7 @@ from cube_ir.types import boolean, u32
 
 from .. import lang
 from .arith import ArithError, as_runtime, is_runtime
+from .kinds import describe
 from .values import MemRef
 
 
@@ -142,7 +143,7 @@ def _alloc(kind):
             raise tr.error(f"the size of cb.{kind} must be known at compile time (use a "
                            f"Comptime parameter)", node)
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-            raise tr.error(f"the size of cb.{kind} must be a positive integer, got {n!r}",
+            raise tr.error(f"the size of cb.{kind} must be a positive integer, got {describe(n)}",
                            node)
         mem = (tr.b.shared if kind == "SharedMemory" else tr.b.local)(t, n)
         feats = tr.target.features

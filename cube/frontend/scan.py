@@ -107,14 +107,14 @@ def local_names(fdef: ast.FunctionDef) -> frozenset[str]:
     return frozenset(s.names | set(params))
 
 
-def loop_exits(body) -> bool:
-    """Does this loop body contain a break or continue of its own (not of a nested loop)?"""
-    stack = list(body)
+def loop_exits(body) -> ast.stmt | None:
+    """The first break or continue of this loop body's own (not of a nested loop), if any."""
+    stack = list(reversed(body))
     while stack:
         n = stack.pop()
         if isinstance(n, (ast.Break, ast.Continue)):
-            return True
+            return n
         if isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        stack.extend(ast.iter_child_nodes(n))
-    return False
+        stack.extend(reversed(list(ast.iter_child_nodes(n))))
+    return None

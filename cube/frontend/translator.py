@@ -22,7 +22,7 @@ from ..errors import CompileError
 from . import arith
 from .arith import ArithError, is_number, is_runtime
 from .intrinsics import INTRINSICS, Intrinsic
-from .kinds import describe, normalise
+from .kinds import describe, is_plain, normalise
 from .scan import assigned_names, local_names, loop_exits
 from .source import FunctionSource
 from .values import BoundMethod, MemRef
@@ -89,6 +89,10 @@ class Frame:
     defined: set = field(default_factory=set)
     assigned_at: dict = field(default_factory=dict)
     loop_targets: set = field(default_factory=set)
+    # names whose compile-time value depends on a runtime branch: name -> line of the branch
+    conflicts: dict = field(default_factory=dict)
+    # per open runtime loop: the names as bound at each `continue` and `break`
+    loop_edges: list = field(default_factory=list)
 
 
 def _has_nested_return(fdef: ast.FunctionDef) -> bool:
@@ -97,6 +101,19 @@ def _has_nested_return(fdef: ast.FunctionDef) -> bool:
             if any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
                 return True
     return False
+
+
+def _same_binding(a, b) -> bool:
+    """Do two bindings of a name mean the same value (the same object, or equal plain
+    compile-time values of one type)?"""
+    if a is b:
+        return True
+    if is_runtime(a) or is_runtime(b) or type(a) is not type(b):
+        return False
+    try:
+        return is_plain(a) and bool(a == b)
+    except Exception:
+        return False
 
 
 def _contains_return(node) -> bool:
@@ -254,7 +271,7 @@ class Translator:
         cond = arith.truth(self.b, cond)
         f = self.frame
         self._materialise(node.body + node.orelse)
-        before = set(f.defined)
+        before, names_before = set(f.defined), dict(f.names)
         ended_else = False
         with self.b.if_(cond) as h:
             f.runtime_depth += 1
@@ -262,7 +279,9 @@ class Translator:
                 ended_body = self._block(node.body)
             finally:
                 f.runtime_depth -= 1
+            # the else branch sees the bindings from before the `if`, as in Python
             after_body, f.defined = f.defined, set(before)
+            names_body, f.names = f.names, dict(names_before)
             if node.orelse:
                 with h.else_():
                     f.runtime_depth += 1
@@ -276,7 +295,51 @@ class Translator:
             raise _Terminated
         if ended_body:
             return
-        f.defined = after_body if ended_else else after_body & f.defined
+        if ended_else:
+            f.defined, f.names = after_body, names_body
+            return
+        f.defined = after_body & f.defined
+        self._join([names_body, f.names], node)
+
+    def _join(self, paths: list[dict], node) -> None:
+        """The bindings where control-flow paths meet. Runtime variables are shared by every
+        path; a name bound to different compile-time values (arrays, tuples, helpers, forced
+        constants) on different paths has no single value: reading it is an error."""
+        f = self.frame
+        out = {}
+        for name in set().union(*paths):
+            present = [p[name] for p in paths if name in p]
+            out[name] = present[-1]
+            if any(not _same_binding(present[0], v) for v in present[1:]):
+                f.defined.discard(name)
+                f.conflicts[name] = self.loc(node)[1] if self.loc(node) else "?"
+        f.names = out
+
+    def _enter_loop(self):
+        f = self.frame
+        edges = {"continue": [], "break": []}
+        f.loop_edges.append(edges)
+        return dict(f.names), edges
+
+    def _leave_loop(self, scope, node, ended: bool, runs: bool, target: str | None = None):
+        """After a runtime loop's body: a compile-time binding may not change between
+        iterations (the body is translated once), and after the loop the bindings of the
+        paths that leave it (no iteration, a `break`, the last iteration) are joined."""
+        f = self.frame
+        names_before, edges = scope
+        f.loop_edges.pop()
+        fall = [] if ended else [dict(f.names)]
+        for path in edges["continue"] + fall:
+            for name, old in names_before.items():
+                new = path.get(name, old)
+                if name != target and not _same_binding(old, new):
+                    raise self.error(
+                        f"'{name}' is {describe(new)} inside this runtime loop but "
+                        f"{describe(old)} before it, so iterations would see different "
+                        f"values; only runtime numbers can change inside a runtime loop", node)
+        exits = ([] if runs else [names_before]) + edges["break"] + fall
+        if exits:
+            self._join(exits, node)
 
     def _comptime_branch(self, node, cond: bool):
         body = node.body if cond else node.orelse
@@ -289,6 +352,8 @@ class Translator:
         f = self.frame
         self._materialise([node])
         before = set(f.defined)
+        scope = self._enter_loop()
+        ended = False
         with self.b.loop():
             f.loops.append(node)
             f.runtime_depth += 1
@@ -301,12 +366,14 @@ class Translator:
                         self.b.break_()
                 elif not arith.truth(self.b, cond):
                     self.b.break_()
+                    f.loop_edges.pop()
                     return
-                self._block(node.body)
+                ended = self._block(node.body)
             finally:
                 f.loops.pop()
                 f.runtime_depth -= 1
                 f.defined = before
+        self._leave_loop(scope, node, ended, runs=False)
 
     def _s_For(self, node):
         if node.orelse:
@@ -329,9 +396,9 @@ class Translator:
         del f
 
     def _unrolled_body(self, node):
-        for n in ast.walk(ast.Module(body=node.body, type_ignores=[])):
-            if isinstance(n, (ast.Break, ast.Continue)):
-                raise self.error("break/continue inside an unrolled loop is not supported", n)
+        n = loop_exits(node.body)
+        if n is not None:  # a nested runtime loop's own break/continue is fine
+            raise self.error("break/continue inside an unrolled loop is not supported", n)
         if self._block(node.body):
             raise _Terminated
 
@@ -365,7 +432,7 @@ class Translator:
             raise self.error("a range loop needs a single loop variable", node.target)
         for v, n in ((start, call), (end, call)):
             if not is_runtime(v) and not isinstance(v, int):
-                raise self.error(f"range bounds must be integers, got {v!r}", n)
+                raise self.error(f"range bounds must be integers, got {describe(v)}", n)
             if is_runtime(v) and not v.type.elem.is_int:
                 raise self.error(f"range bounds must be integers, got {v.type}", n)
         if not is_runtime(start) and not is_runtime(end):
@@ -388,8 +455,9 @@ class Translator:
         # certainly binds what its body binds
         runs = isinstance(start, ir.Const) and isinstance(end, ir.Const) and \
             len(builtins.range(int(start.value), int(end.value), int(step))) > 0 and \
-            not loop_exits(node.body)
+            loop_exits(node.body) is None
         ended = False
+        scope = self._enter_loop()
         with self.b.range(start, end, int(step), t=t) as var:
             var.name = name
             f.loops.append(node)
@@ -405,18 +473,23 @@ class Translator:
                 f.loops.pop()
                 f.runtime_depth -= 1
         f.defined = f.defined if runs and not ended else before
+        self._leave_loop(scope, node, ended, runs and not ended, target=name)
         f.defined.discard(name)  # the counter is read inside its loop only
         f.loop_targets.add(name)
 
     def _s_Break(self, node):
-        if not self.frame.loops:
+        f = self.frame
+        if not f.loops:
             raise self.error("'break' outside a runtime loop", node)
+        f.loop_edges[-1]["break"].append(dict(f.names))
         self.b.break_()
         raise _Terminated
 
     def _s_Continue(self, node):
-        if not self.frame.loops:
+        f = self.frame
+        if not f.loops:
             raise self.error("'continue' outside a runtime loop", node)
+        f.loop_edges[-1]["continue"].append(dict(f.names))
         self.b.continue_()
         raise _Terminated
 
@@ -492,6 +565,7 @@ class Translator:
     def _defines(self, name: str, node):
         f = self.frame
         f.defined.add(name)
+        f.conflicts.pop(name, None)
         f.loop_targets.discard(name)
         loc = self.loc(node)
         if loc is not None:
@@ -511,7 +585,7 @@ class Translator:
                 runtime_var = True  # already a runtime variable: stays one
             elif name in f.vars:
                 raise self.error(f"'{name}' holds a runtime {f.vars[name].type} value and "
-                                 f"cannot be rebound to {type(value).__name__}", node)
+                                 f"cannot be rebound to {describe(value)}", node)
             else:
                 if isinstance(value, ir.Var) and value in self._named_vars():
                     value = self._copy(value)  # the source variable may change later
@@ -579,7 +653,7 @@ class Translator:
             if hasattr(idx, "__index__") and not isinstance(idx, bool):
                 idx = int(idx)
             else:
-                raise self.error(f"an index must be an integer, got {idx!r}", node)
+                raise self.error(f"an index must be an integer, got {describe(idx)}", node)
         return ir.Const(idx, u32 if idx >= 0 else i32)
 
     def _load(self, ref: MemRef, idx, node):
@@ -756,6 +830,11 @@ class Translator:
 
     def _unbound_message(self, fr: Frame, name: str) -> str:
         lines = fr.assigned_at.get(name)
+        if name in fr.conflicts:
+            return (f"'{name}' holds different compile-time values (arrays, tuples, helpers "
+                    f"or constants) depending on the runtime branch or loop at line "
+                    f"{fr.conflicts[name]}; only runtime numbers can be chosen at run time "
+                    f"(index one array, or compute the number in both branches)")
         if name in fr.loop_targets:
             return (f"'{name}' is a runtime loop's counter and is only defined inside its "
                     f"loop; copy it to a variable assigned before the loop to keep its value")
@@ -1036,7 +1115,7 @@ class Translator:
             return i32
         if t is bool:
             return boolean
-        raise self.error(f"{t!r} is not an element type", node)
+        raise self.error(f"{describe(t)} is not an element type", node)
 
     # ---- helpers (inlining) ------------------------------------------------------------
     def inline(self, cf, args, kwargs, node):

@@ -350,3 +350,21 @@ def e_dict_global(x: Array[f32]):
 @cube(launch=True)
 def e_module_missing_attr(x: Array[f32]):
     x[0] = cb.NOT_A_NAME  # ERROR: the module `cube` has no attribute 'NOT_A_NAME'
+
+
+@cube(launch=True)
+def e_array_chosen_at_runtime(x: Array[f32], y: Array[f32]):
+    i = ABSOLUTE_POS
+    if x[i] > 0.0:
+        src = x
+    else:
+        src = y
+    x[i] = src[i]  # ERROR: 'src' holds different compile-time values
+
+
+@cube(launch=True)
+def e_array_rebound_in_loop(x: Array[f32], y: Array[f32], n: u32):
+    src = x
+    for k in range(n):  # ERROR: 'src' is the array `y` inside this runtime loop
+        x[k] = src[k]
+        src = y
