@@ -75,10 +75,12 @@ Python, where it defines kernel semantics this follows them with NumPy types)
 - Lines are 1-D NumPy vectors of their line size, at line size 1 too (the language's
   `Line[T, 1]` is T; here a 1-vector, so `v.size` is 1 and `v[0]` works; storing a 1-vector
   into scalar memory stores its lane). Lane `k` is `v[k]`; `Line[f32, 4](x)` splats.
-- Casts `f32(x)`, `cb.cast(x, t)`, `int(x)` (i32), `float(x)` (f32), `bool(x)`: on NumPy
-  values, C-style conversion (int to int wraps, float to int truncates and saturates, NaN gives
-  0, like the IR interpreter); on Python literals, the literal must fit the type and a float
-  literal cannot become an int (docs). bf16 is not supported (refused).
+- Casts `f32(x)`, `cb.cast(x, t)`, `int(x)` (i32), `float(x)` (f32), `bool(x)`: C-style
+  conversion (int to int wraps, float to int truncates and saturates, NaN gives 0, like the IR
+  interpreter), Python numbers included. The kernel refuses a *literal* that does not fit
+  (`u32(-4)`), but a Python number here may stand for a runtime value: `x if c else -4`
+  evaluates one side in Python, while the kernel's select pairs both sides into a runtime i32
+  (so `u32(p if c else -4)` is valid and wraps). bf16 is not supported (refused).
 - Math (`cb.sqrt`, `math.exp`, ...): NumPy in the argument's dtype; `erf` through `math.erf` in
   f64 rounded to the dtype; `round` is round-half-to-even (`np.rint`); `rsqrt` is 1/sqrt;
   `fma` is computed in f64 and rounded once; `min`/`max`/`clamp`/`select` pair their operands
@@ -308,16 +310,11 @@ def _cast_value(x, t: Scalar, lanes: int | None = None):
         elif isinstance(x, int):
             if t.is_bool:
                 raise TypeError(f"cannot combine the number {x} with a bool value")
-            if t.is_int:
-                info = np.iinfo(dt)
-                if not info.min <= x <= info.max:
-                    raise OverflowError(f"the literal {x} does not fit in {t}")
+            v = _wrap_int(x, dt) if t.is_int else dt.type(x)
+        elif t.is_float:
             v = dt.type(x)
         else:
-            if not t.is_float:
-                raise TypeError(f"cannot combine the float literal {x} with {t}: cast the "
-                                f"integer first")
-            v = dt.type(x)
+            return _cast_value(np.float64(x), t, lanes)
         return np.full(lanes, v, dt) if lanes is not None else v
     if isinstance(x, SimArray):
         raise TypeError(f"cannot cast an array to {t}")

@@ -353,3 +353,22 @@ def test_u32_literal_semantics():
         u + -1  # noqa: B018
     with np.errstate(over="ignore"):
         assert u > -1 and (u - 4) == 2**32 - 1
+
+
+@cube
+def pick(c, v, w):
+    return v if c else w
+
+
+@cube(launch=True)
+def ternary_literal(a: Array[i32], o: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < o.len():
+        o[i] = u32(pick(a[i] > 0, a[i], -4))  # the kernel's select is a runtime i32
+
+
+def test_ternary_literal_casts_like_a_runtime_value():
+    a = np.array([3, -1], np.int32)
+    o = np.zeros(2, np.uint32)
+    simulate(ternary_literal, 1, 2, a=a, o=o)
+    np.testing.assert_array_equal(o, [3, 2**32 - 4])
