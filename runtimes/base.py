@@ -58,6 +58,7 @@ class TargetLimits:
 
     no_types: frozenset = frozenset()
     atomics: dict | None = None
+    how: str = "native"  # how the device's atomics are done when atomics is None
 
 
 _WGSL_ATOMICS = {**atomic_rows(("i32", "u32")),
@@ -73,7 +74,11 @@ _SPIRV_ATOMICS = {
     # space")
     **atomic_rows(("f32",), ("add", "sub", "exchange"), ("global",)),
 }
+# the C-family emitter calls the dialect's native atomic where it has one, else writes a
+# compare-and-swap loop on the bits (codegen.cfamily.dialects.atomic_native)
+_C_FAMILY = TargetLimits(how="native or cas-loop")
 TARGET_LIMITS: dict[str, TargetLimits] = {
+    **dict.fromkeys(("cuda", "hip", "msl", "opencl"), _C_FAMILY),
     "wgsl": TargetLimits(frozenset({"f64", "i64", "u64"}), _WGSL_ATOMICS),
     "spirv": TargetLimits(frozenset({"f64", "i64", "u64"}), _SPIRV_ATOMICS),
 }
@@ -111,7 +116,7 @@ def capabilities(target: str, feats: Features) -> Capabilities:
     types = frozenset(t for t in SCALAR_TYPES if off.get(t, True) and t not in lim.no_types)
     device = {t for t in feats.atomic_types if t in types}
     if lim.atomics is None:
-        atomics = atomic_rows(sorted(device))
+        atomics = atomic_rows(sorted(device), how=lim.how)
     else:
         atomics = {k: h for k, h in lim.atomics.items() if k[1] in device}
     # unit-private memory: cube_ir.passes.local_atomics makes every atomic there a plain
