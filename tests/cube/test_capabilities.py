@@ -22,7 +22,7 @@ import cube as cb
 from codegen.cfamily import emit_source
 from cube import UNIT_POS, Array, Comptime, cube, f16, f32, f64, i32, i64
 from cube.capabilities import check, table_for
-from cube.errors import BackendCompileError, CompileError
+from cube.errors import CompileError, CubeError
 from cube.frontend.translator import Target
 from cube.targets import TARGETS
 from runtimes.base import ATOMIC_OPS, BIT_OPS, CAS_NO_RESULT, Capabilities, capabilities
@@ -227,6 +227,28 @@ def _check_atomic_result(space: str, op: str, a0, v0, a, v, old) -> None:
             assert a[j] == want, (j, a[j], want)
 
 
+def _must_run(what: str, fn, *args, **kwargs) -> None:
+    """The table says yes: any error is a failure (not conftest's skip of 'not supported by
+    the <target> target', nor a backend compiler's refusal)."""
+    try:
+        fn(*args, **kwargs)
+    except CubeError as e:
+        pytest.fail(f"the table supports {what}, but: {type(e).__name__}: {e}")
+
+
+def _must_refuse(what: str, fn, *args, **kwargs) -> CompileError:
+    """The table says no: the frontend or the capability check refuses with a CompileError
+    (never a backend compiler, a code generator's UnsupportedFeature or success)."""
+    try:
+        fn(*args, **kwargs)
+    except CompileError as e:
+        return e
+    except CubeError as e:
+        pytest.fail(f"the table refuses {what}: want a CompileError, got "
+                    f"{type(e).__name__}: {e}")
+    pytest.fail(f"the table refuses {what}, but it ran")
+
+
 def _refused(e: CompileError, caps: Capabilities, capability: str) -> None:
     msg = str(e)
     assert f"not supported by the {caps.target} target" in msg, msg
@@ -244,18 +266,17 @@ def test_atomic_matrix(rt, space, t, op):
     a, v = rt.from_numpy(a0), rt.from_numpy(v0)
     old = rt.from_numpy(np.zeros(N, a0.dtype))
     kernel = KERNELS[space]
+    what = f"atomic {op}/{t}/{space} on {rt.name}"
+    launch = (kernel.launch, rt)
+    kw = dict(cube_count=(1,), cube_dim=(N,), a=a, v=v, old=old, op=op)
     if not _supported(caps, space, t, op):
-        with pytest.raises(CompileError) as ei:
-            kernel.launch(rt, cube_count=(1,), cube_dim=(N,), a=a, v=v, old=old, op=op)
+        e = _must_refuse(what, *launch, **kw)
         # the frontend names an atomic type it refuses; the table the op and memory space
         cap = t if not caps.has_type(t) or t not in rt.features.atomic_types \
             else f"atomic {op.split('-')[0]}/{t}/{space}"
-        _refused(ei.value, caps, cap)
+        _refused(e, caps, cap)
         return
-    try:
-        kernel.launch(rt, cube_count=(1,), cube_dim=(N,), a=a, v=v, old=old, op=op)
-    except BackendCompileError as e:  # the table said yes: the backend must agree
-        pytest.fail(f"the table supports atomic {op}/{t}/{space} on {rt.name}: {e}")
+    _must_run(what, *launch, **kw)
     _check_atomic_result(space, op, a0, v0, a.numpy(), v.numpy(), old.numpy())
 
 
@@ -265,7 +286,8 @@ def test_negative_indices_are_out_of_bounds(rt):
     a0 = np.arange(1, 5, dtype=np.float32)
     a, out = rt.from_numpy(a0), rt.from_numpy(np.full(10, -1.0, np.float32))
     cnt = rt.from_numpy(np.zeros(2, np.int32))
-    neg_index.launch(rt, cube_count=(1,), cube_dim=(4,), a=a, out=out, cnt=cnt, k=-1)
+    _must_run("negative indices", neg_index.launch, rt, cube_count=(1,), cube_dim=(4,), a=a,
+              out=out, cnt=cnt, k=-1)
     np.testing.assert_array_equal(out.numpy(), [0, 0, 0, 0, 0, 0, 4, 0, 4, -1])
     np.testing.assert_array_equal(a.numpy(), a0)
     np.testing.assert_array_equal(cnt.numpy(), [0, 0])
@@ -275,7 +297,8 @@ def test_negative_indices_unchecked_generate_valid_code(rt):
     k = neg_index_unchecked
     kernel = k.build_ir(k.signature_from_types(), Target(rt.target, rt.plane_size,
                                                          rt.features))
-    rt.compile(kernel)  # the backend compiler accepts it (running it is undefined)
+    # the backend compiler accepts it (running it is undefined)
+    _must_run("negative indices (unchecked)", rt.compile, kernel)
 
 
 @pytest.mark.parametrize("kernel,dtype,t", [
@@ -287,11 +310,12 @@ def test_types(rt, kernel, dtype, t):
     x = np.array([4, 9, 16, 25], dtype)
     a, out = rt.from_numpy(x), rt.from_numpy(np.zeros(4, dtype))
     if not caps.has_type(t):
-        with pytest.raises(CompileError) as ei:
-            kernel.launch(rt, cube_count=(1,), cube_dim=(4,), a=a, out=out)
-        _refused(ei.value, caps, f"{t} is not supported")
+        e = _must_refuse(kernel.__name__, kernel.launch, rt, cube_count=(1,), cube_dim=(4,),
+                         a=a, out=out)
+        _refused(e, caps, f"{t} is not supported")
         return
-    kernel.launch(rt, cube_count=(1,), cube_dim=(4,), a=a, out=out)
+    _must_run(kernel.__name__, kernel.launch, rt, cube_count=(1,), cube_dim=(4,), a=a,
+              out=out)
     got = out.numpy()
     if kernel is int64_math:
         want = x * 3 - (x >> 1) + (1 << 40)
