@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from cube_ir import ir
 from cube_ir.builder import Builder
 from cube_ir.errors import IRError
-from cube_ir.types import PromotionError, Scalar, Type, boolean, f32, i32, u32, vec
+from cube_ir.types import PromotionError, Scalar, Type, boolean, f32, i32, promote, u32, vec
 
 from .. import lang
 from ..errors import CompileError
@@ -929,23 +929,103 @@ class Translator:
         return arith.unop(self.b, _UNOPS[type(node.op)], self.expr(node.operand))
 
     def _e_BoolOp(self, node):
-        is_and = isinstance(node.op, ast.And)
-        acc = None
-        for v in node.values:
-            x = self.expr(v)
-            if not is_runtime(x):
-                x = arith.truth(self.b, x)
-                if is_and and not x:
-                    return False if acc is None else self._bool_combine(acc, False, is_and)
-                if not is_and and x:
-                    return True
-                continue
-            x = arith.truth(self.b, x)
-            acc = x if acc is None else self.b.binary("and" if is_and else "or", acc, x)
-        return (is_and) if acc is None else acc
+        """`and`/`or` as Python: operands are evaluated left to right only while the result
+        is undecided, and the result is the deciding operand (`p or q` with ints is p when
+        p != 0, else q); on bools that is the logical and/or."""
+        return self._bool_chain(node.op, node.values, node)
 
-    def _bool_combine(self, acc, value, is_and):
-        return self.b.binary("and" if is_and else "or", acc, value)
+    def _bool_chain(self, op, values, node):
+        is_and = isinstance(op, ast.And)
+        x = self.expr(values[0])
+        if len(values) == 1:
+            return x
+        if not is_runtime(x):
+            if arith.truth(self.b, x) != is_and:
+                return x  # decided: `0 and ...`, `1 or ...`
+            return self._bool_chain(op, values[1:], node)
+        rest_node = values[1] if len(values) == 2 else ast.BoolOp(op=op, values=values[1:])
+        if isinstance(x, MemRef) or not x.type.elem.is_bool:
+            cond = arith.truth(self.b, x)
+            rest = (lambda: self._bool_chain(op, values[1:], node))
+            keep = (lambda: x)
+            return self._choose(cond, rest if is_and else keep, keep if is_and else rest,
+                                self._has_effects(rest_node), node)
+        lazy = self._has_effects(rest_node) and x.type.lanes == 1
+        if not lazy:
+            y = self._bool_chain(op, values[1:], node)
+            if not is_runtime(y):
+                return x if arith.truth(self.b, y) == is_and else y
+            if y.type.elem.is_bool and y.type.lanes == x.type.lanes:
+                return self.b.binary("and" if is_and else "or", x, y)
+            rest = (lambda: y)
+        else:
+            rest = (lambda: self._bool_chain(op, values[1:], node))
+        keep = (lambda: x)
+        return self._choose(x, rest if is_and else keep, keep if is_and else rest, lazy, node)
+
+    def _has_effects(self, node) -> bool:
+        """May evaluating this expression read memory or call a helper/atomic (so Python's
+        lazy evaluation must be kept: `i < n and a[i] > 0` never reads a[n])? Plane ops are
+        exempt: every unit of a plane must take part in them."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.Subscript):
+                return True
+            if isinstance(n, ast.Call):
+                try:
+                    fn = self._peek(n.func)
+                except CompileError:
+                    return True
+                name = getattr(fn, "__name__", "")
+                if fn is lang.comptime or lang.is_type(fn) or isinstance(fn, lang.LineSpec) \
+                        or fn in (int, float, bool, len):
+                    continue
+                if fn is getattr(lang, name, None) and (name.startswith("plane_") or name in (
+                        "sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos", "tanh", "erf",
+                        "floor", "ceil", "round", "pow", "fma", "clamp", "select", "abs",
+                        "min", "max", "cast")):
+                    continue
+                if isinstance(n.func, ast.Attribute) and n.func.attr in (
+                        "len", "shape", "stride", "rank", "line_size"):
+                    continue
+                return True
+        return False
+
+    def _choose(self, cond, then, orelse, lazy: bool, node):
+        """`then() if cond else orelse()`: eagerly as a select, or (lazy) evaluating only the
+        side the condition picks, into a variable of both sides' promoted type."""
+        if not lazy:
+            a, b = then(), orelse()
+            return self._select(cond, a, b, node)
+        with self.b.if_(cond) as h:
+            a = then()
+            with h.else_():
+                b = orelse()
+        if isinstance(a, MemRef) or isinstance(b, MemRef):
+            raise self.error("cannot choose between arrays at runtime", node)
+        for v in (a, b):
+            if not is_runtime(v) and not is_number(v):
+                raise self.error(f"a runtime choice needs values, got {describe(v)}", node)
+        if not is_runtime(a) and not is_runtime(b):
+            a = arith.literal(self.b, a)
+        ta = a.type if is_runtime(a) else None
+        tb = b.type if is_runtime(b) else None
+        t = promote(ta, tb) if ta is not None and tb is not None else (ta or tb)
+        res = self.b.var(t, "choice")
+        for block, v in ((h.op.then, a), (h.op.orelse, b)):
+            with self.b.into(block):
+                v = arith.as_runtime(self.b, v, t)
+                self.b.assign(res, self.b.to_type(v, t))
+        return res
+
+    def _select(self, cond, a, b, node):
+        if isinstance(a, MemRef) or isinstance(b, MemRef):
+            raise self.error("cannot choose between arrays at runtime", node)
+        if not is_runtime(a) and not is_runtime(b):
+            a = arith.literal(self.b, a)
+        if cond.type.lanes == 1:
+            cond = arith.truth(self.b, cond)
+        x, y, _ = arith.pair(self.b, a, b)
+        return self.b.select(cond, x, y)
 
     def _e_Compare(self, node):
         left = self.expr(node.left)
@@ -971,15 +1051,12 @@ class Translator:
         cond = self.expr(node.test)
         if not is_runtime(cond):
             return self.expr(node.body if arith.truth(self.b, cond) else node.orelse)
-        a, b = self.expr(node.body), self.expr(node.orelse)
-        if isinstance(a, MemRef) or isinstance(b, MemRef):
-            raise self.error("cannot choose between arrays at runtime", node)
-        if not is_runtime(a) and not is_runtime(b):
-            a = arith.literal(self.b, a)
-        if cond.type.lanes == 1:
+        lazy = self._has_effects(node.body) or self._has_effects(node.orelse)
+        if lazy and cond.type.lanes == 1:  # only the chosen side is evaluated, as in Python
             cond = arith.truth(self.b, cond)
-        x, y, _ = arith.pair(self.b, a, b)
-        return self.b.select(cond, x, y)
+            return self._choose(cond, lambda: self.expr(node.body),
+                                lambda: self.expr(node.orelse), True, node)
+        return self._select(cond, self.expr(node.body), self.expr(node.orelse), node)
 
     def _e_Call(self, node):
         fn = self.expr(node.func)
