@@ -1028,24 +1028,27 @@ class Translator:
         return self.b.select(cond, x, y)
 
     def _e_Compare(self, node):
-        left = self.expr(node.left)
-        acc = None
-        for op, right_node in zip(node.ops, node.comparators):
-            name = _CMPOPS.get(type(op))
-            if name is None:
-                raise self.error("only ==, !=, <, <=, >, >= comparisons are supported "
-                                 "(no 'is'/'in')", node)
-            right = self.expr(right_node)
-            r = arith.binop(self.b, name, left, right)
-            if acc is None:
-                acc = r
-            elif is_runtime(acc) or is_runtime(r):
-                acc = arith.binop(self.b, "and", arith.as_runtime(self.b, acc, boolean),
-                                  arith.as_runtime(self.b, r, boolean))
-            else:
-                acc = acc and r
-            left = right
-        return acc
+        return self._compare_chain(self.expr(node.left), node.ops, node.comparators, node)
+
+    def _compare_chain(self, left, ops, comparators, node):
+        """`a < b < c` as Python: b is evaluated once, and c only if `a < b` holds."""
+        name = _CMPOPS.get(type(ops[0]))
+        if name is None:
+            raise self.error("only ==, !=, <, <=, >, >= comparisons are supported "
+                             "(no 'is'/'in')", node)
+        right = self.expr(comparators[0])
+        r = arith.binop(self.b, name, left, right)
+        if len(ops) == 1:
+            return r
+        if not is_runtime(r):
+            if not arith.truth(self.b, r):
+                return r
+            return self._compare_chain(right, ops[1:], comparators[1:], node)
+        if any(self._has_effects(c) for c in comparators[1:]) and r.type.lanes == 1:
+            return self._choose(r, lambda: arith.as_runtime(self.b, self._compare_chain(
+                right, ops[1:], comparators[1:], node), boolean), lambda: False, True, node)
+        rest = self._compare_chain(right, ops[1:], comparators[1:], node)
+        return arith.binop(self.b, "and", r, arith.as_runtime(self.b, rest, boolean))
 
     def _e_IfExp(self, node):
         cond = self.expr(node.test)

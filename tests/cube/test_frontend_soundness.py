@@ -321,3 +321,59 @@ def test_compile_time_folding_is_pythons(a, b):
     np.testing.assert_allclose(out.numpy(), [a * b + a - b, a // 1 + (a > b) + (a == b)],
                                rtol=1e-6)
 
+
+
+# ---- lazy and/or/ternary, as Python ------------------------------------------------------
+
+
+@cube
+def bump(out, i):
+    out[i] = out[i] + 1000.0
+    return 1.0
+
+
+@cube(launch=True, unchecked=True)
+def lazy_guards(out: Array[f32], a: Array[f32], n: u32):
+    i = ABSOLUTE_POS
+    if i < n and a[i] > 2.0:  # unchecked: a[i] must not be read for i >= n
+        out[i] = 1.0
+    v = a[i] if i < n else -1.0
+    w = 0.0 if i >= n or a[i] < 5.0 else bump(out, i)  # the helper runs only when chosen
+    if 0 < i < n < a.len() + 1 and a[i] > 0.0:
+        w += 0.5
+    out[i] += v * 10.0 + w
+
+
+def test_and_or_ternary_evaluate_lazily(rt):
+    n = 8
+    a = np.arange(n, dtype=np.float32)
+    got = _run(rt, lazy_guards, n, a=rt.from_numpy(a), n=n)
+    out = np.zeros(n)
+    for i in range(n):
+        if i < n and a[i] > 2.0:
+            out[i] = 1.0
+        v = a[i] if i < n else -1.0
+        w = 0.0
+        if not (i >= n or a[i] < 5.0):
+            out[i] += 1000.0
+            w = 1.0
+        if 0 < i < n < n + 1 and a[i] > 0.0:
+            w += 0.5
+        out[i] += v * 10.0 + w
+    np.testing.assert_allclose(got, out)
+
+
+@cube(launch=True)
+def int_and_or(out: Array[i32], p: Array[i32], q: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = (p[i] or q[i]) * 100 + (p[i] and q[i]) + (p[i] or 7) * 10000
+
+
+def test_and_or_give_pythons_operand_values(rt):
+    p = np.array([0, 1, 0, 3, -2, 0, 5, 0], np.int32)
+    q = np.array([0, 0, 7, 4, 0, -1, 6, 9], np.int32)
+    got = _run(rt, int_and_or, 8, np.int32, p=rt.from_numpy(p), q=rt.from_numpy(q))
+    want = [(x or y) * 100 + (x and y) + (x or 7) * 10000 for x, y in zip(p.tolist(),
+                                                                        q.tolist())]
+    np.testing.assert_array_equal(got, want)
