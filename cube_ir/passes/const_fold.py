@@ -38,11 +38,11 @@ def fold_op(op):
     """The op that replaces `op` once folded (an Assign), or None if it does not fold."""
     match op:
         case ir.Unary(dst=d, op=o, a=Const() as a):
-            return _const(d, const_eval.unary(o, a.value, a.type))
+            return _const(d, const_eval.unary(o, a.value, a.type), op.loc)
         case ir.Binary(dst=d, op=o, a=Const() as a, b=Const() as b):
-            return _const(d, const_eval.binary(o, a.value, b.value, a.type))
+            return _const(d, const_eval.binary(o, a.value, b.value, a.type), op.loc)
         case ir.Ternary(dst=d, op=o, a=Const() as a, b=Const() as b, c=Const() as c):
-            return _const(d, const_eval.ternary(o, a.value, b.value, c.value, a.type))
+            return _const(d, const_eval.ternary(o, a.value, b.value, c.value, a.type), op.loc)
         case ir.Select(dst=d, cond=Const() as c, a=a, b=b):
             return Assign(d, a if c.value else b, op.loc)
         case ir.Select(dst=d, a=a, b=b) if _same(a, b):
@@ -50,7 +50,7 @@ def fold_op(op):
         case ir.Cast(dst=d, a=a) if a.type == d.type:
             return Assign(d, a, op.loc)
         case ir.Cast(dst=d, a=Const() as a):
-            return _const(d, const_eval.cast(a.value, a.type, d.type))
+            return _const(d, const_eval.cast(a.value, a.type, d.type), op.loc)
         case ir.Extract(dst=d, vec=Const() as v):
             return Assign(d, Const(v.value, d.type), op.loc)
         case ir.Binary(a=Const()) | ir.Binary(b=Const()):
@@ -90,8 +90,8 @@ def _same(a, b) -> bool:
     return a is b
 
 
-def _const(dst: Var, value) -> Assign | None:
-    return None if value is None else Assign(dst, Const(value, dst.type))
+def _const(dst: Var, value, loc=None) -> Assign | None:
+    return None if value is None else Assign(dst, Const(value, dst.type), loc)
 
 
 def trip_count(op: ir.Range) -> int | None:

@@ -335,6 +335,53 @@ def test_i64_index_error_points_at_the_access():
     assert "out[i64(1)] = a[i64(2)]" in str(ei.value) and "index" in ei.value.message
 
 
+@cube(launch=True)
+def _i64_param(out: Array[f32], n: i64):
+    out[UNIT_POS] = f32(n * n)
+
+
+@cube(launch=True)
+def _i64_loop(out: Array[f32], n: i64):
+    for j in range(n):
+        out[0] += f32(j)
+
+
+@cube(launch=True)
+def _i64_select(out: Array[i32], a: Array[i32]):
+    x = i64(a[0]) if a[1] > 0 else i64(a[2])
+    out[0] = i32(x)
+
+
+@cube(launch=True)
+def _i64_folded(out: Array[f32]):
+    x = i64(3)
+    y = x * i64(5)
+    out[0] = f32(y)
+
+
+@cube(launch=True)
+def _f64_plane(out: Array[f32], a: Array[f32]):
+    out[UNIT_POS] = f32(cb.plane_sum(f64(a[UNIT_POS])))
+
+
+@pytest.mark.parametrize("kernel", [_i64_param, _i64_loop, _i64_select, _f64_plane,
+                                    int64_math, int64_index, float64_math])
+@pytest.mark.parametrize("target", ["wgsl", "spirv"])
+def test_every_refusal_is_located(kernel, target):
+    """Whatever op kind first needs the missing type (a scalar argument, a loop bound, a
+    select, a folded constant, a plane op, a load, an index), the error has a location."""
+    with pytest.raises(CompileError) as ei:
+        kernel.source(target=target)
+    assert f"not supported by the {target} target" in str(ei.value)
+    assert ei.value.loc and ei.value.loc[0] == __file__, str(ei.value)
+
+
+def test_i64_constants_that_fold_away_are_accepted():
+    """The table is about the values a kernel computes at run time: i64 arithmetic on
+    constants folds to one f32 constant, which every target has."""
+    assert "15.0f" in _i64_folded.source(target="wgsl")
+
+
 # ---- codegen-only targets: the real compilers ------------------------------------------
 
 def _tool(name: str) -> str:
