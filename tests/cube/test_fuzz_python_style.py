@@ -74,6 +74,20 @@ def hpos(v):
 def htern(c, v, w):
     r = v if c else w
     return r
+
+
+@cube
+def hsd(v, w):
+    return v + w, v - w
+
+
+@cube
+def hscale(v, k=2.0):
+    return v * k
+
+
+SCALE = 3
+TABLE = (5, 7, 9)
 '''
 
 KERNEL = '''
@@ -93,8 +107,8 @@ def fuzz(fa: Array[f32], fb: Array[f32], ia: Array[i32], ib: Array[i32], fo: Arr
         m = {m0}
         u = {u0}
 {body}
-        fo[i] = x + y
-        io[i] = n ^ m
+        fo[i] += x + y
+        io[i] ^= n ^ m
         uo[i] = u
 '''
 
@@ -130,7 +144,7 @@ U_BUILTINS = ["i", "cb.UNIT_POS_X", "UNIT_POS", "L.CUBE_POS_X", "cb.CUBE_DIM_X",
 
 
 def cond(draw, sc: Scope) -> str:
-    k = draw(st.integers(0, 13))
+    k = draw(st.integers(0, 14))
     i_ = lambda: draw(st.sampled_from(sc.names["i"]))  # noqa: E731
     if k == 0:
         return f"{i_()} > {i_()}"
@@ -159,6 +173,9 @@ def cond(draw, sc: Scope) -> str:
                                      "not UNIT_POS"]))
     if k == 11:
         return f"{i_()} > {draw(st.integers(-5, 5))}"
+    if k == 13:
+        return draw(st.sampled_from([f"-5 < {i_()} < 20", "0 <= u < 10", "a < b < 1.0",
+                                     f"{i_()} <= s <= {i_()}"]))
     if k == 12 and sc.counters:
         name, kind = draw(st.sampled_from(sc.counters))
         return f"{name} % 2 == 1" if kind != "i" else f"{name} < 1"
@@ -197,7 +214,8 @@ def fexpr(draw, sc: Scope, d: int = 0) -> str:
         return f"cb.select({cond(draw, sc)}, {x}, {fexpr(draw, sc, d + 1)})"
     if k == 9:
         return draw(st.sampled_from([f"hf({x})", f"hloop({x}, 50.0)",
-                                     f"htern({cond(draw, sc)}, {x}, 1.5)"]))
+                                     f"htern({cond(draw, sc)}, {x}, 1.5)", f"hscale({x})",
+                                     f"hscale({x}, k=-0.5)", f"hscale(k=1.5, v={x})"]))
     if k == 10:
         return f"({x} / (abs({fexpr(draw, sc, d + 1)}) + 1.0))"
     return f"(float({iexpr(draw, sc, d + 1)}) * 0.5 + {x})"
@@ -211,7 +229,8 @@ def iexpr(draw, sc: Scope, d: int = 0) -> str:
             name, kind = draw(st.sampled_from(sc.counters))
             return name if kind in ("i", "c") and draw(st.booleans()) else f"i32({name})"
         if k == 1:
-            return draw(st.sampled_from(["s", "i32(u % 16)", "int(a * 4.0)", "i32(cb.UNIT_POS)"]))
+            return draw(st.sampled_from(["s", "i32(u % 16)", "int(a * 4.0)", "i32(cb.UNIT_POS)",
+                                         "SCALE", "TABLE[1]", "len(TABLE)"]))
         return draw(st.sampled_from(leaves))
     k = draw(st.integers(0, 9))
     x = iexpr(draw, sc, d + 1)
@@ -256,7 +275,8 @@ def uexpr(draw, sc: Scope, d: int = 0) -> str:
     if k == 2:
         return f"({x} {draw(st.sampled_from(['%', '//']))} {draw(st.integers(1, 7))})"
     if k == 3:
-        return f"u32({iexpr(draw, sc, d + 1)})"
+        # i32() first: u32() of a compile-time negative int is an error (docs)
+        return f"u32(i32({iexpr(draw, sc, d + 1)}))"
     if k == 4:
         return f"{draw(st.sampled_from(['cb.min', 'max']))}({x}, {uexpr(draw, sc, d + 1)})"
     if k == 5:
@@ -278,7 +298,7 @@ def block(draw, sc: Scope, depth: int, n_max: int = 4) -> list[str]:
 
 
 def stmt(draw, sc: Scope, depth: int) -> list[str]:
-    k = draw(st.integers(0, 16 if depth < 3 else 6))
+    k = draw(st.integers(0, 20 if depth < 3 else 6))
     if k == 0:
         return [f"{draw(st.sampled_from(sc.names['f']))} = {fexpr(draw, sc)}"]
     if k == 1:
@@ -376,6 +396,25 @@ def stmt(draw, sc: Scope, depth: int) -> list[str]:
             "if cb.UNIT_POS_X == 0:", "if L.UNIT_POS == 0:", "if not cb.UNIT_POS_X:",
             "if cb.UNIT_POS_X:", "if cb.ABSOLUTE_POS + 1 > 3:", "if UNIT_POS > -1:"])),
             "    " + stmt(draw, sc, 3)[0]]
+    if k == 16:  # a tuple from a helper, into new names
+        t1, t2 = sc.new("t"), sc.new("t")
+        line = f"{t1}, {t2} = hsd({fexpr(draw, sc)}, {fexpr(draw, sc)})"
+        sc.names["f"] += [t1, t2]
+        return [line]
+    if k == 17:  # augmented stores into the outputs
+        return [draw(st.sampled_from([f"fo[i] += {fexpr(draw, sc)}",
+                                      f"io[i] -= {iexpr(draw, sc)}",
+                                      f"uo[i] ^= {uexpr(draw, sc)}"]))]
+    if k == 18:  # a compile-time literal name, later rebound (maybe under runtime control)
+        kind = draw(st.sampled_from("fi"))
+        c = sc.new("c")
+        sc.names[kind].append(c)
+        lits = ["0.5", "-1.5", "2.0"] if kind == "f" else ["3", "-2", "0"]
+        return [f"{c} = {draw(st.sampled_from(lits))}"]
+    if k == 19:  # loops over compile-time tuples of floats; nested unpacking
+        return draw(st.sampled_from([
+            ["for wv in (0.5, 1.5, -2.0):", f"    x += wv * {fexpr(draw, sc)}"],
+            ["(x, y), n = (y, x), n + 1"], ["n, (x, y) = m, (y * 0.5, x)"]]))
     return [f"{draw(st.sampled_from(sc.names['f']))} = {fexpr(draw, sc)}"]
 
 
@@ -488,6 +527,14 @@ REGRESSIONS = {
         if i < out.len():
             acc = u32(0)
             for k in range(cb.UNIT_POS, out.len()):
+                acc += k
+            out[i] = acc
+    """),
+    "range_from_cb_unit_pos_to_param": (UOUT + ", n: u32", """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            acc = u32(0)
+            for k in range(cb.UNIT_POS, n):
                 acc += k
             out[i] = acc
     """),

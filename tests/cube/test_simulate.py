@@ -372,3 +372,24 @@ def test_ternary_literal_casts_like_a_runtime_value():
     o = np.zeros(2, np.uint32)
     simulate(ternary_literal, 1, 2, a=a, o=o)
     np.testing.assert_array_equal(o, [3, 2**32 - 4])
+
+
+def _make_closure_kernel(scale):
+    pos = cb.ABSOLUTE_POS  # a builtin held in a closure cell
+
+    @cube
+    def local_helper(v):
+        return v * scale + L.UNIT_POS_X
+
+    @cube(launch=True)
+    def k(o: Array[u32]):
+        i = pos
+        if i < o.len():
+            o[i] = local_helper(i)
+    return k
+
+
+def test_closures_keep_their_cells():
+    o = np.zeros(12, np.uint32)
+    simulate(_make_closure_kernel(3), 3, 4, o=o)
+    np.testing.assert_array_equal(o, np.arange(12) * 3 + np.arange(12) % 4)
