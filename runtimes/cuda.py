@@ -16,7 +16,7 @@ from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem
+from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 from .scalar_bits import slot_bits
@@ -38,10 +38,10 @@ class DeviceBuffer(Buffer):
         super().__init__(rt, shape, elem)
         self.data = data if data is not None else cp.empty(max(self.nbytes, 1), np.uint8)
 
-    def numpy(self) -> np.ndarray:
+    def _host_flat(self) -> tuple[np.ndarray, bool]:
         self.rt.stream.synchronize()
         raw = cp.asnumpy(self.data[:self.nbytes], stream=self.rt.stream)
-        return raw.view(self.dtype).reshape(self.shape)
+        return raw.view(self.dtype), True
 
 
 class CudaRuntime(Runtime):
@@ -87,14 +87,16 @@ class CudaRuntime(Runtime):
     # ---- memory ------------------------------------------------------------------------
     def from_numpy(self, arr, dtype=None) -> DeviceBuffer:
         elem = as_elem(dtype) if dtype is not None else None
-        a = np.ascontiguousarray(np.asarray(arr, dtype=None if elem is None else elem.np))
+        a = np.ascontiguousarray(storage_array(arr, elem))
         buf = DeviceBuffer(self, a.shape, elem or as_elem(a.dtype))
         if a.nbytes:
             buf.data[:a.nbytes].set(a.reshape(-1).view(np.uint8), stream=self.stream)
         return buf
 
+    zeros = zeros
+
     def empty(self, shape, dtype=np.float32) -> DeviceBuffer:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = as_shape(shape)
         return DeviceBuffer(self, shape, as_elem(dtype))
 
     # ---- kernels -----------------------------------------------------------------------

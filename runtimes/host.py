@@ -11,7 +11,15 @@ import threading
 
 import numpy as np
 
-from .buffer import Buffer, as_elem, elem_of_dtype, row_major_strides
+from .buffer import (
+    Buffer,
+    as_elem,
+    as_shape,
+    elem_of_dtype,
+    row_major_strides,
+    storage_array,
+    zeros,
+)
 from .pool import Block, Pool
 
 POOL_MIN_BYTES = 64 << 10  # smaller arrays come from malloc's own free lists
@@ -39,8 +47,8 @@ class HostBuffer(Buffer):
         self._block = block
         return self
 
-    def numpy(self) -> np.ndarray:
-        return self.array.reshape(self.shape).copy()
+    def _host_flat(self) -> tuple[np.ndarray, bool]:
+        return self.array, False
 
     def pin(self) -> None:
         """The memory is now shared outside the runtime (a NumPy view, DLPack): it must not
@@ -61,11 +69,13 @@ def _host_block(nbytes: int) -> tuple:
 class HostMemoryMixin:
     def from_numpy(self, arr, dtype=None) -> HostBuffer:
         elem = as_elem(dtype) if dtype is not None else None
-        arr = np.array(arr, dtype=None if elem is None else elem.np, copy=True)
+        arr = np.array(storage_array(arr, elem), copy=True)
         return HostBuffer(self, arr, elem)
 
+    zeros = zeros
+
     def empty(self, shape, dtype=np.float32) -> HostBuffer:
-        shape = (int(shape),) if isinstance(shape, int) else tuple(map(int, shape))
+        shape = as_shape(shape)
         elem = as_elem(dtype)
         dt = elem.np
         n = 1

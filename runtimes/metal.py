@@ -14,7 +14,7 @@ from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem
+from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 from .scalar_bits import slot_bits
 
@@ -31,13 +31,15 @@ class MetalBuffer(Buffer):
         self.mtl = rt.device.newBufferWithLength_options_(max(self.nbytes, 4),
                                                           Metal.MTLResourceStorageModeShared)
 
-    def view(self) -> np.ndarray:
+    def mapped(self) -> np.ndarray:
+        """The shared memory as a flat array (not `view`: that is Buffer.view(shape,
+        strides), which the kernel library calls on every runtime's buffers)."""
         raw = self.mtl.contents().as_buffer(max(self.nbytes, 4))
         return np.frombuffer(raw, np.uint8)[:self.nbytes].view(self.dtype)
 
-    def numpy(self) -> np.ndarray:
+    def _host_flat(self) -> tuple[np.ndarray, bool]:
         self.rt.sync()
-        return self.view().reshape(self.shape).copy()
+        return self.mapped(), False
 
 
 class MetalRuntime(Runtime):
@@ -63,14 +65,16 @@ class MetalRuntime(Runtime):
 
     def from_numpy(self, arr, dtype=None) -> MetalBuffer:
         elem = as_elem(dtype) if dtype is not None else None
-        a = np.ascontiguousarray(np.asarray(arr, dtype=None if elem is None else elem.np))
+        a = np.ascontiguousarray(storage_array(arr, elem))
         buf = MetalBuffer(self, a.shape, elem or as_elem(a.dtype))
         self.sync()
-        buf.view()[:] = a.reshape(-1)
+        buf.mapped()[:] = a.reshape(-1)
         return buf
 
+    zeros = zeros
+
     def empty(self, shape, dtype=np.float32) -> MetalBuffer:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = as_shape(shape)
         return MetalBuffer(self, shape, as_elem(dtype))
 
     def generate(self, kernel: ir.Kernel) -> str:

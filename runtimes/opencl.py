@@ -17,7 +17,7 @@ from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem
+from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 from .pool import Block, Pool
@@ -56,11 +56,11 @@ class ClBuffer(Buffer):
     def mem(self):
         return self._block.mem
 
-    def numpy(self) -> np.ndarray:
-        out = np.empty(self.shape, self.dtype)
+    def _host_flat(self) -> tuple[np.ndarray, bool]:
+        out = np.empty(self.size, self.dtype)
         if self.nbytes:
             cl.enqueue_copy(self.rt.queue, out, self.mem, is_blocking=True)
-        return out
+        return out, True
 
 
 class OpenCLRuntime(Runtime):
@@ -94,14 +94,16 @@ class OpenCLRuntime(Runtime):
     # ---- memory ------------------------------------------------------------------------
     def from_numpy(self, arr, dtype=None) -> ClBuffer:
         elem = as_elem(dtype) if dtype is not None else None
-        a = np.ascontiguousarray(np.asarray(arr, dtype=None if elem is None else elem.np))
+        a = np.ascontiguousarray(storage_array(arr, elem))
         buf = ClBuffer(self, a.shape, elem or as_elem(a.dtype))
         if a.nbytes:
             cl.enqueue_copy(self.queue, buf.mem, a, is_blocking=True)
         return buf
 
+    zeros = zeros
+
     def empty(self, shape, dtype=np.float32) -> ClBuffer:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = as_shape(shape)
         return ClBuffer(self, shape, as_elem(dtype))
 
     # ---- kernels -----------------------------------------------------------------------

@@ -28,7 +28,7 @@ from codegen.shader_abi import ShaderAbi, layout
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem
+from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable, UnsupportedFeature
 
@@ -90,10 +90,9 @@ class WgpuBuffer(Buffer):
         self._owner = _Owner()
         weakref.finalize(self._owner, rt._pool.give, alloc, gbuf)
 
-    def numpy(self) -> np.ndarray:
+    def _host_flat(self) -> tuple[np.ndarray, bool]:
         raw = self.rt.device.queue.read_buffer(self.gbuf, 0, self.alloc)
-        arr = np.frombuffer(raw, dtype=self.dtype, count=self.size)
-        return arr.reshape(self.shape).copy()
+        return np.frombuffer(raw, dtype=self.dtype, count=self.size), False
 
 
 class WgpuRuntime(Runtime):
@@ -202,7 +201,7 @@ class WgpuRuntime(Runtime):
 
     def from_numpy(self, arr, dtype=None) -> WgpuBuffer:
         elem = as_elem(dtype) if dtype is not None else None
-        arr = np.ascontiguousarray(np.asarray(arr, dtype=None if elem is None else elem.np))
+        arr = np.ascontiguousarray(storage_array(arr, elem))
         buf = self.empty(arr.shape, elem or arr.dtype)
         data = arr.tobytes()
         if data:
@@ -210,8 +209,10 @@ class WgpuRuntime(Runtime):
             self.device.queue.write_buffer(buf.gbuf, 0, data + b"\0" * pad)
         return buf
 
+    zeros = zeros
+
     def empty(self, shape, dtype=np.float32) -> WgpuBuffer:
-        shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        shape = as_shape(shape)
         elem = as_elem(dtype)
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
         g, size = self._alloc(n * elem.np.itemsize)
