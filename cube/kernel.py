@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import os
 import threading
 import typing
@@ -17,8 +18,11 @@ from cube_ir.errors import IRError
 from cube_ir.passes import run_pipeline
 from cube_ir.printer import format_kernel
 from cube_ir.types import Scalar, Type, boolean, f32, from_numpy_dtype, i32, vec
+from runtimes.base import Runtime
+from runtimes.buffer import contiguous
 from runtimes.disk_cache import make_key
 from runtimes.errors import CubeError, LaunchError
+from runtimes.scalar_bits import bf16_bits
 
 from . import lang, recording
 from .capabilities import check_features
@@ -27,7 +31,10 @@ from .frontend.source import FunctionSource, capture, function_source
 from .frontend.translator import Target, Translator
 from .frontend.values import MemRef
 
-_MEM, _SCALAR, _COMPTIME = 0, 1, 2
+# parameter kinds (_ARRAY: an Array param in a launch plan; _MEM covers both elsewhere)
+_MEM, _SCALAR, _COMPTIME, _ARRAY = 0, 1, 2, 3
+_MISSING = object()
+_U32 = 0xFFFFFFFF  # positions are u32: at most this many units in a launch
 
 
 @dataclass(frozen=True)
@@ -40,15 +47,159 @@ class Signature:
     nowrap: bool = False
 
 
-def _dim3(d) -> tuple[int, int, int]:
+def _dim3(d, what: str) -> tuple[int, int, int]:
     if type(d) is int:
         return (d, 1, 1)
-    if type(d) is tuple and len(d) == 3 and type(d[0]) is type(d[1]) is type(d[2]) is int:
-        return d
-    d = tuple(int(x) for x in d)
-    if not 1 <= len(d) <= 3:
-        raise LaunchError(f"a cube count/dim has 1 to 3 entries, got {d}")
-    return d + (1,) * (3 - len(d))
+    if type(d) is tuple:
+        n = len(d)
+        if n == 3 and type(d[0]) is type(d[1]) is type(d[2]) is int:
+            return d
+        if n == 1 and type(d[0]) is int:
+            return (d[0], 1, 1)
+        if n == 2 and type(d[0]) is type(d[1]) is int:
+            return (d[0], d[1], 1)
+    if d is None:
+        raise LaunchError(f"launch needs {what}, e.g. cube_count=(n + 255) // 256, "
+                          f"cube_dim=256 (an int or a 1-3-tuple)")
+    items = tuple(d.tolist()) if isinstance(d, np.ndarray) and d.ndim == 1 else \
+        tuple(d) if isinstance(d, (tuple, list)) else (d,)
+    if not 1 <= len(items) <= 3:
+        raise LaunchError(f"{what} has 1 to 3 entries (x, y, z), got {d!r}")
+    for x in items:
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            raise LaunchError(f"{what} takes ints, got {x!r} ({type(x).__name__})"
+                              f"{f' in {d!r}' if items != (d,) else ''}")
+    return tuple(map(int, items)) + (1,) * (3 - len(items))
+
+
+def _bad_dim(cd: tuple, max_dim: int, rt) -> LaunchError:
+    if min(cd) < 1:
+        return LaunchError(f"cube_dim {cd}: every entry must be at least 1")
+    return LaunchError(f"cube_dim {cd} has {cd[0] * cd[1] * cd[2]} units per cube; "
+                       f"{rt.name} allows at most {max_dim}")
+
+
+def _within(cc: tuple, limit: tuple) -> bool:
+    return cc[0] <= limit[0] and cc[1] <= limit[1] and cc[2] <= limit[2]
+
+
+def _bad_count(cc: tuple, cd: tuple, limit, rt) -> LaunchError:
+    if min(cc) < 0:
+        return LaunchError(f"cube_count {cc}: entries must not be negative")
+    if limit is not None and not _within(cc, limit):
+        return LaunchError(f"cube_count {cc} exceeds {rt.name}'s limit of {limit} cubes "
+                           f"per dimension")
+    total = math.prod(cc) * math.prod(cd)
+    return LaunchError(f"cube_count {cc} x cube_dim {cd} is {total} units; positions are "
+                       f"u32, so a launch has at most {_U32} units")
+
+
+class _Cell:
+    """A closure cell read like a namespace dict (`get`), so that one loop checks both."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell) -> None:
+        self.cell = cell
+
+    def get(self, name: str, default):
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # the variable was deleted
+            return default
+
+
+def _fresh(entry: tuple) -> bool:
+    """Whether every global and closure variable the entry's kernel read is still bound to
+    the object it read."""
+    for d, n, o in entry[4]:
+        if d.get(n, _MISSING) is not o:
+            return False
+    return True
+
+
+_FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38,
+              "f64": 1.7976931348623157e308}
+
+
+def _scalar_bounds(t: Scalar) -> tuple:
+    """(lo, hi) such that lo <= v <= hi passes every value t holds as given (floats: the
+    finite range; nan, inf and values that round down to the largest finite one fail it
+    and are looked at by _check_scalar)."""
+    if t.is_bool:
+        return 0, 1
+    if t.is_float:
+        m = _FLOAT_MAX[t.name]
+        return -m, m
+    if t.is_signed:
+        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    return 0, (1 << t.bits) - 1
+
+
+def _needs_check(arg_type: type, t: Scalar) -> bool:
+    """Whether a value of arg_type (a launch's key holds it) may not fit t: a numpy scalar
+    type whose range t covers, a bool, a float for f64, always fit (and a float bound
+    compared with a narrower numpy float would overflow in the cast)."""
+    if arg_type is bool or arg_type is np.bool_:
+        return False
+    if arg_type is float:
+        return t.name != "f64"
+    if arg_type is int or not issubclass(arg_type, np.generic):
+        return True
+    try:
+        at = from_numpy_dtype(np.dtype(arg_type))
+    except TypeError:
+        return True
+    lo_a, hi_a = _scalar_bounds(at)
+    lo, hi = _scalar_bounds(t)
+    return lo_a < lo or hi_a > hi
+
+
+def _rounds_to_inf(x: float, t: Scalar) -> bool:
+    with np.errstate(all="ignore"):
+        if t.name == "f16":
+            return bool(np.isinf(np.float16(x)))
+        if t.name == "bf16":
+            return (bf16_bits(x) & 0x7F80) == 0x7F80
+        if t.name == "f32":
+            return bool(np.isinf(np.float32(x)))
+    return False
+
+
+def _show(a) -> str:
+    r = repr(a)
+    return r if len(r) <= 40 else f"{r[:18]}...{r[-18:]} ({len(r)} characters)"
+
+
+def _check_scalar(name: str, t: Scalar, a) -> None:
+    """A LaunchError naming the argument unless a holds as a t exactly as given: an int in
+    range (never wrapped), a float for a float type whose finite values stay finite (nan and
+    inf pass), a bool 0/1."""
+    if isinstance(a, (bool, np.bool_)):
+        return
+    if not isinstance(a, (int, float, np.integer, np.floating)):
+        raise LaunchError(f"argument '{name}' is a {t} scalar, got {type(a).__name__} "
+                          f"{_show(a)}")
+    is_float = isinstance(a, (float, np.floating))
+    if not t.is_float:
+        lo, hi = _scalar_bounds(t)
+        if is_float:
+            raise LaunchError(f"argument '{name}' is {t} but got the float {_show(a)}: pass an "
+                              f"int (or declare a float type)")
+        if not lo <= a <= hi:
+            what = "0 or 1 (or a bool)" if t.is_bool else f"{lo}..{hi}"
+            raise LaunchError(f"argument '{name}' is {t} but got {_show(a)}, which does not "
+                              f"fit ({t} holds {what}); nothing is wrapped")
+        return
+    try:
+        x = float(a)
+    except OverflowError:
+        x = math.inf
+    if is_float and not np.isfinite(a):
+        return  # nan and inf are values of every float type
+    if math.isinf(x) or _rounds_to_inf(x, t):
+        raise LaunchError(f"argument '{name}' is {t} but {_show(a)} is beyond its largest "
+                          f"finite value {_FLOAT_MAX[t.name]:g} (it would become infinity)")
 
 
 def _py_scalar_type(value) -> Scalar:
@@ -151,7 +302,12 @@ class CubeFunction:
         return [name for name, kind, _ in self._param_specs() if kind != _COMPTIME]
 
     # ---- launch ------------------------------------------------------------------------
-    def launch(self, rt, cube_count, cube_dim, **args):
+    def launch(self, rt=None, cube_count=None, cube_dim=None, *extra, **args):
+        """Launch on runtime rt: cube_count cubes of cube_dim units (ints or 1-3-tuples),
+        the kernel's arguments by name. Everything is checked here, once for every runtime
+        (types, scalar ranges, strided views for Array params, limits); a cache hit does
+        no parsing or hashing: it rechecks the globals the kernel read (rebinding one
+        recompiles), scalar ranges (a compare each) and the grid."""
         plan = self._plan
         if plan is None:
             plan = self._make_plan()
@@ -159,26 +315,41 @@ class CubeFunction:
         try:
             for name, kind in plan:
                 a = args[name]
-                if kind == _MEM:  # the type's name: a str hashes from its cache
-                    key += (a.rt, a.elem.name, a.line_size, len(a.shape))
+                if kind == _ARRAY:  # the type's name: a str hashes from its cache
+                    # contiguous: None on a fresh view, worked out; a strided one misses
+                    key += (a.rt, a.elem.name, a.line_size, a.contiguous or contiguous(a))
                 elif kind == _SCALAR:
                     key.append(type(a))
+                elif kind == _MEM:
+                    key += (a.rt, a.elem.name, a.line_size, len(a.shape))
                 else:
                     key.append(a)
-            entry = self._hot.get(tuple(key)) if len(args) == len(plan) else None
+            entry = self._hot.get(tuple(key)) if len(args) == len(plan) and not extra \
+                else None
         except (KeyError, AttributeError, TypeError):
             entry = None
         try:
+            if entry is not None:
+                for d, n, o in entry[4]:  # the globals the kernel read: rebound -> stale
+                    if d.get(n, _MISSING) is not o:
+                        entry = None
+                        break
             if entry is None:
-                entry = self._specialise(rt, args, tuple(key))
-            exe, names, max_dim = entry
-            cd = _dim3(cube_dim)
-            if cd[0] * cd[1] * cd[2] > max_dim or min(cd) < 1:
-                raise LaunchError(f"cube_dim {cd} is outside the limit of {max_dim} units per "
-                                  f"cube on {rt.name}")
-            cc = _dim3(cube_count)
-            if min(cc) < 1:
-                return
+                entry = self._specialise(rt, args, tuple(key), extra)
+            exe, names, max_dim, checks, _, count_limit = entry
+            for n, lo, hi, t in checks:
+                if not lo <= args[n] <= hi:  # False for nan too: _check_scalar decides
+                    _check_scalar(n, t, args[n])
+            cd = _dim3(cube_dim, "cube_dim")
+            units = cd[0] * cd[1] * cd[2]
+            if units > max_dim or min(cd) < 1:
+                raise _bad_dim(cd, max_dim, rt)
+            cc = _dim3(cube_count, "cube_count")
+            if min(cc) < 1 or cc[0] * cc[1] * cc[2] * units > _U32 or (
+                    count_limit is not None and not _within(cc, count_limit)):
+                if min(cc) == 0:
+                    return  # nothing to run (e.g. ceil(0 / 256) cubes)
+                raise _bad_count(cc, cd, count_limit, rt)
             recording.launch(exe, cc, cd, [args[n] for n in names])
         except CubeError as e:
             raise e.with_traceback(None) from None
@@ -187,24 +358,40 @@ class CubeFunction:
         if not self.is_kernel:
             raise CubeError(f"{self.__name__} is a helper; mark kernels with "
                             f"@cube(launch=True)")
-        self._plan = [(name, kind) for name, kind, _ in self._param_specs()]
+        self._plan = [(name, _ARRAY if kind == _MEM and spec.kind == "array" else kind)
+                      for name, kind, spec in self._param_specs()]
         return self._plan
 
-    def _specialise(self, rt, args: dict, key):
+    def _specialise(self, rt, args: dict, key, extra: tuple = ()):
+        if extra:
+            names = ", ".join(f"{n}=..." for n in self.arg_names())
+            raise LaunchError(f"{self.__name__}.launch takes the kernel's arguments by name "
+                              f"after cube_count and cube_dim, got {len(extra)} more "
+                              f"positional: {self.__name__}.launch(rt, cube_count, cube_dim"
+                              f"{', ' if names else ''}{names})")
+        if not isinstance(rt, Runtime):
+            raise LaunchError(f"{self.__name__}.launch needs a runtime first (rt = "
+                              f"cb.runtime('cpu')), got {type(rt).__name__} {rt!r:.40}")
         with self._lock:
             sig = self._bind(rt, args)
             try:
                 entry = self._hot.get(key)
             except TypeError:
                 entry = None
-            if entry is not None:
-                return entry
-            kernel = self.build_ir(sig, Target(rt.target, rt.plane_size, rt.features))
+            if entry is not None and _fresh(entry):
+                return entry  # another thread built it
+            deps: list = []
+            kernel = self.build_ir(sig, Target(rt.target, rt.plane_size, rt.features),
+                                   deps=deps)
             cache_key = make_key(format_kernel(kernel), rt.name, rt.device_id())
             exe = rt.compile(kernel, cache_key)
             _dump(self, kernel, exe)
+            from .targets import max_cube_count
             names = [p[0] for p in sig.params]
-            entry = (exe, names, rt.features.max_cube_dim)
+            checks = tuple((n, *_scalar_bounds(t), t) for n, kind, t, _ in sig.params
+                           if kind == "scalar" and _needs_check(type(args[n]), t))
+            deps = tuple((d if isinstance(d, dict) else _Cell(d), n, o) for d, n, o in deps)
+            entry = (exe, names, rt.features.max_cube_dim, checks, deps, max_cube_count(rt))
             try:
                 self._hot[key] = entry
             except TypeError:
@@ -231,8 +418,14 @@ class CubeFunction:
                 raise LaunchError(f"argument '{name}' must be a buffer (rt.from_numpy(...)), "
                                   f"got {type(a).__name__}")
             if a.rt is not rt:
-                raise LaunchError(f"argument '{name}' lives on runtime '{a.rt.name}' but the "
-                                  f"launch is on '{rt.name}'")
+                raise LaunchError(f"argument '{name}' lives on runtime "
+                                  f"'{getattr(a.rt, 'name', a.rt)}' but the launch is on "
+                                  f"'{rt.name}': copy it (rt.from_numpy(x.numpy()))")
+            if spec.kind == "array" and not contiguous(a):
+                raise LaunchError(f"argument '{name}' is a strided view (shape {a.shape}, "
+                                  f"strides {a.strides}) but the kernel takes an Array, which "
+                                  f"reads the memory in order: pass a contiguous buffer, or "
+                                  f"declare the parameter a Tensor to index with its strides")
             elem_spec, lanes_spec = spec.elem, 1
             if isinstance(elem_spec, lang.LineSpec):
                 elem_spec, lanes_spec = elem_spec.elem, elem_spec.lanes
@@ -251,9 +444,11 @@ class CubeFunction:
         for name, kind, spec in specs:
             a = args[name]
             if kind == _SCALAR:
-                if not isinstance(a, (int, float, bool, np.generic)):
+                if not isinstance(a, (int, float, np.integer, np.floating, np.bool_)):
+                    hint = " (a 0-d array: pass x.item())" if isinstance(a, np.ndarray) \
+                        else ""
                     raise LaunchError(f"argument '{name}' must be a number, got "
-                                      f"{type(a).__name__}")
+                                      f"{type(a).__name__}{hint}")
                 if isinstance(spec, typing.TypeVar):
                     t = tvars.get(spec) or _py_scalar_type(a)
                     tvars.setdefault(spec, t)
@@ -261,8 +456,7 @@ class CubeFunction:
                     t = {int: i32, float: f32, bool: boolean}[spec]
                 else:
                     t = spec
-                if isinstance(a, float) and not t.is_float:
-                    raise LaunchError(f"argument '{name}' is {t} but got the float {a!r}")
+                _check_scalar(name, t, a)
                 params.append((name, "scalar", t, 0))
             elif kind == _COMPTIME:
                 comptime.append((name, a))
@@ -271,8 +465,11 @@ class CubeFunction:
         return Signature(tuple(params), tuple(comptime), self.checked, self.nowrap)
 
     # ---- building ----------------------------------------------------------------------
-    def build_ir(self, sig: Signature, target: Target, optimise: bool = True) -> ir.Kernel:
-        """Translate for one signature, run the IR passes and check target features."""
+    def build_ir(self, sig: Signature, target: Target, optimise: bool = True,
+                 deps: list | None = None) -> ir.Kernel:
+        """Translate for one signature, run the IR passes and check target features.
+        deps, if given, gets (namespace, name, value) for every global and closure variable
+        the translation read (a launch recompiles when one is rebound)."""
         self.compiles += 1
         b = Builder(self.__name__, plane_size=target.plane_size, checked=sig.checked,
                     nowrap=sig.nowrap)
@@ -295,6 +492,8 @@ class CubeFunction:
             bindings[name] = value
         tvars = self._type_var_bindings(sig)
         kernel = tr.translate(self, {**tvars, **bindings})
+        if deps is not None:
+            deps.extend(tr.globals_used.values())
         kernel.source = f"{self.fn.__module__}.{self.fn.__qualname__}"
         if os.environ.get("CUBE_DUMP"):
             _write_dump(self, "0-frontend.ir", format_kernel(kernel))
