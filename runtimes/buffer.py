@@ -105,8 +105,9 @@ class LineView:
             raise LaunchError(
                 f"line size {n} does not divide the buffer's last dimension {last} "
                 f"(shape {buf.shape})")
-        if buf.shape and buf.strides[-1] != 1 and last > 1:
-            raise LaunchError("a line view needs a contiguous last dimension")
+        if n > 1 and buf.shape and buf.strides[-1] != 1 and last > 1:
+            raise LaunchError(f"a line view of {n} elements needs a contiguous last "
+                              f"dimension (strides {buf.strides})")
         self.buffer = buf
         self.line_size = n
         self.rt = buf.rt

@@ -5,6 +5,9 @@ import copy
 import gc
 
 import numpy as np
+import pytest
+
+import cube as cb
 
 
 def test_dropping_a_view_keeps_the_memory(rt):
@@ -98,3 +101,60 @@ def test_a_full_pool_makes_room_for_a_new_size():
     huge, hcls = pool.take(10000)
     pool.give(huge, hcls)
     assert pool._held == 2048
+
+
+# ---- numpy() of a view reads what its shape and strides select -----------------------------
+
+VIEWS = [  # (shape, strides) over a 4x6 array of 24 elements, with the NumPy equivalent
+    ((6, 4), (1, 6), lambda a: a.T),
+    ((4, 3), (6, 2), lambda a: a[:, ::2]),
+    ((12,), (2,), lambda a: a.reshape(-1)[::2]),
+    ((3, 6), (0, 1), lambda a: np.broadcast_to(a[0], (3, 6))),
+    ((2, 2, 6), (12, 6, 1), lambda a: a.reshape(2, 2, 6)),
+    ((4,), (1,), lambda a: a.reshape(-1)[:4]),
+    ((0, 5), (1, 1), lambda a: np.zeros((0, 5), a.dtype)),
+]
+
+
+@pytest.mark.parametrize("shape,strides,ref", VIEWS, ids=[str(v[:2]) for v in VIEWS])
+def test_view_numpy_honours_shape_and_strides(rt, shape, strides, ref):
+    data = np.arange(24, dtype=np.float32).reshape(4, 6)
+    base = rt.from_numpy(data)
+    got = base.view(shape, strides).numpy()
+    np.testing.assert_array_equal(got, ref(data))
+    assert got.shape == shape and got.flags.writeable
+    np.testing.assert_array_equal(base.numpy(), data)  # the base is untouched
+    got[...] = -1  # a copy: writing it leaves the buffer alone
+    np.testing.assert_array_equal(base.numpy(), data)
+
+
+def test_view_of_a_view_and_its_lines(rt):
+    data = np.arange(16, dtype=np.int32)
+    base = rt.from_numpy(data)
+    v = base.view((4, 4), (4, 1)).view((4, 4), (1, 4))
+    np.testing.assert_array_equal(v.numpy(), data.reshape(4, 4).T)
+    lines = base.view((2, 8), (8, 1)).lines(4)
+    np.testing.assert_array_equal(lines.numpy(), data.reshape(2, 8))
+
+
+def test_view_outside_the_allocation_is_refused(rt):
+    base = rt.from_numpy(np.arange(8, dtype=np.float32))
+    for shape, strides in (((4,), (3,)), ((3, 3), (3, 1)), ((2,), (-1,))):
+        with pytest.raises(cb.LaunchError, match="reaches element"):
+            base.view(shape, strides).numpy()
+    with pytest.raises(cb.LaunchError, match="differ in rank"):
+        base.view((2, 4), (4,))
+
+
+def test_view_contiguity():
+    """The flag launches use for Array params: worked out on first use, per view."""
+    from runtimes.buffer import contiguous
+    rt = cb.runtime("interp")
+    base = rt.from_numpy(np.zeros((4, 6), np.float32))
+    cases = [((4, 6), (6, 1), True), ((6, 4), (1, 6), False), ((24, 1), (1, 99), True),
+             ((1, 24), (5, 1), True), ((4, 3), (6, 2), False), ((3, 6), (0, 1), False),
+             ((12,), (2,), False), ((1,), (7,), True)]
+    for shape, strides, want in cases:
+        v = base.view(shape, strides)
+        assert v.contiguous is None and contiguous(v) is want and v.contiguous is want
+        assert contiguous(base.view(shape, strides).lines(1)) is want
