@@ -13,7 +13,8 @@ from .buffer import Buffer
 
 @dataclass(frozen=True)
 class Features:
-    """What a runtime's device can do; kernels needing more get a CompileError."""
+    """What a runtime's device can do; kernels needing more get a CompileError. Combined
+    with what the target's generator can emit by `capabilities` below."""
 
     plane_size: int = 1
     plane_ops: bool = True
@@ -145,6 +146,10 @@ class Runtime:
     @property
     def plane_size(self) -> int:
         return self.features.plane_size
+
+    def capability_table(self) -> Capabilities:
+        """What kernels compiled for this runtime may use (checked by cube.capabilities)."""
+        return capabilities(self.target, self.features)
 
     def device_id(self) -> str:
         """Identifies the device for cache keys (model, driver, CPU features...)."""
