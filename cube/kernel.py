@@ -67,8 +67,9 @@ def _dim3(d, what: str) -> tuple[int, int, int]:
         raise LaunchError(f"{what} has 1 to 3 entries (x, y, z), got {d!r}")
     for x in items:
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            hint = " (divide with //, e.g. (n + 255) // 256)" if isinstance(x, float) else ""
             raise LaunchError(f"{what} takes ints, got {x!r} ({type(x).__name__})"
-                              f"{f' in {d!r}' if items != (d,) else ''}")
+                              f"{f' in {d!r}' if items != (d,) else ''}{hint}")
     return tuple(map(int, items)) + (1,) * (3 - len(items))
 
 
@@ -358,8 +359,14 @@ class CubeFunction:
         if not self.is_kernel:
             raise CubeError(f"{self.__name__} is a helper; mark kernels with "
                             f"@cube(launch=True)")
+        specs = self._param_specs()
+        for name, _, _ in specs:
+            if name in ("rt", "cube_count", "cube_dim"):
+                raise CubeError(f"kernel {self.__name__} has a parameter named '{name}', "
+                                f"which launch(rt, cube_count, cube_dim, ...) takes itself: "
+                                f"rename it")
         self._plan = [(name, _ARRAY if kind == _MEM and spec.kind == "array" else kind)
-                      for name, kind, spec in self._param_specs()]
+                      for name, kind, spec in specs]
         return self._plan
 
     def _specialise(self, rt, args: dict, key, extra: tuple = ()):
@@ -445,8 +452,8 @@ class CubeFunction:
             a = args[name]
             if kind == _SCALAR:
                 if not isinstance(a, (int, float, np.integer, np.floating, np.bool_)):
-                    hint = " (a 0-d array: pass x.item())" if isinstance(a, np.ndarray) \
-                        else ""
+                    hint = " (an array of one element: pass x.item())" if isinstance(
+                        a, np.ndarray) and a.size == 1 else ""
                     raise LaunchError(f"argument '{name}' must be a number, got "
                                       f"{type(a).__name__}{hint}")
                 if isinstance(spec, typing.TypeVar):

@@ -182,12 +182,19 @@ def storage_array(arr, elem: Scalar | None) -> np.ndarray:
     """arr as the host array a runtime copies in: of elem's storage dtype when given (bf16:
     uint16 data is taken as the raw bits, other numbers are rounded to nearest even; a plain
     NumPy cast to uint16 would turn 1.5 into the bits 1)."""
+    if hasattr(arr, "buffer") and hasattr(arr, "elem"):
+        raise LaunchError(f"from_numpy takes host data (a NumPy array or numbers), got the "
+                          f"runtime buffer {arr!r}: read it with .numpy() first")
     if elem is None or elem.name != "bf16":
         try:
-            return np.asarray(arr, dtype=None if elem is None else elem.np)
+            a = np.asarray(arr, dtype=None if elem is None else elem.np)
         except (TypeError, ValueError) as e:
             raise LaunchError(f"cannot make a {elem or 'buffer'} from {type(arr).__name__}: "
                               f"{e}") from None
+        if a.dtype.hasobject:
+            raise LaunchError(f"from_numpy takes numbers, got {type(arr).__name__} "
+                              f"{arr!r:.40} (NumPy makes an object array of it)")
+        return a
     a = np.asarray(arr)
     if a.dtype == np.uint16:
         return a

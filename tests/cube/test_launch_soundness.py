@@ -410,3 +410,23 @@ def test_int_and_i32_params(rt):
         put_i.launch(rt, cube_count=1, cube_dim=1, out=out, v=2**31, w=3, s=4.0)
     with pytest.raises(cb.LaunchError, match="'s' is f32"):
         put_i.launch(rt, cube_count=1, cube_dim=1, out=out, v=2, w=3, s=1e40)
+
+
+def test_more_new_user_mistakes(rt):
+    buf = rt.zeros(64, np.uint32)
+    with pytest.raises(cb.LaunchError, match="divide with //"):
+        _launch(rt, cube_count=64 / 64)
+    with pytest.raises(cb.LaunchError, match=r"read it with .numpy\(\)"):
+        rt.from_numpy(buf)
+    with pytest.raises(cb.LaunchError, match=r"'v' must be a number.*item\(\)"):
+        _launch(rt, v=np.array([3]))
+    with pytest.raises(cb.LaunchError, match="'out' must hold u32 elements, got f32"):
+        _launch(rt, out=rt.zeros(64, np.float32))
+    with pytest.raises(cb.LaunchError, match="does not divide"):
+        _launch(rt, out=buf.lines(3))
+
+    @cube(launch=True)
+    def clash(out: Array[u32], cube_dim: u32):
+        out[0] = cube_dim
+    with pytest.raises(cb.CubeError, match="parameter named 'cube_dim'.*rename"):
+        clash.launch(rt, cube_count=1, cube_dim=1, out=buf)
