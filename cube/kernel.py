@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 import os
 import threading
 import typing
@@ -110,13 +111,41 @@ class _Cell:
             return default
 
 
+# values for which `==` may hold across objects that compile differently (4 == 4.0 == True,
+# (1, 2) == (1.0, 2.0)): their bindings are checked by identity, one lookup each
+_VALUE_TYPES = (int, float, complex, np.generic, np.ndarray, tuple, list, dict, set,
+                frozenset)
+
+
+def _watch(deps: list) -> tuple[tuple, tuple]:
+    """What a launch checks of the (namespace, name, value)s a translation read: per module
+    dict, an itemgetter of the names and the values it must give (compared with `!=` in C:
+    functions, modules, helpers, types compare by identity or by what they mean); numbers,
+    containers and closure cells one by one with `is`."""
+    groups: dict = {}
+    exact = []
+    for d, n, o in deps:
+        if not isinstance(d, dict):
+            exact.append((_Cell(d), n, o))
+        elif isinstance(o, _VALUE_TYPES):
+            exact.append((d, n, o))
+        else:
+            groups.setdefault(id(d), (d, []))[1].append((n, o))
+    watched = tuple((operator.itemgetter(*[n for n, _ in items]), d,
+                     tuple(o for _, o in items) if len(items) > 1 else items[0][1])
+                    for d, items in groups.values())
+    return watched, tuple(exact)
+
+
 def _fresh(entry: tuple) -> bool:
     """Whether every global and closure variable the entry's kernel read is still bound to
     the object it read."""
-    for d, n, o in entry[4]:
-        if d.get(n, _MISSING) is not o:
+    try:
+        if any(get(d) != snap for get, d, snap in entry[4]):
             return False
-    return True
+    except Exception:
+        return False
+    return all(d.get(n, _MISSING) is o for d, n, o in entry[5])
 
 
 _FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38,
@@ -330,14 +359,23 @@ class CubeFunction:
         except (KeyError, AttributeError, TypeError):
             entry = None
         try:
-            if entry is not None:
-                for d, n, o in entry[4]:  # the globals the kernel read: rebound -> stale
-                    if d.get(n, _MISSING) is not o:
+            if entry is not None:  # the globals the kernel read, rebound: stale
+                for get, d, snap in entry[4]:  # one C-level compare per namespace
+                    try:
+                        if get(d) != snap:
+                            entry = None
+                            break
+                    except Exception:  # deleted (KeyError), or a new value's odd __eq__
                         entry = None
                         break
+                else:
+                    for d, n, o in entry[5]:  # numbers, containers, cells: identity
+                        if d.get(n, _MISSING) is not o:
+                            entry = None
+                            break
             if entry is None:
                 entry = self._specialise(rt, args, tuple(key), extra)
-            exe, names, max_dim, checks, _, count_limit = entry
+            exe, names, max_dim, checks, _, _, count_limit = entry
             for n, lo, hi, t in checks:
                 if not lo <= args[n] <= hi:  # False for nan too: _check_scalar decides
                     _check_scalar(n, t, args[n])
@@ -397,8 +435,8 @@ class CubeFunction:
             names = [p[0] for p in sig.params]
             checks = tuple((n, *_scalar_bounds(t), t) for n, kind, t, _ in sig.params
                            if kind == "scalar" and _needs_check(type(args[n]), t))
-            deps = tuple((d if isinstance(d, dict) else _Cell(d), n, o) for d, n, o in deps)
-            entry = (exe, names, rt.features.max_cube_dim, checks, deps, max_cube_count(rt))
+            entry = (exe, names, rt.features.max_cube_dim, checks, *_watch(deps),
+                     max_cube_count(rt))
             try:
                 self._hot[key] = entry
             except TypeError:

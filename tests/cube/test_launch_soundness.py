@@ -247,6 +247,23 @@ def test_changing_a_module_constant_recompiles(rt, monkeypatch):
     np.testing.assert_array_equal(out.numpy(), data * 7)
 
 
+def test_rebinding_to_an_equal_value_of_another_type_recompiles(rt, monkeypatch):
+    """3.0 == 3, but i32 * 3.0 is a float literal with an integer operand: refused."""
+    a, out = rt.from_numpy(np.arange(8, dtype=np.int32)), rt.zeros(8, np.int32)
+    uses_constant.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    monkeypatch.setitem(globals(), "FACTOR", 3.0)
+    with pytest.raises(cb.CompileError, match="float"):
+        uses_constant.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+
+
+def test_deleting_a_global_the_kernel_read(rt, monkeypatch):
+    a, out = rt.from_numpy(np.arange(8, dtype=np.float32)), rt.zeros(8, np.float32)
+    uses_helper.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    monkeypatch.delitem(globals(), "HELPER")
+    with pytest.raises(cb.CompileError, match="HELPER"):
+        uses_helper.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+
+
 def _closure_kernel():
     offset = 1
 
