@@ -121,8 +121,9 @@ def capabilities(target: str, feats: Features) -> Capabilities:
     else:
         atomics = {k: h for k, h in lim.atomics.items() if k[1] in device}
     # unit-private memory: cube_ir.passes.local_atomics makes every atomic there a plain
-    # read-modify-write, for each type the frontend lets atomics take (the device's)
-    atomics.update(atomic_rows(sorted(device), spaces=("local",), how="rmw"))
+    # read-modify-write, so every value type the target holds takes them
+    atomics.update(atomic_rows(sorted(t for t in types if t != "bool"), spaces=("local",),
+                               how="rmw"))
     return Capabilities(target, types, atomics, feats.plane_ops, feats.max_shared_bytes,
                         feats.max_cube_dim)
 

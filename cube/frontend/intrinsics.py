@@ -181,10 +181,8 @@ def _atomic(op):
         t = ref.type
         if t.lanes != 1:
             raise tr.error(f"atomics work on scalar elements, not {t}", node)
-        feats = tr.target.features
-        if feats is not None and t.name not in feats.atomic_types:
-            raise tr.error(f"atomic_{op} on {t} is not supported by the {tr.target.name} target "
-                           f"(it supports {', '.join(sorted(feats.atomic_types))})", node)
+        # which (op, type, memory space) a target can do is the capability table's to say
+        # (cube/capabilities.py checks the IR): a local array's atomics are lowered anywhere
         if op in ("and", "or", "xor") and not t.elem.is_int:
             raise tr.error(f"atomic_{op} needs an integer array, got {t}", node)
         idx = tr._index(args[1], node)
@@ -209,8 +207,8 @@ def _plane(op):
         _nargs(tr, args, kwargs, node, n, "plane_" + op)
         feats = tr.target.features
         if feats is not None and not feats.plane_ops:
-            raise tr.error(f"plane_{op} needs plane (warp/subgroup) operations, which the "
-                           f"{tr.target.name} target does not support", node)
+            raise tr.error(f"plane_{op} is not supported by the {tr.target.name} target (it "
+                           f"has no plane (warp/subgroup) operations)", node)
         value = as_runtime(tr.b, args[0])
         if op in ("all", "any"):
             if value.type.elem != boolean:
