@@ -143,7 +143,12 @@ U_BUILTINS = ["i", "cb.UNIT_POS_X", "UNIT_POS", "L.CUBE_POS_X", "cb.CUBE_DIM_X",
               "UNIT_POS_X", "cb.ABSOLUTE_POS", "L.UNIT_POS"]
 
 
-def cond(draw, sc: Scope) -> str:
+# Triage knob: CUBE_FUZZ_NO_BOOL_INT_MIX=1 keeps bare ints out of and/or (`c or cb.X`), to look
+# for other failures behind that one.
+BOOL_INT_MIX = not os.environ.get("CUBE_FUZZ_NO_BOOL_INT_MIX")
+
+
+def cond(draw, sc: Scope, in_boolop: bool = False) -> str:
     k = draw(st.integers(0, 14))
     i_ = lambda: draw(st.sampled_from(sc.names["i"]))  # noqa: E731
     if k == 0:
@@ -167,7 +172,9 @@ def cond(draw, sc: Scope) -> str:
         return f"not ({cond(draw, sc)})"
     if k == 9:
         op = draw(st.sampled_from(["and", "or"]))
-        return f"({cond(draw, sc)}) {op} ({cond(draw, sc)})"
+        return f"({cond(draw, sc, True)}) {op} ({cond(draw, sc, True)})"
+    if k == 10 and in_boolop and not BOOL_INT_MIX:
+        return "not cb.UNIT_POS_X"
     if k == 10:
         return draw(st.sampled_from(["cb.UNIT_POS_X", "not cb.UNIT_POS_X", "L.CUBE_POS_X",
                                      "not UNIT_POS"]))
@@ -537,6 +544,17 @@ REGRESSIONS = {
             for k in range(cb.UNIT_POS, n):
                 acc += k
             out[i] = acc
+    """),
+    "bool_or_int_condition": (UOUT, """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            v = i % 3
+            out[i] = 1
+            if (i > 3) or cb.CUBE_POS_X:
+                out[i] += 10
+            if (i > 3) and v:
+                out[i] += 100
+            out[i] += 5 if (i > 7) or UNIT_POS_X else 2
     """),
     "L_unit_pos_x_eq_0": (UOUT, """
         i = L.ABSOLUTE_POS
