@@ -119,9 +119,9 @@ _VALUE_TYPES = (int, float, complex, np.generic, np.ndarray, tuple, list, dict, 
 
 def _watch(deps: list) -> tuple[tuple, tuple]:
     """What a launch checks of the (namespace, name, value)s a translation read: per module
-    dict, an itemgetter of the names and the values it must give (compared with `!=` in C:
-    functions, modules, helpers, types compare by identity or by what they mean); numbers,
-    containers and closure cells one by one with `is`."""
+    dict of 3 names or more, an itemgetter of the names and the values it must give
+    (compared with `!=` in C: functions, modules, helpers, types compare by identity or by
+    what they mean); numbers, containers, closure cells and the rest one by one with `is`."""
     groups: dict = {}
     exact = []
     for d, n, o in deps:
@@ -131,10 +131,14 @@ def _watch(deps: list) -> tuple[tuple, tuple]:
             exact.append((d, n, o))
         else:
             groups.setdefault(id(d), (d, []))[1].append((n, o))
-    watched = tuple((operator.itemgetter(*[n for n, _ in items]), d,
-                     tuple(o for _, o in items) if len(items) > 1 else items[0][1])
-                    for d, items in groups.values())
-    return watched, tuple(exact)
+    watched = []
+    for d, items in groups.values():
+        if len(items) < 3:  # a lookup each is cheaper than building a tuple
+            exact += [(d, n, o) for n, o in items]
+        else:
+            watched.append((operator.itemgetter(*[n for n, _ in items]), d,
+                            tuple(o for _, o in items)))
+    return tuple(watched), tuple(exact)
 
 
 def _fresh(entry: tuple) -> bool:
@@ -369,7 +373,7 @@ class CubeFunction:
                         entry = None
                         break
                 else:
-                    for d, n, o in entry[5]:  # numbers, containers, cells: identity
+                    for d, n, o in entry[5]:  # the rest one by one: identity
                         if d.get(n, _MISSING) is not o:
                             entry = None
                             break
