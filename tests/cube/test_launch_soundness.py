@@ -447,3 +447,21 @@ def test_more_new_user_mistakes(rt):
         out[0] = cube_dim
     with pytest.raises(cb.CubeError, match="parameter named 'cube_dim'.*rename"):
         clash.launch(rt, cube_count=1, cube_dim=1, out=buf)
+
+
+def test_reloading_an_edited_module_takes_the_new_source(rt, tmp_path, monkeypatch):
+    """The other side of capturing at import: importlib.reload compiles the file as saved,
+    even though linecache still holds the lines read at the first import."""
+    name = f"launch_soundness_mod_{uuid.uuid4().hex}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module(name)
+    monkeypatch.setitem(sys.modules, name, mod)  # removed again after the test
+    assert linecache.getlines(str(path)) == MODULE.splitlines(True)
+    path.write_text(EDITED)
+    mod = importlib.reload(mod)
+    data = np.arange(8, dtype=np.float32)
+    buf = rt.from_numpy(data)
+    mod.k.launch(rt, cube_count=1, cube_dim=8, a=buf)
+    np.testing.assert_array_equal(buf.numpy(), data * 3)
