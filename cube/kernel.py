@@ -77,8 +77,8 @@ def _dim3(d, what: str) -> tuple[int, int, int]:
 def _bad_dim(cd: tuple, max_dim: int, rt) -> LaunchError:
     if min(cd) < 1:
         return LaunchError(f"cube_dim {cd}: every entry must be at least 1")
-    return LaunchError(f"cube_dim {cd} has {cd[0] * cd[1] * cd[2]} units per cube; "
-                       f"{rt.name} allows at most {max_dim}")
+    return LaunchError(f"cube_dim {cd} ({cd[0] * cd[1] * cd[2]} units) is outside the limit "
+                       f"of {max_dim} units per cube on {rt.name}")
 
 
 def _within(cc: tuple, limit: tuple) -> bool:
