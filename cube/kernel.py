@@ -463,7 +463,8 @@ class CubeFunction:
             if kind != _MEM:
                 continue
             a = args[name]
-            if not hasattr(a, "buffer") or not hasattr(a, "elem"):
+            if not all(hasattr(a, f) for f in ("buffer", "elem", "rt", "line_size", "shape",
+                                                "strides", "contiguous")):
                 raise LaunchError(f"argument '{name}' must be a buffer (rt.from_numpy(...)), "
                                   f"got {type(a).__name__}")
             if a.rt is not rt:
