@@ -265,7 +265,7 @@ class Translator:
         self._assign(node.target, new, node, False)
 
     def _s_If(self, node):
-        cond = self.expr(node.test)
+        cond = self.condition(node.test)
         if not is_runtime(cond):
             return self._comptime_branch(node, arith.truth(self.b, cond))
         cond = arith.truth(self.b, cond)
@@ -359,7 +359,7 @@ class Translator:
             f.runtime_depth += 1
             try:
                 # the condition is evaluated inside the loop only (it may have side effects)
-                cond = self.expr(node.test)
+                cond = self.condition(node.test)
                 if is_runtime(cond):
                     stop = self.b.unary("not", arith.truth(self.b, cond))
                     with self.b.if_(stop):
@@ -926,7 +926,46 @@ class Translator:
         return arith.binop(self.b, op, self.expr(node.left), self.expr(node.right))
 
     def _e_UnaryOp(self, node):
+        if isinstance(node.op, ast.Not):
+            return arith.unop(self.b, "not", self.condition(node.operand))
         return arith.unop(self.b, _UNOPS[type(node.op)], self.expr(node.operand))
+
+    def condition(self, node):
+        """An expression whose truth is all that is used (`if`, `while`, a ternary's test,
+        `not`): `and`/`or` there combine their operands' truth, so `i > 3 or CUBE_POS_X`
+        works although a bool and a u32 have no common type as values."""
+        if not isinstance(node, ast.BoolOp):
+            return self.expr(node)
+        saved, saved_loc = self._node, self.b.loc
+        self._node, self.b.loc = node, self.loc(node)
+        try:
+            return self._truth_chain(isinstance(node.op, ast.And), node.values, node)
+        except (ArithError, PromotionError) as e:
+            raise self.error(str(e), node) from None
+        finally:
+            self._node, self.b.loc = saved, saved_loc
+
+    def _truth_chain(self, is_and, values, node):
+        x = self.condition(values[0])
+        if not is_runtime(x):
+            x = arith.truth(self.b, x)
+            if len(values) == 1 or x != is_and:
+                return x
+            return self._truth_chain(is_and, values[1:], node)
+        x = arith.truth(self.b, x)
+        if len(values) == 1:
+            return x
+        rest_nodes = values[1:]
+        if any(self._has_effects(v) for v in rest_nodes):
+            rest = (lambda: arith.as_runtime(self.b, self._truth_chain(
+                is_and, rest_nodes, node), boolean))
+            const = (lambda: not is_and)
+            return self._choose(x, rest if is_and else const, const if is_and else rest,
+                                True, node)
+        y = self._truth_chain(is_and, rest_nodes, node)
+        if not is_runtime(y):
+            return x if y == is_and else y
+        return self.b.binary("and" if is_and else "or", x, y)
 
     def _e_BoolOp(self, node):
         """`and`/`or` as Python: operands are evaluated left to right only while the result
@@ -1051,7 +1090,7 @@ class Translator:
         return arith.binop(self.b, "and", r, arith.as_runtime(self.b, rest, boolean))
 
     def _e_IfExp(self, node):
-        cond = self.expr(node.test)
+        cond = self.condition(node.test)
         if not is_runtime(cond):
             return self.expr(node.body if arith.truth(self.b, cond) else node.orelse)
         lazy = self._has_effects(node.body) or self._has_effects(node.orelse)

@@ -377,3 +377,33 @@ def test_and_or_give_pythons_operand_values(rt):
     want = [(x or y) * 100 + (x and y) + (x or 7) * 10000 for x, y in zip(p.tolist(),
                                                                         q.tolist())]
     np.testing.assert_array_equal(got, want)
+
+
+@cube(launch=True)
+def truth_contexts(out: Array[u32], a: Array[i32]):
+    i = ABSOLUTE_POS
+    r = u32(0)
+    if i > 3 or cb.CUBE_POS_X:  # a bool and a u32: only their truth matters here
+        r += u32(1)
+    if not (a[i] and i > 1):
+        r += u32(2)
+    while r < 10 and (a[i] or i):
+        r += u32(4)
+    out[i] = r + (u32(100) if (i == 2 or a[i]) else u32(0))
+
+
+def test_and_or_in_conditions_use_truth(rt):
+    a = np.array([0, 3, 0, -1, 0, 2, 0, 0], np.int32)
+
+    def py(i, ai):
+        r = 0
+        if i > 3 or 0:
+            r += 1
+        if not (ai and i > 1):
+            r += 2
+        while r < 10 and (ai or i):
+            r += 4
+        return r + (100 if (i == 2 or ai) else 0)
+
+    got = _run(rt, truth_contexts, 8, np.uint32, a=rt.from_numpy(a))
+    np.testing.assert_array_equal(got, [py(i, int(v)) for i, v in enumerate(a)])
