@@ -89,8 +89,8 @@ def _bad_count(cc: tuple, cd: tuple, limit, rt) -> LaunchError:
     if min(cc) < 0:
         return LaunchError(f"cube_count {cc}: entries must not be negative")
     if limit is not None and not _within(cc, limit):
-        return LaunchError(f"cube_count {cc} exceeds {rt.name}'s limit of {limit} cubes "
-                           f"per dimension")
+        return LaunchError(f"cube_count {cc} exceeds {rt.name}'s limit of {limit[:3]} cubes "
+                           f"per dimension ({limit[3]})")
     total = math.prod(cc) * math.prod(cd)
     return LaunchError(f"cube_count {cc} x cube_dim {cd} is {total} units; positions are "
                        f"u32, so a launch has at most {_U32} units")

@@ -153,19 +153,21 @@ def targets_table() -> list[tuple[str, str, bool, str]]:
 
 # cube_count per dimension where a runtime's device allows fewer than the u32 positions every
 # launch is held to (its own limit, read from the device when it reports one)
-_GRID_LIMITS = {"cuda": (2**31 - 1, 65535, 65535), "hip": (2**31 - 1, 65535, 65535)}
+_GRID_LIMITS = {"cuda": (2**31 - 1, 65535, 65535, "maxGridSize"),
+                "hip": (2**31 - 1, 65535, 65535, "maxGridSize")}
 
 
-def max_cube_count(rt: Runtime) -> tuple[int, int, int] | None:
-    """The most cubes per dimension a launch on rt may have, or None where only the total
-    (at most 2^32 - 1 units: positions are u32) limits it."""
+def max_cube_count(rt: Runtime) -> tuple[int, int, int, str] | None:
+    """(x, y, z, the limit's name): the most cubes per dimension a launch on rt may have,
+    or None where only the total (at most 2^32 - 1 units: positions are u32) limits it."""
     limits = getattr(rt, "limits", None)  # wgpu: the adapter's limits
-    if isinstance(limits, dict) and "max-compute-workgroups-per-dimension" in limits:
-        g = int(limits["max-compute-workgroups-per-dimension"])
-        return (g, g, g)
+    name = "max-compute-workgroups-per-dimension"
+    if isinstance(limits, dict) and name in limits:
+        g = int(limits[name])
+        return (g, g, g, name)
     props = getattr(rt, "props", None)  # cuda/hip: the device properties
     if isinstance(props, dict) and len(props.get("maxGridSize", ())) == 3:
-        return tuple(int(g) for g in props["maxGridSize"])
+        return (*(int(g) for g in props["maxGridSize"]), "maxGridSize")
     return _GRID_LIMITS.get(rt.name)
 
 
