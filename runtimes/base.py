@@ -8,6 +8,7 @@ import numpy as np
 
 from cube_ir import ir
 
+from . import buffer as _buffer
 from .buffer import Buffer
 
 
@@ -169,11 +170,17 @@ class Runtime:
     def empty(self, shape, dtype=np.float32) -> Buffer:
         raise NotImplementedError
 
-    def zeros(self, shape, dtype=np.float32) -> Buffer:
-        return self.from_numpy(np.zeros(shape, dtype))
+    zeros = _buffer.zeros  # any element type, bf16 included
 
     def empty_like(self, buf) -> Buffer:
+        """A new buffer of `buf`'s shape and element type (a buffer, a line view or a NumPy
+        array)."""
+        if isinstance(buf, np.ndarray):
+            return self.empty(buf.shape, buf.dtype)
         buf = buf.buffer if hasattr(buf, "buffer") else buf
+        if not hasattr(buf, "elem") or not hasattr(buf, "shape"):
+            raise _buffer.LaunchError(f"empty_like takes a buffer or a NumPy array, got "
+                                      f"{type(buf).__name__}")
         return self.empty(buf.shape, buf.elem)
 
     # ---- kernels -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
+from .buffer import Buffer, as_elem, as_shape, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 from .scalar_bits import slot_bits
@@ -93,7 +93,6 @@ class CudaRuntime(Runtime):
             buf.data[:a.nbytes].set(a.reshape(-1).view(np.uint8), stream=self.stream)
         return buf
 
-    zeros = zeros
 
     def empty(self, shape, dtype=np.float32) -> DeviceBuffer:
         shape = as_shape(shape)

@@ -18,7 +18,6 @@ from .buffer import (
     elem_of_dtype,
     row_major_strides,
     storage_array,
-    zeros,
 )
 from .pool import Block, Pool
 
@@ -72,7 +71,6 @@ class HostMemoryMixin:
         arr = np.array(storage_array(arr, elem), copy=True)
         return HostBuffer(self, arr, elem)
 
-    zeros = zeros
 
     def empty(self, shape, dtype=np.float32) -> HostBuffer:
         shape = as_shape(shape)

@@ -14,7 +14,7 @@ from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
+from .buffer import Buffer, as_elem, as_shape, storage_array
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 from .scalar_bits import slot_bits
 
@@ -71,7 +71,6 @@ class MetalRuntime(Runtime):
         buf.mapped()[:] = a.reshape(-1)
         return buf
 
-    zeros = zeros
 
     def empty(self, shape, dtype=np.float32) -> MetalBuffer:
         shape = as_shape(shape)

@@ -17,7 +17,7 @@ from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
+from .buffer import Buffer, as_elem, as_shape, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 from .pool import Block, Pool
@@ -100,7 +100,6 @@ class OpenCLRuntime(Runtime):
             cl.enqueue_copy(self.queue, buf.mem, a, is_blocking=True)
         return buf
 
-    zeros = zeros
 
     def empty(self, shape, dtype=np.float32) -> ClBuffer:
         shape = as_shape(shape)

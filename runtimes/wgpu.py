@@ -28,7 +28,7 @@ from codegen.shader_abi import ShaderAbi, layout
 from cube_ir import ir
 
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem, as_shape, storage_array, zeros
+from .buffer import Buffer, as_elem, as_shape, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable, UnsupportedFeature
 
@@ -209,7 +209,6 @@ class WgpuRuntime(Runtime):
             self.device.queue.write_buffer(buf.gbuf, 0, data + b"\0" * pad)
         return buf
 
-    zeros = zeros
 
     def empty(self, shape, dtype=np.float32) -> WgpuBuffer:
         shape = as_shape(shape)

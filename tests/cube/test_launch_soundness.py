@@ -465,3 +465,36 @@ def test_reloading_an_edited_module_takes_the_new_source(rt, tmp_path, monkeypat
     buf = rt.from_numpy(data)
     mod.k.launch(rt, cube_count=1, cube_dim=8, a=buf)
     np.testing.assert_array_equal(buf.numpy(), data * 3)
+
+
+def test_changing_a_module_attribute_recompiles(rt, tmp_path, monkeypatch):
+    """`cfg.SCALE` read through a module is a global like any other: changing it recompiles."""
+    (tmp_path / "soundness_cfg.py").write_text("SCALE = 2.0\n")
+    (tmp_path / "soundness_user.py").write_text(textwrap.dedent("""
+        import soundness_cfg
+        from cube import cube, Array, f32, ABSOLUTE_POS
+
+        @cube(launch=True)
+        def scaled(out: Array[f32]):
+            i = ABSOLUTE_POS
+            if i < out.len():
+                out[i] = soundness_cfg.SCALE * f32(i)
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import soundness_cfg
+    import soundness_user
+    out = rt.zeros(8, np.float32)
+    soundness_user.scaled.launch(rt, cube_count=1, cube_dim=8, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.arange(8) * 2.0)
+    monkeypatch.setattr(soundness_cfg, "SCALE", 5.0)
+    soundness_user.scaled.launch(rt, cube_count=1, cube_dim=8, out=out)
+    np.testing.assert_array_equal(out.numpy(), np.arange(8) * 5.0)
+
+
+def test_empty_like_takes_buffers_and_numpy_arrays(rt):
+    a = np.zeros((3, 2), np.int16)
+    for like in (a, rt.from_numpy(a)):
+        b = rt.empty_like(like)
+        assert b.shape == (3, 2) and b.elem == cb.i16
+    with pytest.raises(cb.CubeError, match="empty_like takes"):
+        rt.empty_like(3)
