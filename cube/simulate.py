@@ -63,8 +63,8 @@ Python, where it defines kernel semantics this follows them with NumPy types)
   augmented assignment: CPython's. A name read on a path that never assigned it raises
   `UnboundLocalError`; a helper that falls off its end returns None. These are reported as
   `SimulationError` with the unit.
-- `x if c else y` evaluates one side (the kernel evaluates both: only side effects differ);
-  `and`/`or` short-circuit and return an operand, as in Python.
+- `x if c else y`, `and`, `or`: Python's (docs: only the deciding operand is evaluated, and
+  `p or q` on ints is `p` when `p != 0`, else `q`).
 - Memory is checked (docs "Checked mode"): a read out of bounds gives 0 (a zero line), a write
   out of bounds is dropped, a negative index is out of bounds (no wrap-around). Indices must be
   integers (Python or NumPy ints).
@@ -946,10 +946,13 @@ def _bind(kernel: CubeFunction, args: dict):
                 t = {int: i32, float: f32, bool: boolean}[spec]
             else:
                 t = spec
-            if isinstance(a, np.generic):
-                bound[name] = _cast_value(a, t)
-            else:
-                bound[name] = _cast_value(a, t)
+            if isinstance(a, int) and not isinstance(a, bool) and t.is_int:
+                info = np.iinfo(_np_dtype(t))
+                if not info.min <= a <= info.max:  # docs: checked, never wrapped
+                    raise SimulationError(f"argument '{name}' is {t} but got {a}")
+            if isinstance(a, float) and not t.is_float:
+                raise SimulationError(f"argument '{name}' is {t} but got the float {a!r}")
+            bound[name] = _cast_value(a, t)
         elif kind == 2:
             bound[name] = a.item() if isinstance(a, np.generic) else a
     return bound, tvars

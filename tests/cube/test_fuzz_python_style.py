@@ -554,7 +554,13 @@ REGRESSIONS = {
                 out[i] += 10
             if (i > 3) and v:
                 out[i] += 100
-            out[i] += 5 if (i > 7) or UNIT_POS_X else 2
+            out[i] += 5 if (i > 7) or UNIT_POS_X else u32(2)
+    """),
+    "ternary_of_literals_is_weak": (UOUT, """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            out[i] = i
+            out[i] += 5 if i > 7 else 2
     """),
     "L_unit_pos_x_eq_0": (UOUT, """
         i = L.ABSOLUTE_POS

@@ -393,3 +393,13 @@ def test_closures_keep_their_cells():
     o = np.zeros(12, np.uint32)
     simulate(_make_closure_kernel(3), 3, 4, o=o)
     np.testing.assert_array_equal(o, np.arange(12) * 3 + np.arange(12) % 4)
+
+
+def test_scalar_arguments_are_checked_not_wrapped():
+    with pytest.raises(SimulationError, match="u32 but got -1"):
+        simulate(builtins_2d_scalar, 1, 1, o=np.zeros(1, np.uint32), s=-1)
+
+
+@cube(launch=True)
+def builtins_2d_scalar(o: Array[u32], s: u32):
+    o[0] = s
