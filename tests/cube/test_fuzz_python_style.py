@@ -562,6 +562,43 @@ REGRESSIONS = {
             out[i] = i
             out[i] += 5 if i > 7 else 2
     """),
+    "array_element_swap": (IOUT, """
+        i = ABSOLUTE_POS
+        if 2 * i + 1 < out.len():
+            out[2 * i] = i32(i)
+            out[2 * i + 1] = -i32(i)
+            out[2 * i], out[2 * i + 1] = out[2 * i + 1], out[2 * i]
+            v = i32(i)
+            out[2 * i + 1], v = v * 3, out[2 * i + 1]
+            out[2 * i] += v
+    """),
+    "chained_assignment": (IOUT, """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            x = y = i32(i)
+            x += 1
+            out[i] = x * 100 + y
+    """),
+    "or_and_values_on_ints": (IOUT, """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            p = i32(i) % 3
+            q = i32(i) % 4
+            out[i] = (p or q) * 10 + (p and q)
+    """),
+    "count_down_and_while_true": (IOUT, """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            acc = 0
+            for k in range(i32(i) % 6 - 1, -1, -1):
+                acc = acc * 10 + k
+            n = 0
+            while True:
+                n += 1
+                if n > i32(i) % 5:
+                    break
+            out[i] = acc * 10 + n
+    """),
     "L_unit_pos_x_eq_0": (UOUT, """
         i = L.ABSOLUTE_POS
         if i < out.len():
