@@ -74,7 +74,9 @@ Python, where it defines kernel semantics this follows them with NumPy types)
   int that does not fit int memory wraps (it is a seeded i32 runtime variable in the kernel).
 - Lines are 1-D NumPy vectors of their line size, at line size 1 too (the language's
   `Line[T, 1]` is T; here a 1-vector, so `v.size` is 1 and `v[0]` works; storing a 1-vector
-  into scalar memory stores its lane). Lane `k` is `v[k]`; `Line[f32, 4](x)` splats.
+  into scalar memory stores its lane). Lane `k` is `v[k]`; `Line[f32, 4](x)` splats. A lane
+  index out of range raises (IndexError; a negative one wraps, as NumPy's): the kernel refuses
+  a compile-time one and reads 0 for a runtime one, so keep generated lane indices in range.
 - Casts `f32(x)`, `cb.cast(x, t)`, `int(x)` (i32), `float(x)` (f32), `bool(x)`: C-style
   conversion (int to int wraps, float to int truncates and saturates, NaN gives 0, like the IR
   interpreter), Python numbers included. The kernel refuses a *literal* that does not fit

@@ -5,9 +5,12 @@ returns, ternaries, mixed literal types, comptime branches, unrolled and runtime
 break/continue, while loops. The IR interpreter cannot catch frontend bugs (it runs the IR the
 frontend produced); the simulator never sees that IR.
 
-Budget: CUBE_FUZZ_EXAMPLES=N examples per runtime (default 25, 200 with CUBE_SLOW=1). The
-default budget is derandomized (the same kernels every run, so CI is stable); CUBE_SLOW=1
-draws fresh ones and shrinks a failure to a small kernel.
+Budget: CUBE_FUZZ_EXAMPLES=N scalar kernels per runtime (default 25, 200 with CUBE_SLOW=1)
+and CUBE_FUZZ_LINE_EXAMPLES=N line kernels (line sizes 1, 2, 4; default 8, 60 with
+CUBE_SLOW=1). The default budget is derandomized (the same kernels every run, so CI is
+stable); CUBE_SLOW=1 draws fresh ones and shrinks a failure to a small kernel
+(CUBE_FUZZ_SHRINK=1 shrinks in the default budget too). CUBE_FUZZ_NO_BOOL_INT_MIX=1 keeps
+bare ints out of generated and/or, to look past that construct when it fails.
 
 Also here: the regression tests (one small kernel per construct, every runtime, against the
 oracle) and the negative tests (a name read where it may be unassigned must be a CompileError
@@ -476,6 +479,99 @@ _PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if SLO
        N=st.integers(1, 4), launch_no=st.integers(0, len(LAUNCHES) - 1))
 def test_python_style_kernels_agree(rt, src, seed, s, N, launch_no):
     run_case(rt, src, seed, s, N, launch_no)
+
+
+# ---- line kernels ----------------------------------------------------------------------------
+
+N_LINE_EXAMPLES = int(os.environ.get("CUBE_FUZZ_LINE_EXAMPLES", 60 if SLOW else 8))
+
+LINE_KERNEL = '''
+
+@cube(launch=True)
+def fuzz_lines(a: Array[Line[f32]], b: Array[Line[f32]], out: Array[Line[f32]],
+               so: Array[f32]):
+    i = {pos}
+    if i < out.len():
+        v = a[i]
+        w = b[i]
+        acc = f32(0.0)
+{body}
+        out[i] = w + acc
+        so[i] = acc
+'''
+
+
+def lexpr(draw, d: int = 0) -> str:
+    if d >= 2 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(["v", "w", "(v * 0.5)", "(w - acc)"]))
+    k = draw(st.integers(0, 7))
+    x, y = lexpr(draw, d + 1), lexpr(draw, d + 1)
+    if k == 0:
+        return f"({x} {draw(st.sampled_from(['+', '-']))} {y})"
+    if k == 1:
+        return f"cb.clamp({x} * {y}, -100.0, 100.0)"
+    if k == 2:
+        return f"{draw(st.sampled_from(['cb.max', 'cb.min', 'max']))}({x}, {y})"
+    if k == 3:
+        return f"abs({x})"
+    if k == 4:
+        return f"cb.select({x} > {y}, {x}, {y})"
+    if k == 5:
+        return f"cb.sqrt(abs({x}) + 1.0)"
+    if k == 6:
+        return f"({x} * {draw(st.sampled_from(['v[0]', 'acc', '2', '-0.5']))})"
+    return f"({x} if {draw(st.sampled_from(['acc > 0.0', 'v[0] < w[0]', 'i % 2 == 0']))} "\
+        f"else {y})"
+
+
+def lstmt(draw, depth: int = 0) -> list[str]:
+    k = draw(st.integers(0, 8 if depth == 0 else 4))
+    if k == 0:
+        return [f"w = {lexpr(draw)}"]
+    if k == 1:
+        return [f"v = {lexpr(draw)}"]
+    if k == 2:
+        return ["v, w = w, v"]
+    if k == 3:
+        return [draw(st.sampled_from(["acc += w[v.size - 1]", "acc += v[0] * 0.5",
+                                      "acc = acc + w[i % v.size]", "acc -= v[i % w.size]"]))]
+    if k == 4:
+        return [f"w += {lexpr(draw)}"]
+    if k == 5:
+        body = lstmt(draw, depth + 1)
+        return ["for k in range(v.size):", f"    acc += {draw(st.sampled_from(['v', 'w']))}[k]"]\
+            + ["    " + ln for ln in body]
+    if k == 6:
+        return ["for k in cb.range(v.size, unroll=True):", "    acc += v[k] * f32(k + 1)"]
+    if k == 7:
+        return ["if acc > 1.0:"] + ["    " + ln for ln in lstmt(draw, depth + 1)] + \
+            ["else:"] + ["    " + ln for ln in lstmt(draw, depth + 1)]
+    return ["if v[0] > w[0]:", "    w = v * 2.0"]
+
+
+@st.composite
+def line_kernel_source(draw) -> str:
+    body = []
+    for _ in range(draw(st.integers(1, 6))):
+        body += lstmt(draw)
+    return HEADER + LINE_KERNEL.format(
+        pos=draw(st.sampled_from(["ABSOLUTE_POS", "cb.ABSOLUTE_POS", "L.ABSOLUTE_POS"])),
+        body=textwrap.indent("\n".join(body), " " * 8))
+
+
+@settings(max_examples=N_LINE_EXAMPLES, deadline=None, derandomize=not SLOW, phases=_PHASES,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(src=line_kernel_source(), line=st.sampled_from([1, 2, 4]), seed=st.integers(0, 2**16))
+def test_python_style_line_kernels_agree(rt, src, line, seed):
+    mod = load_module(src, "fuzz_lines")
+    rng = np.random.default_rng(seed)
+    n = 24
+    args = {"a": Lines(rng.uniform(-2, 2, n * line).astype(np.float32), line),
+            "b": Lines(rng.uniform(-2, 2, n * line).astype(np.float32), line),
+            "out": Lines(np.zeros(n * line, np.float32), line), "so": np.zeros(n, np.float32)}
+    check_against_oracle(rt, mod.fuzz_lines, 1, 32, src=f"line={line}\n{src}", rtol=1e-3,
+                         **args)
 
 
 # ---- regression tests ----------------------------------------------------------------------
