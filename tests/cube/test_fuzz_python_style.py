@@ -868,6 +868,21 @@ def test_regression_comptime_np_int_shared_size(rt):
     np.testing.assert_array_equal(got, (a.reshape(2, 8)[:, ::-1] * 2).reshape(-1))
 
 
+def test_regression_tensor_2d_python_style(rt):
+    """2-D indexing through shape/stride with tuple-unpacked coordinates, read through cb."""
+    src = _k("""
+        x, y = cb.ABSOLUTE_POS_X, L.ABSOLUTE_POS_Y
+        h, w = t.shape(0), t.shape(1)
+        if y < h and x < w:
+            sy, sx = t.stride(0), t.stride(1)
+            out[y * sx * w + x] = t[y * sy + x * sx] * 2.0 + f32(t.rank())
+    """, "t: Tensor[f32], out: Array[f32]")
+    mod = load_module(src, "tensor2d")
+    t = np.arange(6 * 10, dtype=np.float32).reshape(6, 10)
+    check_against_oracle(rt, mod.k, (3, 2), (4, 4), src=src, t=t,
+                         out=np.zeros(60, np.float32))
+
+
 # ---- negative tests: a read where the name may be unassigned -------------------------------
 
 NEGATIVE = {
@@ -883,6 +898,33 @@ NEGATIVE = {
         if i < out.len():
             for k in range(n):
                 t = a[i] + f32(k)
+            out[i] = t  # READ
+    """),
+    "if_elif_without_else": ("a: Array[f32], out: Array[f32]", """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            if a[i] > 0.0:
+                t = 1.0
+            elif a[i] < -5.0:
+                t = 2.0
+            out[i] = t  # READ
+    """),
+    "zero_trip_while": ("a: Array[f32], out: Array[f32], n: i32", """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            k = 0
+            while k < n:
+                t = a[i]
+                k += 1
+            out[i] = t  # READ
+    """),
+    "assigned_after_break": ("a: Array[f32], out: Array[f32], n: i32", """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            for k in range(4):
+                if k >= n:
+                    break
+                t = a[i]
             out[i] = t  # READ
     """),
     "helper_falls_off_end": ("a: Array[f32], out: Array[f32]", """
@@ -910,7 +952,7 @@ def test_negative_unassigned_read(name):
     rt = cb.runtime("interp")
     args = {"a": rt.from_numpy(np.ones(4, np.float32)), "out": rt.empty(4, np.float32)}
     if "n: i32" in params:
-        args["n"] = 2
+        args["n"] = 0
     with pytest.raises(cb.CompileError) as ei:
         mod.k.launch(rt, cube_count=1, cube_dim=4, **args)
     msg = str(ei.value)
