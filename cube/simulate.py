@@ -72,11 +72,15 @@ Python, where it defines kernel semantics this follows them with NumPy types)
   scalar splats into a line); a float into int memory or an int into float memory raises
   unless it is a Python literal that converts (an int literal into float memory). A Python
   int that does not fit int memory wraps (it is a seeded i32 runtime variable in the kernel).
-- Lines are 1-D NumPy vectors of their line size, at line size 1 too (the language's
+- Lines are 1-D NumPy vectors (`LineValue`) of their line size, at line size 1 too (the
+  language's
   `Line[T, 1]` is T; here a 1-vector, so `v.size` is 1 and `v[0]` works; storing a 1-vector
   into scalar memory stores its lane). Lane `k` is `v[k]`; `Line[f32, 4](x)` splats. A lane
   index out of range raises (IndexError; a negative one wraps, as NumPy's): the kernel refuses
   a compile-time one and reads 0 for a runtime one, so keep generated lane indices in range.
+  Lines are values in the kernel: `w = v; w += v` leaves v alone (LineValue's augmented
+  operators build new vectors). A lane assignment `w[k] = x` writes into the vector, so after
+  `w = v` it changes v too (the kernel rebinds w only): the simulator cannot see the alias.
 - Casts `f32(x)`, `cb.cast(x, t)`, `int(x)` (i32), `float(x)` (f32), `bool(x)`: C-style
   conversion (int to int wraps, float to int truncates and saturates, NaN gives 0, like the IR
   interpreter), Python numbers included. The kernel refuses a *literal* that does not fit
@@ -155,7 +159,8 @@ def _scalar_of(dtype) -> Scalar:
 
 
 def _zero(dtype, lanes):
-    return np.zeros(lanes, dtype) if lanes is not None else np.dtype(dtype).type(0)
+    return np.zeros(lanes, dtype).view(LineValue) if lanes is not None else \
+        np.dtype(dtype).type(0)
 
 
 def _is_py_number(x) -> bool:
@@ -166,10 +171,55 @@ def _is_np(x) -> bool:
     return isinstance(x, (np.generic, np.ndarray))
 
 
+class LineValue(np.ndarray):
+    """A line in a simulated kernel: a NumPy vector with value semantics for augmented
+    assignment (`w += v` rebinds w to a new vector, as the kernel does, instead of writing
+    into the vector that `w` shares with `v` after `w = v`)."""
+
+    def __iadd__(self, o):
+        return self + o
+
+    def __isub__(self, o):
+        return self - o
+
+    def __imul__(self, o):
+        return self * o
+
+    def __itruediv__(self, o):
+        return self / o
+
+    def __ifloordiv__(self, o):
+        return self // o
+
+    def __imod__(self, o):
+        return self % o
+
+    def __ipow__(self, o):
+        return self ** o
+
+    def __iand__(self, o):
+        return self & o
+
+    def __ior__(self, o):
+        return self | o
+
+    def __ixor__(self, o):
+        return self ^ o
+
+    def __ilshift__(self, o):
+        return self << o
+
+    def __irshift__(self, o):
+        return self >> o
+
+
 def _scalarise(a):
-    """A 0-d array back to a NumPy scalar."""
-    if isinstance(a, np.ndarray) and a.ndim == 0:
-        return a[()]
+    """A 0-d array back to a NumPy scalar; a vector as a LineValue."""
+    if isinstance(a, np.ndarray):
+        if a.ndim == 0:
+            return a[()]
+        if type(a) is not LineValue:
+            return a.view(LineValue)
     return a
 
 
@@ -243,7 +293,7 @@ class SimArray:
             return _zero(self.flat.dtype, self.lanes)
         if self.lanes is None:
             return self.flat[i]
-        return self.flat[i * self.lanes:(i + 1) * self.lanes].copy()
+        return self.flat[i * self.lanes:(i + 1) * self.lanes].copy().view(LineValue)
 
     def __setitem__(self, idx, value):
         i = _to_index(idx)
@@ -317,7 +367,7 @@ def _cast_value(x, t: Scalar, lanes: int | None = None):
             v = dt.type(x)
         else:
             return _cast_value(np.float64(x), t, lanes)
-        return np.full(lanes, v, dt) if lanes is not None else v
+        return _scalarise(np.full(lanes, v, dt)) if lanes is not None else v
     if isinstance(x, SimArray):
         raise TypeError(f"cannot cast an array to {t}")
     a = np.asarray(x)
@@ -333,10 +383,9 @@ def _cast_value(x, t: Scalar, lanes: int | None = None):
             r = a.astype(dt)
     if lanes is not None:
         if r.ndim == 0 or r.size == 1:
-            return np.full(lanes, r.reshape(-1)[0], dt)
+            return _scalarise(np.full(lanes, r.reshape(-1)[0], dt))
         if r.shape != (lanes,):
             raise TypeError(f"cannot cast a line of {r.size} to a line of {lanes}")
-        return r
     return _scalarise(r)
 
 

@@ -403,3 +403,27 @@ def test_scalar_arguments_are_checked_not_wrapped():
 @cube(launch=True)
 def builtins_2d_scalar(o: Array[u32], s: u32):
     o[0] = s
+
+
+@cube(launch=True)
+def line_aliasing(a: Array[Line[f32]], out: Array[Line[f32]]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        v = a[i]
+        w = v
+        w += v
+        w *= 3.0
+        u = cb.max(v, w)
+        z = u
+        z -= 1.0
+        out[i] = v * 100.0 + u + z
+
+
+@pytest.mark.parametrize("line", [1, 4])
+def test_lines_are_values(line):
+    """`w = v; w += v` must not change v (NumPy's += would write into the shared vector)."""
+    a = np.arange(1, 1 + 4 * line, dtype=np.float32)
+    out = np.zeros_like(a)
+    simulate(line_aliasing, 1, 4, a=lines(a, line), out=lines(out, line))
+    u = np.maximum(a, 6 * a)
+    np.testing.assert_array_equal(out, a * 100 + u + (u - 1))
