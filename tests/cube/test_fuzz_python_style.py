@@ -652,6 +652,11 @@ REGRESSIONS = {
                 out[i] += 100
             out[i] += 5 if (i > 7) or UNIT_POS_X else u32(2)
     """),
+    "select_condition_mixed_and_or": (UOUT, """
+        i = ABSOLUTE_POS
+        if i < out.len():
+            out[i] = cb.select(cb.UNIT_POS_X and (i > 3), 1, 2)
+    """),
     "ternary_of_literals_is_weak": (UOUT, """
         i = ABSOLUTE_POS
         if i < out.len():
