@@ -1110,7 +1110,10 @@ class Translator:
                 raise self.error("this value is only known at run time, not at compile time",
                                  node.args[0])
             return v
-        args = [self.expr(a) for a in node.args]
+        # select's condition and bool(...) only use their argument's truth
+        truth_arg = (fn is lang.select or fn is bool) and node.args
+        args = [self.condition(a) if truth_arg and k == 0 else self.expr(a)
+                for k, a in enumerate(node.args)]
         kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords}
         if None in kwargs:
             raise self.error("'**' arguments are not supported", node)
