@@ -700,6 +700,16 @@ REGRESSIONS = {
                     break
             out[i] = acc * 10 + n
     """),
+    "while_break_never_taken": (FOUT, """
+        i = ABSOLUTE_POS
+        w = 0
+        while w < 2:
+            w += 1
+            if w < 1:
+                break
+        if i < out.len():
+            out[i] = f32(w)
+    """),
     "L_unit_pos_x_eq_0": (UOUT, """
         i = L.ABSOLUTE_POS
         if i < out.len():
