@@ -73,9 +73,8 @@ Python, where it defines kernel semantics this follows them with NumPy types)
   unless it is a Python literal that converts (an int literal into float memory). A Python
   int that does not fit int memory wraps (it is a seeded i32 runtime variable in the kernel).
 - Lines are 1-D NumPy vectors (`LineValue`) of their line size, at line size 1 too (the
-  language's
-  `Line[T, 1]` is T; here a 1-vector, so `v.size` is 1 and `v[0]` works; storing a 1-vector
-  into scalar memory stores its lane). Lane `k` is `v[k]`; `Line[f32, 4](x)` splats. A lane
+  language's `Line[T, 1]` is T; here a 1-vector, so `v.size` is 1 and `v[0]` works; storing a
+  1-vector into scalar memory stores its lane). Lane `k` is `v[k]`; `Line[f32, 4](x)` splats. A lane
   index out of range raises (IndexError; a negative one wraps, as NumPy's): the kernel refuses
   a compile-time one and reads 0 for a runtime one, so keep generated lane indices in range.
   Lines are values in the kernel: `w = v; w += v` leaves v alone (LineValue's augmented
@@ -84,9 +83,11 @@ Python, where it defines kernel semantics this follows them with NumPy types)
 - Casts `f32(x)`, `cb.cast(x, t)`, `int(x)` (i32), `float(x)` (f32), `bool(x)`: C-style
   conversion (int to int wraps, float to int truncates and saturates, NaN gives 0, like the IR
   interpreter), Python numbers included. The kernel refuses a *literal* that does not fit
-  (`u32(-4)`), but a Python number here may stand for a runtime value: `x if c else -4`
-  evaluates one side in Python, while the kernel's select pairs both sides into a runtime i32
-  (so `u32(p if c else -4)` is valid and wraps). bf16 is not supported (refused).
+  (`u32(-4)`), but a Python number here may stand for a runtime value: `p if c else -4`
+  gives the Python int -4 here, while the kernel types the ternary from both sides (a runtime
+  i32), so `u32(p if c else -4)` is valid and wraps. bf16 is not supported (refused).
+- Arguments: arrays must hold the declared element type; a scalar is converted to its
+  declared type and range-checked, never wrapped (docs: as a launch checks it).
 - Math (`cb.sqrt`, `math.exp`, ...): NumPy in the argument's dtype; `erf` through `math.erf` in
   f64 rounded to the dtype; `round` is round-half-to-even (`np.rint`); `rsqrt` is 1/sqrt;
   `fma` is computed in f64 and rounded once; `min`/`max`/`clamp`/`select` pair their operands
