@@ -79,7 +79,31 @@ _PY_BINOPS = {
 }
 
 
+# `5 if c else 2` is a runtime choice between two literals: like a literal it takes the type
+# of the value it meets (u32 when added to a u32), and alone is i32 (f32 with a float).
+# Such selects are remembered per builder, by the id of their result, with their literals.
+def weak_choice(b: Builder, cond, x, y, t: Type | None = None):
+    if t is None and not isinstance(x, bool) and isinstance(x, float) != isinstance(y, float):
+        t = f32  # Python: an int and a float choose a float
+    v = b.select(cond, literal(b, x, t), literal(b, y, t or literal(b, x).type))
+    weak = b.__dict__.setdefault("_weak_choices", {})
+    weak[id(v)] = (v, cond, x, y)
+    return v
+
+
+def retype_weak(b: Builder, v, t: Type):
+    """A weak choice (see weak_choice) rebuilt with its literals typed as `t`'s element; any
+    other value unchanged."""
+    entry = b.__dict__.get("_weak_choices", {}).get(id(v)) if isinstance(v, ir.Var) else None
+    if entry is None or entry[0] is not v or v.type.elem == t.elem:
+        return v
+    _, cond, x, y = entry
+    return weak_choice(b, cond, x, y, with_elem(v.type, t.elem))
+
+
 def pair(b: Builder, x, y):
+    if is_runtime(x) and is_runtime(y) and x.type.elem != y.type.elem:
+        x, y = retype_weak(b, x, y.type), retype_weak(b, y, x.type)
     if is_runtime(x) and not is_runtime(y):
         y = literal(b, y, x.type)
     elif is_runtime(y) and not is_runtime(x):
@@ -119,6 +143,8 @@ def binop(b: Builder, op: str, x, y):
     for v in (x, y):
         if not is_runtime(v) and not is_number(v):
             raise ArithError(refuse(_OP_TEXT.get(op, op), v))
+    if is_runtime(x) and is_runtime(y) and x.type.elem != y.type.elem:
+        x, y = retype_weak(b, x, y.type), retype_weak(b, y, x.type)
     if op in ir.COMPARE_OPS:
         exact = _compare_int(b, op, x, y)
         if exact is not None:

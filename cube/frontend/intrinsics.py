@@ -65,9 +65,13 @@ for _op, _fns in _MATH1.items():
 
 def _minmax(op):
     def handler(tr, args, kwargs, node):
-        _nargs(tr, args, kwargs, node, 2, op)
+        if kwargs or len(args) < 2:
+            raise tr.error(f"{op} takes two or more values", node)
         from . import arith
-        return arith.minmax(tr.b, op, args[0], args[1])
+        acc = args[0]
+        for a in args[1:]:  # left to right, as Python's min/max
+            acc = arith.minmax(tr.b, op, acc, a)
+        return acc
     return handler
 
 
@@ -109,16 +113,9 @@ def _select(tr, args, kwargs, node):
     _nargs(tr, args, kwargs, node, 3, "select")
     cond, a, b = args
     if not is_runtime(cond):
-        return a if cond else b
-    from . import arith
-    if cond.type.elem != boolean:
-        cond = arith.truth(tr.b, cond)
-    if not is_runtime(a) and not is_runtime(b):
-        a = arith.literal(tr.b, a)
-    x, y, _ = arith.pair(tr.b, a, b)
-    if cond.type.lanes not in (1, x.type.lanes):
-        raise ArithError(f"select condition {cond.type} does not match {x.type}")
-    return tr.b.select(cond, x, y)
+        from . import arith
+        return a if arith.truth(tr.b, cond) else b
+    return tr._select(cond, a, b, node)
 
 
 _register((lang.select,), _select)

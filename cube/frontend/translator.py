@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections.abc
 import types
 import typing
 from dataclasses import dataclass, field
@@ -599,7 +600,7 @@ class Translator:
             f.names[name] = var
             self.b.assign(var, v)
             return
-        v = arith.as_runtime(self.b, value, var.type)
+        v = arith.retype_weak(self.b, arith.as_runtime(self.b, value, var.type), var.type)
         if v.type != var.type:
             raise self.error(f"variable '{name}' changes type from {var.type} to {v.type}; "
                              f"cast explicitly (e.g. {var.type.elem.name}(...))", node)
@@ -673,6 +674,7 @@ class Translator:
         i32) and scalars splat into lines; anything else must be cast explicitly."""
         if not is_runtime(value):
             return arith.literal(self.b, value, t)
+        value = arith.retype_weak(self.b, value, t)
         vt = value.type
         if vt == t:
             return value
@@ -859,7 +861,8 @@ class Translator:
         become runtime values, NumPy scalars Python numbers, lists tuples (see kinds.py)."""
         if isinstance(v, lang.BuiltinVar):
             return self._builtin_value(v.name, node)
-        if isinstance(v, (list, tuple)):
+        if isinstance(v, (list, tuple, collections.abc.Iterator)):
+            # enumerate/zip/reversed of compile-time tuples are compile-time tuples too
             return tuple(self.resolve(x, node) for x in v)
         return normalise(v)
 
@@ -1057,13 +1060,22 @@ class Translator:
         return res
 
     def _select(self, cond, a, b, node):
+        """`a if cond else b` (and cb.select) with both sides evaluated."""
         if isinstance(a, MemRef) or isinstance(b, MemRef):
             raise self.error("cannot choose between arrays at runtime", node)
-        if not is_runtime(a) and not is_runtime(b):
-            a = arith.literal(self.b, a)
         if cond.type.lanes == 1:
             cond = arith.truth(self.b, cond)
+        if not is_runtime(a) and not is_runtime(b):
+            for v in (a, b):
+                if not is_number(v):
+                    raise self.error(f"a runtime choice needs values, got {describe(v)}", node)
+            if cond.type.lanes == 1:
+                return arith.weak_choice(self.b, cond, a, b)
+            a = arith.literal(self.b, a)
         x, y, _ = arith.pair(self.b, a, b)
+        if cond.type.lanes not in (1, x.type.lanes):
+            raise self.error(f"the condition {cond.type} does not match the values {x.type}",
+                             node)
         return self.b.select(cond, x, y)
 
     def _e_Compare(self, node):

@@ -407,3 +407,42 @@ def test_and_or_in_conditions_use_truth(rt):
 
     got = _run(rt, truth_contexts, 8, np.uint32, a=rt.from_numpy(a))
     np.testing.assert_array_equal(got, [py(i, int(v)) for i, v in enumerate(a)])
+
+
+WEIGHTS = (0.5, 2.0, -1.0)
+
+
+@cube(launch=True)
+def python_iteration(out: Array[f32], a: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        acc = 0.0
+        for k, w in enumerate(WEIGHTS):
+            acc += w * f32(k + 1)
+        for w, s in zip(WEIGHTS, (1.0, 10.0, 100.0)):
+            acc += w * s
+        out[i] = acc + max(a[i], 1.0, f32(i) * 0.5) + min(a[i], 2.0, 3.0, -f32(i))
+
+
+def test_enumerate_zip_and_nary_min_max(rt):
+    a = np.linspace(-3, 3, 8).astype(np.float32)
+    got = _run(rt, python_iteration, 8, a=rt.from_numpy(a))
+    base = sum(w * (k + 1) for k, w in enumerate(WEIGHTS)) + sum(
+        w * s for w, s in zip(WEIGHTS, (1.0, 10.0, 100.0)))
+    want = [base + max(float(x), 1.0, i * 0.5) + min(float(x), 2.0, 3.0, -i)
+            for i, x in enumerate(a)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@cube(launch=True)
+def weak_ternary(out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = i
+        out[i] += 5 if i > 3 else 2  # two literals take the type they meet (u32 here)
+
+
+def test_ternary_of_literals_is_weak(rt):
+    i = np.arange(8)
+    np.testing.assert_array_equal(_run(rt, weak_ternary, 8, np.uint32),
+                                  i + np.where(i > 3, 5, 2))

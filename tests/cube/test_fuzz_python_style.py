@@ -827,8 +827,24 @@ REGRESSIONS = {
 }
 
 
+# Mesa 22.3's lavapipe (Debian bookworm) miscompiles a loop whose second exit tests its
+# counter against a constant the counter has already passed (`w += 1; if w < 1: break` exits
+# after one iteration); the WGSL and the SPIR-V we emit are correct and every other runtime
+# runs them right. Strict: a fixed driver makes this test fail so the mark comes off.
+MESA_LOOP_EXIT_BUG = {"while_break_never_taken"}
+
+
+def _driver_bug(rt, name) -> bool:
+    dev = rt.device_id() if hasattr(rt, "device_id") else ""
+    return name in MESA_LOOP_EXIT_BUG and "llvmpipe" in dev and "Mesa 22." in dev
+
+
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
-def test_regression(rt, name):
+def test_regression(rt, name, request):
+    if _driver_bug(rt, name):
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="Mesa 22 lavapipe miscompiles a loop exit on a counter "
+                                "that already passed its bound"))
     params, body = REGRESSIONS[name]
     src = _k(body, params)
     mod = load_module(src, name)
