@@ -18,13 +18,14 @@ at the read)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import cube as cb
@@ -478,7 +479,19 @@ _PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if SLO
 @given(src=kernel_source(), seed=st.integers(0, 2**16), s=st.integers(-3, 5),
        N=st.integers(1, 4), launch_no=st.integers(0, len(LAUNCHES) - 1))
 def test_python_style_kernels_agree(rt, src, seed, s, N, launch_no):
+    assume(not _hits_mesa_loop_bug(rt, src))
     run_case(rt, src, seed, s, N, launch_no)
+
+
+def _hits_mesa_loop_bug(rt, src: str) -> bool:
+    """A generated `while wN < K:` whose body breaks on a condition reading wN: the shape
+    Mesa 22's lavapipe miscompiles (see MESA_LOOP_EXIT_BUG below); not run on that driver."""
+    if not _driver_bug(rt, "while_break_never_taken"):
+        return False
+    for w in re.findall(r"while (w\d+) <", src):
+        if re.search(rf"if [^\n]*\b{w}\b[^\n]*:\n\s*break", src):
+            return True
+    return False
 
 
 # ---- line kernels ----------------------------------------------------------------------------
