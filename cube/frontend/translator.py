@@ -991,7 +991,7 @@ class Translator:
             rest = (lambda: self._bool_chain(op, values[1:], node))
             keep = (lambda: x)
             return self._choose(cond, rest if is_and else keep, keep if is_and else rest,
-                                self._has_effects(rest_node), node)
+                                self._has_effects(rest_node), node, numeric_bools=True)
         lazy = self._has_effects(rest_node) and x.type.lanes == 1
         if not lazy:
             y = self._bool_chain(op, values[1:], node)
@@ -1003,7 +1003,8 @@ class Translator:
         else:
             rest = (lambda: self._bool_chain(op, values[1:], node))
         keep = (lambda: x)
-        return self._choose(x, rest if is_and else keep, keep if is_and else rest, lazy, node)
+        return self._choose(x, rest if is_and else keep, keep if is_and else rest, lazy, node,
+                            numeric_bools=True)
 
     def _has_effects(self, node) -> bool:
         """May evaluating this expression read memory or call a helper/atomic (so Python's
@@ -1032,16 +1033,25 @@ class Translator:
                 return True
         return False
 
-    def _choose(self, cond, then, orelse, lazy: bool, node):
+    def _choose(self, cond, then, orelse, lazy: bool, node, numeric_bools: bool = False):
         """`then() if cond else orelse()`: eagerly as a select, or (lazy) evaluating only the
-        side the condition picks, into a variable of both sides' promoted type."""
+        side the condition picks, into a variable of both sides' promoted type.
+        numeric_bools (and/or): a bool beside a number counts as 0/1 of the number's type,
+        which keeps both Python's value and its truth (`u and c` is u when u == 0, else c)."""
         if not lazy:
             a, b = then(), orelse()
+            if numeric_bools:
+                a, b = self._bools_as_numbers(a, b)
             return self._select(cond, a, b, node)
         with self.b.if_(cond) as h:
             a = then()
             with h.else_():
                 b = orelse()
+        if numeric_bools:
+            with self.b.into(h.op.then):
+                a, _ = self._bools_as_numbers(a, b)
+            with self.b.into(h.op.orelse):
+                _, b = self._bools_as_numbers(a, b)
         if isinstance(a, MemRef) or isinstance(b, MemRef):
             raise self.error("cannot choose between arrays at runtime", node)
         for v in (a, b):
@@ -1058,6 +1068,24 @@ class Translator:
                 v = arith.as_runtime(self.b, v, t)
                 self.b.assign(res, self.b.to_type(v, t))
         return res
+
+    def _bools_as_numbers(self, a, b):
+        def elem(v):
+            return v.type.elem if is_runtime(v) else (
+                boolean if isinstance(v, bool) else f32 if isinstance(v, float) else None)
+
+        def to(v, e):
+            if not is_runtime(v):
+                return int(v) if e.is_int else float(v)
+            return self.b.cast(v, vec(e, v.type.lanes) if v.type.lanes > 1 else e)
+
+        ea, eb = elem(a), elem(b)
+        if ea is not None and eb is not None and ea.is_bool != eb.is_bool:
+            if ea.is_bool:
+                a = to(a, eb)
+            else:
+                b = to(b, ea)
+        return a, b
 
     def _select(self, cond, a, b, node):
         """`a if cond else b` (and cb.select) with both sides evaluated."""

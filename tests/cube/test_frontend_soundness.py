@@ -446,3 +446,28 @@ def test_ternary_of_literals_is_weak(rt):
     i = np.arange(8)
     np.testing.assert_array_equal(_run(rt, weak_ternary, 8, np.uint32),
                                   i + np.where(i > 3, 5, 2))
+
+
+@cube
+def pick_if(c, v, w):
+    r = v if c else w
+    return r
+
+
+@cube(launch=True)
+def mixed_bool_int_values(out: Array[i32], a: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        p = a[i]
+        out[i] = pick_if(cb.UNIT_POS_X and (p > 2), p, -4) + \
+            i32(cb.UNIT_POS_X and (p > 2)) * 100 + (p or (i > 3)) * 1000
+
+
+def test_and_or_values_mixing_bools_and_ints(rt):
+    """`u and c` with u a number and c a bool is u when u == 0, else c: as 0/1 of u's type it
+    keeps Python's value and truth."""
+    a = np.array([0, 3, 5, -1, 0, 7, 1, 9], np.int32)
+    got = _run(rt, mixed_bool_int_values, 8, np.int32, a=rt.from_numpy(a))
+    want = [(p if (i and p > 2) else -4) + int(i and (p > 2)) * 100 + int(p or (i > 3)) * 1000
+            for i, p in enumerate(a.tolist())]
+    np.testing.assert_array_equal(got, want)
