@@ -213,7 +213,8 @@ def test_missing_features_are_compile_errors():
         _f64_kernel.source(target="msl")
     with pytest.raises(CompileError, match="shared memory of 80000 bytes exceeds the cuda"):
         _big_shared.source(target="cuda")
-    with pytest.raises(CompileError, match="atomic_max on u64 in global memory is not supported by the msl"):
+    with pytest.raises(CompileError,
+                       match="atomic_max on u64 in global memory is not supported by the msl"):
         _atomic_u64.source(target="msl")
     no_plane = Features(plane_size=1, plane_ops=False)
     with pytest.raises(CompileError, match="plane_sum .*not support"):
