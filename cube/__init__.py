@@ -30,7 +30,14 @@ from cube_ir.types import (
 )
 from runtimes import __version__
 
-from .errors import BackendCompileError, CompileError, CubeError, LaunchError, RuntimeUnavailable
+from .errors import (
+    BackendCompileError,
+    CapabilityError,
+    CompileError,
+    CubeError,
+    LaunchError,
+    RuntimeUnavailable,
+)
 from .kernel import CubeFunction, cube
 from .lang import (
     ABSOLUTE_POS,

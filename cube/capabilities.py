@@ -15,7 +15,7 @@ import typing
 from cube_ir import ir
 from runtimes.base import ATOMIC_OPS, CAS_NO_RESULT, SPACES, Capabilities, capabilities
 
-from .errors import CompileError
+from .errors import CapabilityError, CompileError
 
 _CAPABILITY = {"f16": "f16", "bf16": "bf16", "f64": "f64", "i64": "int64", "u64": "int64"}
 
@@ -63,9 +63,10 @@ def _check_op(op, caps: Capabilities) -> None:
     if isinstance(op, ir.Atomic):
         _check_atomic(op, caps)
     elif isinstance(op, ir.Plane) and not caps.plane_ops:
-        raise CompileError(f"plane_{op.op} (capability plane_ops) is not supported by the "
-                           f"{caps.target} target: it has no plane (warp/subgroup) "
-                           f"operations", op.loc)
+        raise CapabilityError(f"plane_{op.op} (capability plane_ops) is not supported by "
+                              f"the {caps.target} target: it has no plane (warp/subgroup) "
+                              f"operations", op.loc, capability="plane_ops",
+                              target=caps.target)
 
 
 def _check_kernel(kernel: ir.Kernel, caps: Capabilities) -> None:
@@ -84,16 +85,18 @@ def _check_kernel(kernel: ir.Kernel, caps: Capabilities) -> None:
     shared = sum(s.size * (s.type.elem.bits // 8) * s.type.lanes for s in kernel.shared)
     if shared > caps.max_shared_bytes:
         op = next((first_use[id(s)] for s in kernel.shared if id(s) in first_use), None)
-        raise CompileError(f"shared memory of {shared} bytes exceeds the {caps.target} limit of "
-                           f"{caps.max_shared_bytes} bytes (capability max_shared_bytes: "
-                           f"{shared} bytes is not supported by the {caps.target} target)",
-                           op.loc if op is not None else None)
+        raise CapabilityError(
+            f"shared memory of {shared} bytes exceeds the {caps.target} limit of "
+            f"{caps.max_shared_bytes} bytes (capability max_shared_bytes: {shared} bytes is "
+            f"not supported by the {caps.target} target)", op.loc if op is not None else None,
+            capability="max_shared_bytes", target=caps.target)
     if kernel.cube_dim is not None:
         n = kernel.cube_dim[0] * kernel.cube_dim[1] * kernel.cube_dim[2]
         if n > caps.max_cube_dim:
-            raise CompileError(f"a cube of {n} units (capability max_cube_dim) is not "
-                               f"supported by the {caps.target} target (at most "
-                               f"{caps.max_cube_dim})")
+            raise CapabilityError(f"a cube of {n} units (capability max_cube_dim) is not "
+                                  f"supported by the {caps.target} target (at most "
+                                  f"{caps.max_cube_dim})", capability="max_cube_dim",
+                                  target=caps.target)
 
 
 def _check_types(op, caps: Capabilities) -> None:
@@ -112,10 +115,10 @@ def _check_types(op, caps: Capabilities) -> None:
                           f"{_op_name(op)}, which holds {mem.type} elements", op.loc)
 
 
-def _type_error(name: str, caps: Capabilities, what: str, loc) -> CompileError:
+def _type_error(name: str, caps: Capabilities, what: str, loc) -> CapabilityError:
     cap = _CAPABILITY.get(name, name)
-    return CompileError(f"{name} is not supported by the {caps.target} target (capability "
-                        f"{cap}): {what}", loc)
+    return CapabilityError(f"{name} is not supported by the {caps.target} target (capability "
+                           f"{cap}): {what}", loc, capability=cap, target=caps.target)
 
 
 def _op_name(op) -> str:
@@ -161,7 +164,8 @@ def _check_atomic(op: ir.Atomic, caps: Capabilities) -> None:
     note = " (whose old value is used)" if op.op == "cas" else ""
     hint = f"; atomic_{op.op} on {t} works in {' and '.join(elsewhere)} memory" \
         if elsewhere else ""
-    raise CompileError(
+    raise CapabilityError(
         f"atomic_{op.op}{note} on {t} in {space} memory is not supported by the "
         f"{caps.target} target (capability atomic {op.op}/{t}/{space}; on {t} in {space} "
-        f"memory it has {', '.join(have) or 'no atomics'}{hint})", op.loc)
+        f"memory it has {', '.join(have) or 'no atomics'}{hint})", op.loc,
+        capability=f"atomic {key}/{t}/{space}", target=caps.target)

@@ -13,6 +13,17 @@ class CompileError(CubeError):
         super().__init__(format_located(message, loc))
 
 
+class CapabilityError(CompileError):
+    """A kernel needs what its target lacks, by the target's declared capability table:
+    `capability` names the entry (e.g. 'f64', 'atomic add/f32/shared', 'plane_ops') and
+    `target` the target. Tests skip on this, by name, never on a message."""
+
+    def __init__(self, message: str, loc=None, *, capability: str, target: str):
+        self.capability = capability
+        self.target = target
+        super().__init__(message, loc)
+
+
 def format_located(message: str, loc) -> str:
     if not loc:
         return f"error: {message}"
@@ -24,5 +35,5 @@ def format_located(message: str, loc) -> str:
     return out
 
 
-__all__ = ["BackendCompileError", "CompileError", "CubeError", "LaunchError",
+__all__ = ["BackendCompileError", "CapabilityError", "CompileError", "CubeError", "LaunchError",
            "RuntimeUnavailable", "format_located"]

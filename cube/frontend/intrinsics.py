@@ -13,6 +13,7 @@ from cube_ir import ir
 from cube_ir.types import boolean, u32
 
 from .. import lang
+from ..errors import CapabilityError
 from .arith import ArithError, as_runtime, is_runtime
 from .kinds import describe
 from .values import MemRef
@@ -148,8 +149,10 @@ def _alloc(kind):
             total = sum(s.size * (s.type.elem.bits // 8) * s.type.lanes
                         for s in tr.b.kernel.shared)
             if total > feats.max_shared_bytes:
-                raise tr.error(f"shared memory of {total} bytes exceeds the {tr.target.name} "
-                               f"limit of {feats.max_shared_bytes} bytes", node)
+                raise CapabilityError(f"shared memory of {total} bytes exceeds the "
+                                      f"{tr.target.name} limit of {feats.max_shared_bytes} "
+                                      f"bytes", tr.loc(node), capability="max_shared_bytes",
+                                      target=tr.target.name)
         return MemRef(mem)
     return handler
 
@@ -204,8 +207,10 @@ def _plane(op):
         _nargs(tr, args, kwargs, node, n, "plane_" + op)
         feats = tr.target.features
         if feats is not None and not feats.plane_ops:
-            raise tr.error(f"plane_{op} is not supported by the {tr.target.name} target (it "
-                           f"has no plane (warp/subgroup) operations)", node)
+            raise CapabilityError(f"plane_{op} is not supported by the {tr.target.name} "
+                                  f"target (it has no plane (warp/subgroup) operations)",
+                                  tr.loc(node), capability="plane_ops",
+                                  target=tr.target.name)
         value = as_runtime(tr.b, args[0])
         if op in ("all", "any"):
             if value.type.elem != boolean:

@@ -506,3 +506,27 @@ def test_table_is_declared_per_target():
         caps = capabilities(target, TARGETS[target].features)
         assert caps.atomic("add", "i32", "local") == "rmw"
     assert re.search("i64", str(sorted(capabilities("cuda", TARGETS["cuda"].features).types)))
+
+
+@cb.cube(launch=True)
+def _wide_math(out: cb.Array[cb.f32]):
+    out[0] = cb.f32(cb.f64(out[1]) * 2.0)
+
+
+@cb.cube(launch=True)
+def _shared_f32_add(out: cb.Array[cb.f32]):
+    s = cb.SharedMemory(cb.f32, 4)
+    cb.atomic_add(s, 0, out[0])
+
+
+@pytest.mark.parametrize("kernel, target, capability", [
+    (_wide_math, "wgsl", "f64"),
+    (_shared_f32_add, "spirv", "atomic add/f32/shared"),
+])
+def test_refusals_name_their_capability(kernel, target, capability):
+    """Test skips read `CapabilityError.capability` (tests/conftest.py), never a message: the
+    refusal carries the table's entry and the target."""
+    with pytest.raises(cb.CapabilityError) as info:
+        kernel.source(target=target, out=cb.Array[cb.f32])
+    assert info.value.capability == capability and info.value.target == target
+    assert info.value.loc is not None
