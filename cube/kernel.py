@@ -31,6 +31,7 @@ from .errors import CompileError
 from .frontend.source import FunctionSource, capture, function_source
 from .frontend.translator import Target, Translator
 from .frontend.values import MemRef
+from .targets import max_cube_count
 
 # parameter kinds (_ARRAY: an Array param in a launch plan; _MEM covers both elsewhere)
 _MEM, _SCALAR, _COMPTIME, _ARRAY = 0, 1, 2, 3
@@ -143,13 +144,17 @@ def _watch(deps: list) -> tuple[tuple, tuple]:
 
 def _fresh(entry: tuple) -> bool:
     """Whether every global and closure variable the entry's kernel read is still bound to
-    the object it read."""
-    try:
-        if any(get(d) != snap for get, d, snap in entry[4]):
+    the object it read (on every cached launch: plain loops, no generators)."""
+    for get, d, snap in entry[4]:  # one C-level compare per namespace
+        try:
+            if get(d) != snap:
+                return False
+        except Exception:  # deleted (KeyError), or a new value's odd __eq__
             return False
-    except Exception:
-        return False
-    return all(d.get(n, _MISSING) is o for d, n, o in entry[5])
+    for d, n, o in entry[5]:  # the rest one by one: identity
+        if d.get(n, _MISSING) is not o:
+            return False
+    return True
 
 
 _FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38,
@@ -165,9 +170,7 @@ def _scalar_bounds(t: Scalar) -> tuple:
     if t.is_float:
         m = _FLOAT_MAX[t.name]
         return -m, m
-    if t.is_signed:
-        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
-    return 0, (1 << t.bits) - 1
+    return t.int_range
 
 
 def _needs_check(arg_type: type, t: Scalar) -> bool:
@@ -363,21 +366,7 @@ class CubeFunction:
         except (KeyError, AttributeError, TypeError):
             entry = None
         try:
-            if entry is not None:  # the globals the kernel read, rebound: stale
-                for get, d, snap in entry[4]:  # one C-level compare per namespace
-                    try:
-                        if get(d) != snap:
-                            entry = None
-                            break
-                    except Exception:  # deleted (KeyError), or a new value's odd __eq__
-                        entry = None
-                        break
-                else:
-                    for d, n, o in entry[5]:  # the rest one by one: identity
-                        if d.get(n, _MISSING) is not o:
-                            entry = None
-                            break
-            if entry is None:
+            if entry is None or not _fresh(entry):  # a global it read was rebound: stale
                 entry = self._specialise(rt, args, tuple(key), extra)
             exe, names, max_dim, checks, _, _, count_limit = entry
             for n, lo, hi, t in checks:
@@ -435,7 +424,6 @@ class CubeFunction:
             cache_key = make_key(format_kernel(kernel), rt.name, rt.device_id())
             exe = rt.compile(kernel, cache_key)
             _dump(self, kernel, exe)
-            from .targets import max_cube_count
             names = [p[0] for p in sig.params]
             checks = tuple((n, *_scalar_bounds(t), t) for n, kind, t, _ in sig.params
                            if kind == "scalar" and _needs_check(type(args[n]), t))
@@ -503,7 +491,7 @@ class CubeFunction:
                     t = tvars.get(spec) or _py_scalar_type(a)
                     tvars.setdefault(spec, t)
                 elif spec in (int, float, bool):
-                    t = {int: i32, float: f32, bool: boolean}[spec]
+                    t = lang.PY_TYPES[spec]
                 else:
                     t = spec
                 _check_scalar(name, t, a)
@@ -595,7 +583,7 @@ class CubeFunction:
                 params.append((name, mem_kind, vec(elem, lanes),
                                ranks.get(name, 2) if mem_kind == "tensor" else 0))
             else:
-                t = {int: i32, float: f32, bool: boolean}.get(spec, spec)
+                t = lang.PY_TYPES.get(spec, spec)
                 params.append((name, "scalar", _resolve_tv(t, tv, name), 0))
         return Signature(tuple(params), tuple(ct), self.checked, self.nowrap)
 

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from cube_ir.types import Scalar, Vec
+from cube_ir.types import Scalar, Vec, boolean, f32, i32
 
 # ---- annotations -----------------------------------------------------------------------
 
@@ -150,3 +150,7 @@ for _n in ATOMICS + PLANE:
 
 def is_type(x) -> bool:
     return isinstance(x, (Scalar, Vec))
+
+
+# Python's number types where the language takes an element type: annotations, casts
+PY_TYPES = {int: i32, float: f32, bool: boolean}

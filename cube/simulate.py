@@ -425,12 +425,8 @@ def _resolve_type(t) -> Scalar:
     t = _unsim_type(t)
     if isinstance(t, lang.LineSpec):
         raise TypeError("a line type has no single element type here")
-    if t is float:
-        return f32
-    if t is int:
-        return i32
-    if t is bool:
-        return boolean
+    if isinstance(t, type) and t in lang.PY_TYPES:
+        return lang.PY_TYPES[t]
     if isinstance(t, Scalar):
         return t
     raise TypeError(f"{t!r} is not an element type")
@@ -995,7 +991,7 @@ def _bind(kernel: CubeFunction, args: dict):
                         boolean if isinstance(a, bool) else i32 if isinstance(a, int) else f32)
                     tvars[spec.__name__] = t
             elif spec in (int, float, bool):
-                t = {int: i32, float: f32, bool: boolean}[spec]
+                t = lang.PY_TYPES[spec]
             else:
                 t = spec
             if isinstance(a, int) and not isinstance(a, bool) and t.is_int:

@@ -43,6 +43,13 @@ class Scalar:
         return self.kind == "bool"
 
     @property
+    def int_range(self) -> tuple[int, int]:
+        """(lowest, highest) value of an integer type."""
+        if self.kind == "uint":
+            return 0, (1 << self.bits) - 1
+        return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+
+    @property
     def np(self) -> np.dtype:
         return _NP_DTYPES[self.name]  # read per launch argument: a dict, not np.dtype()
 

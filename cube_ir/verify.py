@@ -121,8 +121,7 @@ class _TypeChecker:
         if e.is_bool:
             ok = x in (0, 1)
         elif e.is_int:
-            lo = -(1 << (e.bits - 1)) if e.is_signed else 0
-            hi = (1 << (e.bits - (1 if e.is_signed else 0))) - 1
+            lo, hi = e.int_range
             whole = not isinstance(x, (float, np.floating)) or float(x).is_integer()
             ok = whole and lo <= int(x) <= hi
         else:

@@ -27,13 +27,8 @@ class ArithError(Exception):
     """Raised with a user-level message; the translator attaches the location."""
 
 
-
-
 def _check_int_range(v: int, t: Scalar) -> None:
-    if t.kind == "uint":
-        lo, hi = 0, (1 << t.bits) - 1
-    else:
-        lo, hi = -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    lo, hi = t.int_range
     if not lo <= v <= hi:
         raise ArithError(f"the literal {v} does not fit in {t}")
 
@@ -187,27 +182,20 @@ _SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 _VS_NEGATIVE = {"lt": False, "le": False, "gt": True, "ge": True, "eq": False, "ne": True}
 
 
-def _int_bounds(t: Scalar) -> tuple[int, int]:
-    if t.kind == "uint":
-        return 0, (1 << t.bits) - 1
-    return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
-
-
 def _compare_int(b: Builder, op: str, x, y):
     """Integer comparisons are exact, as in Python, without needing a wider type than the
     operands have (targets without i64 must compare a u32 with an i32): a literal outside the
     other side's range decides the comparison at compile time; an unsigned value compared
     with a signed one is compared unsigned where the signed side is non-negative."""
     if not is_runtime(x):
-        r = _compare_int(b, _SWAP[op], y, x)
-        return r
+        return _compare_int(b, _SWAP[op], y, x)
     t = x.type
     if not t.elem.is_int:
         return None
     if not is_runtime(y):
         if isinstance(y, bool) or not isinstance(y, int):
             return None
-        lo, hi = _int_bounds(t.elem)
+        lo, hi = t.elem.int_range
         if lo <= y <= hi:
             return None
         if t.lanes != 1:

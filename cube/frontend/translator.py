@@ -82,7 +82,6 @@ class Frame:
     ret_flag: ir.Var | None = None
     ret_var: ir.Var | None = None
     ret_value: typing.Any = None
-    returned: bool = False
     value_returned: bool = False  # some `return` gives a value
     # definite assignment (as Python's scoping): the names the function binds anywhere, the
     # ones certainly bound at this point, and where each was bound (for messages)
@@ -507,7 +506,6 @@ class Translator:
             f.value_returned = True
         if f.ret_flag is None:
             f.ret_value = value
-            f.returned = True
             raise _Terminated
         if value is not None:
             if f.ret_var is None:
@@ -1183,7 +1181,7 @@ class Translator:
                 raise self.error(f"{fn.__name__}() takes one value", node)
             if not is_runtime(args[0]):
                 return fn(args[0])
-            return arith.cast(self.b, args[0], {int: i32, float: f32, bool: boolean}[fn])
+            return arith.cast(self.b, args[0], lang.PY_TYPES[fn])
         if fn is len:
             if len(args) == 1 and isinstance(args[0], MemRef):
                 return self._method(BoundMethod(args[0], "len"), [], node)
@@ -1271,12 +1269,8 @@ class Translator:
             return vec(elem, t.lanes)
         if lang.is_type(t):
             return t
-        if t is float:
-            return f32
-        if t is int:
-            return i32
-        if t is bool:
-            return boolean
+        if isinstance(t, type) and t in lang.PY_TYPES:
+            return lang.PY_TYPES[t]
         raise self.error(f"{describe(t)} is not an element type", node)
 
     # ---- helpers (inlining) ------------------------------------------------------------
