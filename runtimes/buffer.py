@@ -8,6 +8,7 @@ import numpy as np
 from cube_ir.types import Scalar, from_numpy_dtype
 
 from .errors import LaunchError
+from .scalar_bits import bf16_bits_array
 
 
 def is_contiguous(shape: tuple, strides: tuple) -> bool:
@@ -200,11 +201,7 @@ def storage_array(arr, elem: Scalar | None) -> np.ndarray:
         return a
     if a.dtype.kind not in "biuf":
         raise LaunchError(f"cannot make bf16 from {a.dtype} data")
-    with np.errstate(all="ignore"):
-        bits = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
-    nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
-    return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)
+    return bf16_bits_array(a)
 
 
 def zeros(rt, shape, dtype=np.float32) -> Buffer:

@@ -18,8 +18,6 @@ import os
 import struct
 import time
 
-import numpy as np
-
 from codegen.llvm import LlvmModule, emit_module
 from codegen.llvm.abi import ParamSlots, layout
 from codegen.llvm.emit import entry_name
@@ -31,6 +29,7 @@ from .base import Executable, Features, Runtime
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError
 from .host import HostMemoryMixin
+from .scalar_bits import bf16_bits, f16_bits
 
 # Where a launch runs: one cube on the calling thread; from PARALLEL_UNITS on the thread pool;
 # in between by the kernel's measured cost per unit (the last launch's), on the pool when one
@@ -146,19 +145,6 @@ def _caller_max_units(fixed: int, per_unit: int) -> int:
     return MAX_UNITS if per_unit == 0 else (CALLER_STACK - fixed) // per_unit
 
 
-def _f16_bits(v) -> int:
-    with np.errstate(all="ignore"):
-        return int(np.array([v], np.float16).view(np.uint16)[0])
-
-
-def _bf16_bits(v) -> int:
-    with np.errstate(all="ignore"):
-        b = int(np.array([v], np.float32).view(np.uint32)[0])
-    if (b & 0x7F800000) == 0x7F800000 and b & 0x7FFFFF:
-        return (b >> 16) | 0x40
-    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
-
-
 _INT_CODES = {8: "b", 16: "h", 32: "i", 64: "q"}
 
 
@@ -199,8 +185,8 @@ def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, params: tuple[ParamSlo
     env = {"call": exe.cfunc, "call_par": exe.cfunc_par,
            "machine_code": exe._loaded,  # alive while the launch function is
            "pack": struct.Struct("".join(fmt)).pack, "LaunchError": LaunchError,
-           "struct_error": struct.error, "pool": cpu_pool.pool, "f16_bits": _f16_bits,
-           "bf16_bits": _bf16_bits, "MAXU": MAX_UNITS, "SMALL": SERIAL_UNITS,
+           "struct_error": struct.error, "pool": cpu_pool.pool, "f16_bits": f16_bits,
+           "bf16_bits": bf16_bits, "MAXU": MAX_UNITS, "SMALL": SERIAL_UNITS,
            "BIG": PARALLEL_UNITS, "PAR_SECONDS": PARALLEL_SECONDS, "clock": time.perf_counter,
            "cost": [-1.0],
            "CALLER_UNITS": _caller_max_units(exe.stack_fixed, exe.stack_per_unit)}

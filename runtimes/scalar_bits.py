@@ -20,6 +20,15 @@ def bf16_bits(v) -> int:
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
 
 
+def bf16_bits_array(a) -> np.ndarray:
+    """Host numbers as bf16 bits (uint16), rounded to nearest even; NaNs stay quiet NaNs."""
+    with np.errstate(all="ignore"):
+        bits = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    nan = ((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x7FFFFF) != 0)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+    return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)
+
+
 def slot_bits(v, t: Scalar) -> int:
     """The unsigned 64-bit slot value of scalar v as type t."""
     if t.name == "f16":

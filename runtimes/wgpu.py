@@ -31,6 +31,7 @@ from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable, UnsupportedFeature
+from .scalar_bits import bf16_bits, f16_bits
 
 CACHE_FORMAT = "wgpu-2"  # bumped when generated code changes for the same IR
 WANTED_FEATURES = ("shader-f16", "shader-float32-atomic", "subgroup")
@@ -332,12 +333,9 @@ def _scalar_bits(e, v) -> int:
     if e.name == "f32":
         return struct.unpack("<I", struct.pack("<f", float(np.float32(v))))[0]
     if e.name == "f16":
-        return int(np.array([v], np.float16).view(np.uint16)[0])
+        return f16_bits(v)
     if e.name == "bf16":
-        b = int(np.array([v], np.float32).view(np.uint32)[0])
-        if (b & 0x7F800000) == 0x7F800000 and b & 0x7FFFFF:
-            return (b >> 16) | 0x40
-        return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+        return bf16_bits(v)
     n = int(v)
     if not e.is_signed:
         n &= (1 << e.bits) - 1

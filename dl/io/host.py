@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtimes.scalar_bits import bf16_bits_array
+
 from .. import dtypes
 
 
@@ -11,11 +13,7 @@ def to_storage(arr: np.ndarray, dt: dtypes.DType) -> np.ndarray:
     if dt is dtypes.bfloat16:
         if arr.dtype == np.uint16:
             return arr
-        bits = np.ascontiguousarray(arr, np.float32).view(np.uint32).astype(np.uint64)
-        nan = (bits & 0x7F800000) == 0x7F800000
-        nan &= (bits & 0x7FFFFF) != 0
-        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
-        return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)
+        return bf16_bits_array(arr)
     return np.asarray(arr, dt.storage_np)
 
 
