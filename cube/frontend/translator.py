@@ -1257,8 +1257,22 @@ class Translator:
                         v = getattr(self.b, name)(ref.mem, ir.Const(d, u32))
                     self._lens[key] = v
                 return v
-            return getattr(self.b, name)(ref.mem, arith.cast(self.b, d, u32))
+            return getattr(self.b, name)(ref.mem, self._runtime_dim(d, ref.mem.rank, node))
         raise self.error(f"unknown method {name}", node)
+
+    def _runtime_dim(self, d, rank: int, node):
+        """A runtime dimension as Python reads it: a negative one counts from the end; one
+        still outside the rank reads 0 (the IR's rule). No wrap to 32 bits: the IR compares
+        the dimension in its own integer type."""
+        t = d.type
+        if t.lanes != 1 or not (t.is_int or t.is_bool):
+            raise self.error(f"a dimension must be an integer, got {t}", node)
+        if t.is_bool:
+            return arith.cast(self.b, d, u32)
+        if t.is_signed:
+            neg = self.b.binary("lt", d, self.b.const(0, t))
+            d = self.b.select(neg, self.b.binary("add", d, self.b.const(rank, t)), d)
+        return d
 
     # ---- types -------------------------------------------------------------------------
     def _resolve_type(self, t, node) -> Type:

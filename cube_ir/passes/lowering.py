@@ -1,0 +1,55 @@
+"""The target-independent lowering every code generator runs before it prints.
+
+A code generator declares what it prints natively (`Lowering`); `lower` gives a copy of the
+optimised kernel in which everything else is already spelled in plain IR, so emitters only
+print. In order:
+
+    builtins   derived positions from the per-axis ones (passes.builtins)
+    planes     plane ops with plane size 1 are their own value (passes.planes)
+    meta       shape/stride/len/rank reads down to slot reads (passes.meta)
+    verify     the lowered kernel is still well-typed and well-scoped
+
+Each pass keeps the kernel runnable by the interpreter, and the tests run it after every pass
+(tests/cube_ir/test_lowering.py), so a pass is checked on its own."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Kernel
+from ..verify import verify
+from .builtins import PRIMITIVE, lower_builtins
+from .clone import clone_kernel
+from .meta import lower_meta
+from .planes import fold_unit_planes
+
+_AXES = "XYZ"
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """What a target reads or prints directly.
+
+    builtins: the builtins it has a spelling for (at least the per-axis unit/cube positions
+    and cube counts; the CUBE_DIM_* too unless every kernel it gets has a comptime cube dim).
+    """
+
+    builtins: frozenset[str]
+
+
+PER_AXIS = PRIMITIVE | frozenset(f"CUBE_DIM_{a}" for a in _AXES)
+
+PASSES = (
+    ("builtins", lambda k, low: lower_builtins(k, low.builtins)),
+    ("planes", lambda k, low: fold_unit_planes(k)),
+    ("meta", lambda k, low: lower_meta(k)),
+)
+
+
+def lower(kernel: Kernel, lowering: Lowering) -> Kernel:
+    """A lowered copy of `kernel` (the original, which caches and `cube dump --target ir`
+    show, is left as it is)."""
+    k = clone_kernel(kernel)
+    for _, run in PASSES:
+        run(k, lowering)
+    verify(k)
+    return k

@@ -1,0 +1,211 @@
+"""The target lowering passes (cube_ir.passes.lowering), each run on its own: the interpreter
+runs the kernel before the pass and after it, and every result must be the same; what a
+target is promised not to see is checked structurally."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cube as cb
+from cube import Array, Comptime, Line, Tensor, f32, i32, i64, u32
+from cube_ir import interpreter, ir
+from cube_ir.passes import clone_kernel
+from cube_ir.passes.builtins import PRIMITIVE, lower_builtins
+from cube_ir.passes.lowering import PASSES, PER_AXIS, Lowering, lower
+from cube_ir.passes.meta import lower_meta
+from cube_ir.passes.planes import fold_unit_planes
+from cube_ir.verify import verify
+
+ALL = frozenset(ir.BUILTINS)
+NATIVE_SETS = {
+    "per-axis": PER_AXIS,
+    "shader": PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y", "ABSOLUTE_POS_Z"},
+    "cpu": ALL - {"PLANE_DIM", "UNIT_POS_PLANE"},
+}
+DERIVED = sorted(ALL - PER_AXIS)
+
+
+@cb.cube(launch=True)
+def every_builtin(out: Array[u32]):
+    # each unit writes every builtin into its row (rows by ABSOLUTE_POS)
+    row = cb.ABSOLUTE_POS * 22
+    out[row + 0] = cb.UNIT_POS
+    out[row + 1] = cb.UNIT_POS_X
+    out[row + 2] = cb.UNIT_POS_Y
+    out[row + 3] = cb.UNIT_POS_Z
+    out[row + 4] = cb.CUBE_POS
+    out[row + 5] = cb.CUBE_POS_X
+    out[row + 6] = cb.CUBE_POS_Y
+    out[row + 7] = cb.CUBE_POS_Z
+    out[row + 8] = cb.CUBE_DIM
+    out[row + 9] = cb.CUBE_DIM_X
+    out[row + 10] = cb.CUBE_DIM_Y
+    out[row + 11] = cb.CUBE_DIM_Z
+    out[row + 12] = cb.CUBE_COUNT
+    out[row + 13] = cb.CUBE_COUNT_X
+    out[row + 14] = cb.CUBE_COUNT_Y
+    out[row + 15] = cb.CUBE_COUNT_Z
+    out[row + 16] = cb.ABSOLUTE_POS
+    out[row + 17] = cb.ABSOLUTE_POS_X
+    out[row + 18] = cb.ABSOLUTE_POS_Y
+    out[row + 19] = cb.ABSOLUTE_POS_Z
+    out[row + 20] = cb.PLANE_DIM
+    out[row + 21] = cb.UNIT_POS_PLANE
+
+
+@cb.cube(launch=True)
+def every_meta(t: Tensor[f32], a: Array[Line[f32, 4]], out: Array[u32], d: u32):
+    sh = cb.SharedMemory(f32, 24)
+    loc = cb.LocalArray(u32, 5)
+    loc[0] = u32(0)
+    if cb.UNIT_POS == 0:
+        sh[0] = f32(0)
+        out[0] = t.shape(0)
+        out[1] = t.shape(1)
+        out[2] = t.stride(0)
+        out[3] = t.stride(1)
+        out[4] = t.shape(d)  # d runtime: selects
+        out[5] = t.stride(d)
+        out[6] = t.shape(d + 7)  # out of the rank: 0
+        out[7] = u32(len(t))
+        out[8] = u32(len(a))
+        out[9] = t.shape(d - u32(1))  # wraps to 2**32 - 1: outside the rank, 0
+        out[10] = t.stride(i32(d) - 1)  # -1 (the last, as in Python), 0, 1
+        out[11] = t.shape(i64(d) + 4294967296)  # outside (no wrap to 32 bits)
+        out[12] = u32(len(sh))
+        out[13] = u32(len(loc)) + loc[0]
+        out[14] = u32(t.rank())
+        out[15] = d
+
+
+@cb.cube(launch=True)
+def every_plane(x: Array[f32], out: Array[f32], flags: Array[u32], n: Comptime[int]):
+    i = cb.ABSOLUTE_POS
+    v = x[i]
+    out[i * n + 0] = cb.plane_sum(v)
+    out[i * n + 1] = cb.plane_prod(v)
+    out[i * n + 2] = cb.plane_max(v)
+    out[i * n + 3] = cb.plane_min(v)
+    out[i * n + 4] = cb.plane_inclusive_sum(v)
+    out[i * n + 5] = cb.plane_exclusive_sum(v)
+    out[i * n + 6] = cb.plane_inclusive_prod(v)
+    out[i * n + 7] = cb.plane_exclusive_prod(v)
+    out[i * n + 8] = cb.plane_broadcast(v, 0)
+    out[i * n + 9] = cb.plane_shuffle(v, 1)
+    out[i * n + 10] = cb.plane_shuffle_xor(v, 1)
+    flags[i * 2] = u32(cb.plane_all(v > 0.5))
+    flags[i * 2 + 1] = u32(cb.plane_any(v > 0.5))
+
+
+def _run(kernel, args, cc, cd, ps=None):
+    args = [a.copy() if isinstance(a, np.ndarray) else
+            (a[0].copy(), *a[1:]) if isinstance(a, tuple) else a for a in args]
+    interpreter.run(kernel, cc, cd, args, ps)
+    return [a[0] if isinstance(a, tuple) else a for a in args if not np.isscalar(a)]
+
+
+def _same(before, after):
+    for b, a in zip(before, after, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _builtins_case(cube_dim=None):
+    k = every_builtin.ir(plane_size=4)
+    if cube_dim is not None:
+        k.cube_dim = cube_dim
+    return k
+
+
+CC, CD = (2, 3, 2), (2, 2, 3)
+
+
+@pytest.mark.parametrize("native", sorted(NATIVE_SETS))
+@pytest.mark.parametrize("specialised", [False, True], ids=["dyn-dim", "comptime-dim"])
+def test_builtins_pass_keeps_every_value(native, specialised):
+    k = _builtins_case(CD if specialised else None)
+    units = np.prod(CC) * np.prod(CD)
+    args = [np.zeros(units * 22, np.uint32)]
+    before = _run(k, args, CC, CD)
+    # an independent check of a few formulas, in plain Python
+    rows = before[0].reshape(units, 22)
+    r = rows[rows[:, 16].argsort()]
+    assert (r[:, 16] == np.arange(units)).all()
+    assert (r[:, 16] == r[:, 4] * r[:, 8] + r[:, 0]).all()
+    assert (r[:, 21] == r[:, 0] % 4).all() and (r[:, 20] == 4).all()
+    lowered = clone_kernel(k)
+    assert lower_builtins(lowered, NATIVE_SETS[native])
+    verify(lowered)
+    left = {op.name for op in ir.walk(lowered.body) if isinstance(op, ir.Builtin)}
+    assert left <= NATIVE_SETS[native]
+    if specialised:
+        assert not any(n.startswith("CUBE_DIM") for n in left - NATIVE_SETS["cpu"])
+    _same(before, _run(lowered, args, CC, CD))
+
+
+def test_builtins_pass_refuses_a_target_without_the_per_axis_positions():
+    k = _builtins_case()
+    with pytest.raises(ValueError, match="natively"):
+        lower_builtins(k, frozenset({"UNIT_POS", "CUBE_POS"}))
+    assert PRIMITIVE <= PER_AXIS
+
+
+def test_meta_pass_keeps_every_value():
+    k = every_meta.ir(ranks={"t": 2})
+    data = np.arange(20, dtype=np.float32)
+    tensor = (data, (4, 5), (1, 4))  # a transposed view
+    a = np.zeros(12, np.float32)
+    for d in (0, 1, 2):
+        args = [tensor, a, np.zeros(16, np.uint32), d]
+        before = _run(k, args, 1, 4)
+        out = before[2]
+        expect = [4, 5, 1, 4, (4, 5, 0)[d], (1, 4, 0)[d], 0, 20, 3, (0, 4, 5)[d],
+                  (4, 1, 4)[d], 0, 24, 5, 2, d]
+        np.testing.assert_array_equal(out, expect)
+        lowered = clone_kernel(k)
+        assert lower_meta(lowered)
+        verify(lowered)
+        for op in ir.walk(lowered.body):
+            if isinstance(op, ir.Meta):
+                assert op.what == "len" or (isinstance(op.dim, ir.Const)
+                                            and op.dim.value < op.mem.rank)
+        _same(before, _run(lowered, args, 1, 4))
+
+
+@pytest.mark.parametrize("ps", [1, 4])
+def test_plane_pass_folds_plane_size_one_only(ps):
+    k = every_plane.ir(plane_size=ps, n=11)
+    rng = np.random.default_rng(ps)
+    x = rng.random(16, dtype=np.float32) + 0.25
+    args = [x, np.zeros(16 * 11, np.float32), np.zeros(32, np.uint32)]
+    before = _run(k, args, 2, 8, ps)
+    lowered = clone_kernel(k)
+    assert fold_unit_planes(lowered) == (ps == 1)
+    verify(lowered)
+    planes = [op for op in ir.walk(lowered.body) if isinstance(op, ir.Plane)]
+    assert (not planes) if ps == 1 else len(planes) == 13
+    if ps == 1:  # plain Python: each plane is its unit alone
+        out = before[1].reshape(16, 11)
+        own = np.repeat(x[:, None], 11, axis=1)
+        own[:, 5], own[:, 7] = 0, 1
+        np.testing.assert_array_equal(out, own)
+    _same(before, _run(lowered, args, 2, 8, ps))
+
+
+@pytest.mark.parametrize("kernel,kwargs,args", [
+    (every_builtin, {}, lambda: [np.zeros(np.prod(CC) * np.prod(CD) * 22, np.uint32)]),
+    (every_plane, {"n": 11}, lambda: [np.linspace(0.1, 1, 16 * 6, dtype=np.float32),
+                                      np.zeros(16 * 6 * 11, np.float32),
+                                      np.zeros(16 * 6 * 2, np.uint32)]),
+])
+def test_the_pipeline_pass_by_pass(kernel, kwargs, args):
+    """Each pass in PASSES order, the interpreter after each: the same results throughout."""
+    k = kernel.ir(**kwargs)
+    a = args()
+    expect = _run(k, a, CC, CD)
+    low = Lowering(PER_AXIS)
+    step = clone_kernel(k)
+    for name, run in PASSES:
+        run(step, low)
+        verify(step)
+        _same(expect, _run(step, a, CC, CD)), name
+    _same(expect, _run(lower(k, low), a, CC, CD))
