@@ -1,15 +1,11 @@
 """How a kernel's parameters reach a WGSL or SPIR-V compute shader (shared by both emitters
-and by the wgpu runtime, which packs the arguments).
+and by the wgpu runtime).
 
 Bind group 0:
-    binding 0      uniform `meta`: u32 words, padded to whole vec4s
-    binding 1 + k  the k-th array/tensor parameter, a storage buffer
-
-`meta` holds, per parameter in order:
-    array   len                                  (elements; lines for line arrays)
-    tensor  len, shape[rank], stride[rank]       (shape/stride in scalar elements)
-    scalar  the value's 32 bits                  (f16/bf16 raw bits in the low half; i8/i16
-                                                  sign-extended; bool 0/1)
+    binding 0      uniform `meta`: the argument block of `cube_ir.layout` with spec SHADER
+                   (u32 words, padded to whole vec4s; per parameter len, shape, stride or a
+                   scalar's value, in the order every target shares)
+    binding 1 + k  the k-th array/tensor parameter (`ParamSlots.buffer`), a storage buffer
 
 Storage buffers hold elements as the cube type says; types a shader cannot address
 (8/16-bit ints, bool as one byte, bf16 as its raw 16 bits) are *packed*: the shader sees the
@@ -19,46 +15,17 @@ multiple of 4 bytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cube_ir import ir
+from cube_ir.layout import ParamSlots
 from cube_ir.types import Scalar
 
 NATIVE_32 = frozenset({"f32", "i32", "u32"})
+META_BINDING = 0
 
 
-@dataclass(frozen=True)
-class ParamSlot:
-    param: ir.Param
-    binding: int | None  # storage binding (None for scalars)
-    meta: int  # first word in `meta`
-
-    @property
-    def kind(self) -> str:
-        return self.param.kind
-
-
-@dataclass(frozen=True)
-class ShaderAbi:
-    slots: tuple[ParamSlot, ...]
-    meta_words: int  # a multiple of 4, at least 4
-
-    @property
-    def storage_bindings(self) -> int:
-        return sum(1 for s in self.slots if s.binding is not None)
-
-
-def layout(kernel: ir.Kernel) -> ShaderAbi:
-    slots, word, binding = [], 0, 1
-    for p in kernel.params:
-        if p.kind == "scalar":
-            slots.append(ParamSlot(p, None, word))
-            word += 1
-            continue
-        slots.append(ParamSlot(p, binding, word))
-        binding += 1
-        word += 1 + (2 * p.rank if p.kind == "tensor" else 0)
-    return ShaderAbi(tuple(slots), max(4, -(-word // 4) * 4))
+def binding(s: ParamSlots) -> int:
+    """The storage binding of an array/tensor parameter."""
+    return 1 + s.buffer
 
 
 def is_packed(e: Scalar, f16: bool = True) -> bool:

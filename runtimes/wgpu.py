@@ -24,8 +24,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from codegen.shader_abi import ShaderAbi, layout
+from codegen.shader_abi import binding
 from cube_ir import ir
+from cube_ir.layout import SHADER
+from cube_ir.layout import Layout as ShaderAbi
+from cube_ir.layout import layout as _layout
 
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
@@ -249,13 +252,13 @@ class WgpuRuntime(Runtime):
 
     def _check_bindings(self, kernel: ir.Kernel, abi: ShaderAbi) -> None:
         limit = self.limits.get("max-storage-buffers-per-shader-stage")
-        if limit is not None and abi.storage_bindings > limit:
-            raise LaunchError(f"{kernel.name} binds {abi.storage_bindings} storage buffers; "
+        if limit is not None and abi.nbuf > limit:
+            raise LaunchError(f"{kernel.name} binds {abi.nbuf} storage buffers; "
                               f"{self.name} allows max-storage-buffers-per-shader-stage = "
                               f"{limit}")
 
     def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
-        abi = layout(kernel)
+        abi = _layout(kernel.params, SHADER)
         self._check_bindings(kernel, abi)
         key = make_key(CACHE_FORMAT, self.target, cache_key, self.device_id()) \
             if cache_key else None
@@ -294,7 +297,7 @@ class WgpuSpirvRuntime(WgpuRuntime):
             raise UnsupportedFeature(str(e)) from None
 
     def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
-        abi = layout(kernel)
+        abi = _layout(kernel.params, SHADER)
         self._check_bindings(kernel, abi)
         self._spirv(kernel, tuple(kernel.cube_dim or (1, 1, 1)))  # unsupported: fail now
         modules: dict = {}
@@ -352,13 +355,13 @@ class WgpuExecutable(Executable):
         dev = rt.device
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": wgpu.BufferBindingType.uniform}}]
-        for s in abi.slots:
-            if s.binding is not None:  # all read-write: see the shader generators (aliases)
-                entries.append({"binding": s.binding, "visibility": wgpu.ShaderStage.COMPUTE,
+        for s in abi.buffers:  # all read-write: see the shader generators (aliases)
+            if True:
+                entries.append({"binding": binding(s), "visibility": wgpu.ShaderStage.COMPUTE,
                                 "buffer": {"type": wgpu.BufferBindingType.storage}})
         self.bgl = dev.create_bind_group_layout(entries=entries)
         self.playout = dev.create_pipeline_layout(bind_group_layouts=[self.bgl])
-        self.meta = dev.create_buffer(size=abi.meta_words * 4,
+        self.meta = dev.create_buffer(size=abi.nslots * 4,
                                       usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
         self.pipelines: dict = {}
         self.groups: OrderedDict = OrderedDict()
@@ -413,13 +416,13 @@ class WgpuExecutable(Executable):
             raise LaunchError(f"launch of {k.name}: {cd[0] * cd[1] * cd[2]} units per cube "
                               f"exceed the device's max-compute-invocations-per-workgroup "
                               f"of {self.max_inv}")
-        words = np.zeros(self.abi.meta_words, np.uint32)
+        words = np.zeros(self.abi.nslots, np.uint32)
         bufs = []
-        for s, a in zip(self.abi.slots, args):
+        for s, a in zip(self.abi.params, args):
             p = s.param
             if p.kind == "scalar":
                 try:
-                    words[s.meta] = _scalar_bits(p.type.elem, a)
+                    words[s.value] = _scalar_bits(p.type.elem, a)
                 except (TypeError, ValueError, OverflowError) as e:
                     raise LaunchError(f"argument '{p.name}': {e}") from None
                 continue
@@ -430,11 +433,11 @@ class WgpuExecutable(Executable):
             if b.alloc > self.max_binding:
                 raise LaunchError(f"argument '{p.name}' ({b.alloc} bytes) exceeds the device's "
                                   f"max-storage-buffer-binding-size of {self.max_binding}")
-            words[s.meta] = b.size // a.line_size
+            words[s.len] = b.size // a.line_size
             if p.kind == "tensor":
                 r = p.rank
-                words[s.meta + 1:s.meta + 1 + r] = [x & 0xFFFFFFFF for x in a.shape[:r]]
-                words[s.meta + 1 + r:s.meta + 1 + 2 * r] = [x & 0xFFFFFFFF
+                words[s.len + 1:s.len + 1 + r] = [x & 0xFFFFFFFF for x in a.shape[:r]]
+                words[s.len + 1 + r:s.len + 1 + 2 * r] = [x & 0xFFFFFFFF
                                                             for x in a.strides[:r]]
             bufs.append(b.gbuf)
         dev = self.rt.device
@@ -459,8 +462,8 @@ class WgpuExecutable(Executable):
             self.groups.move_to_end(bufs)
             return g
         entries = [{"binding": 0, "resource": {"buffer": self.meta}}]
-        entries += [{"binding": s.binding, "resource": {"buffer": b}}
-                    for s, b in zip([s for s in self.abi.slots if s.binding is not None], bufs)]
+        entries += [{"binding": binding(s), "resource": {"buffer": b}}
+                    for s, b in zip(self.abi.buffers, bufs)]
         g = self.rt.device.create_bind_group(layout=self.bgl, entries=entries)
         self.groups[bufs] = g
         if len(self.groups) > 64:

@@ -1,16 +1,16 @@
 """C-family source for CUDA, HIP, Metal (MSL) and OpenCL C from one emitter.
 
 `emit_source(kernel, dialect)` returns a `CSource`: the text, the entry point's name and the
-argument layout (see `abi.py`); a runtime compiles the text with its vendor compiler. The
-dialects differ only in the table and overrides in `dialects.py`.
+argument layout (`cube_ir.layout`, spec C_FAMILY); a runtime compiles the text with its vendor
+compiler. The dialects differ only in the table and overrides in `dialects.py`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from cube_ir import ir
+from cube_ir.layout import C_FAMILY, Layout, layout
 
-from .abi import Slots, layout
 from .dialects import DIALECTS, Dialect
 from .emit import Emitter, entry_name
 
@@ -19,16 +19,18 @@ from .emit import Emitter, entry_name
 class CSource:
     text: str
     entry: str
-    slots: tuple[Slots, ...]  # per kernel param: buffer position / cube_args slots
-    nbuf: int  # buffer arguments before cube_args
-    nslots: int  # 64-bit slots in cube_args
+    layout: Layout  # buffer arguments (nbuf of them) before cube_args, its 64-bit slots
+
+    # transitional, until the runtimes read `layout`
+    slots = property(lambda self: self.layout.params)
+    nbuf = property(lambda self: self.layout.nbuf)
+    nslots = property(lambda self: self.layout.nslots)
 
 
 def emit_source(kernel: ir.Kernel, dialect: str | Dialect) -> CSource:
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
     text = Emitter(kernel, d).run()
-    slots, nbuf, nslots = layout(kernel.params)
-    return CSource(text, entry_name(kernel), slots, nbuf, nslots)
+    return CSource(text, entry_name(kernel), layout(kernel.params, C_FAMILY))
 
 
-__all__ = ["CSource", "DIALECTS", "Dialect", "Slots", "emit_source", "entry_name", "layout"]
+__all__ = ["CSource", "DIALECTS", "Dialect", "emit_source", "entry_name"]

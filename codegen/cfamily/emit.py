@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 
 from cube_ir import ir
+from cube_ir.layout import C_FAMILY, layout
 from cube_ir.types import Scalar, Type, u32
 
-from . import abi, prelude
+from . import prelude
 from .dialects import Dialect
 from .values import Values
 from .vectors import VecOps
@@ -45,7 +46,8 @@ class Emitter:
         self.v = Values(d, self.needs)
         self.vo = VecOps(d, self.v)
         self.ntemps = 0
-        self.slots, self.nbuf, self.nslots = abi.layout(kernel.params)
+        lay = layout(kernel.params, C_FAMILY)
+        self.slots, self.nbuf, self.nslots = lay.params, lay.nbuf, lay.nslots
         self.ps = kernel.plane_size
         self.out: list[str] = []
         self.depth = 1

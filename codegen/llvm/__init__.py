@@ -7,7 +7,8 @@ ABI
 runs the cubes with linear index in [cube_begin, cube_end) of a launch (a linear cube index
 c maps to CUBE_POS_X = c % count_x, CUBE_POS_Y = c / count_x % count_y, CUBE_POS_Z =
 c / (count_x * count_y)). Several threads may call it at once on disjoint cube ranges with
-the same `args`, which the function only reads. `args` is an array of i64 slots:
+the same `args`, which the function only reads. `args` is an array of i64 slots laid out
+as `cube_ir.layout` describes with spec LLVM (`LlvmModule.layout`):
 
     [0..3)  cube_count x, y, z
     [3..6)  cube_dim x, y, z
@@ -43,8 +44,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cube_ir import ir
+from cube_ir.layout import Layout, ParamSlots
 
-from .abi import HEADER, ParamSlots, layout
 from .emit import emit, entry_name
 
 
@@ -52,17 +53,24 @@ from .emit import emit, entry_name
 class LlvmModule:
     text: str  # LLVM IR (no target triple: the JIT sets it)
     entry: str  # the exported function's name (and <entry>_par, the parallel driver)
-    params: tuple[ParamSlots, ...]  # argument-block layout, one entry per kernel param
-    nslots: int  # i64 slots in the argument block
+    layout: Layout  # the argument block (spec LLVM)
     stack_fixed: int  # bytes of shared + unit-private stack a call needs...
     stack_per_unit: int  # ...plus this many per unit of the cube
     barrier: bool  # the kernel uses sync_cube
 
+    @property
+    def params(self) -> tuple[ParamSlots, ...]:  # one entry per kernel param
+        return self.layout.params
+
+    @property
+    def nslots(self) -> int:  # i64 slots in the argument block
+        return self.layout.nslots
+
 
 def emit_module(kernel: ir.Kernel) -> LlvmModule:
     em = emit(kernel)
-    return LlvmModule(em.text, em.entry, em.slots, em.nslots, em.stack_fixed,
+    return LlvmModule(em.text, em.entry, em.layout, em.stack_fixed,
                       em.stack_per_unit, em.plan.barrier)
 
 
-__all__ = ["HEADER", "LlvmModule", "ParamSlots", "emit_module", "entry_name", "layout"]
+__all__ = ["LlvmModule", "ParamSlots", "emit_module", "entry_name"]

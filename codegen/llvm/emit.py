@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 
 from cube_ir import ir
+from cube_ir.layout import LLVM, layout
 from cube_ir.types import Type, Vec, u32
 
-from . import abi
 from .arith import Arith
 from .fn import Fn, Module
 from .regions import CIf, CJump, CLoop, CRange, Plan, Region, plan
@@ -26,7 +26,8 @@ class Emitter:
         self.mod = Module()
         self.fn = Fn(self.mod)
         self.a = Arith(self.fn, nowrap=kernel.nowrap)
-        self.slots, self.nslots = abi.layout(kernel.params)
+        self.layout = layout(kernel.params, LLVM)
+        self.slots, self.nslots = self.layout.params, self.layout.nslots
         self.entry = entry_name(kernel)
         self.vars = {v.id: v for v in ir.declared_vars(kernel)}
         self.var_ptr0: dict[int, str] = {}
@@ -71,11 +72,11 @@ class Emitter:
 
     def _prologue(self) -> None:
         fn, a, k = self.fn, self.a, self.k
-        cc = [self._slot(i) for i in range(3)]
+        cc = [self._slot(self.layout.header_slot(f"cube_count_{c}")) for c in "xyz"]
         if k.cube_dim is not None:
             cd = [str(int(d)) for d in k.cube_dim]
         else:
-            cd = [self._slot(3 + i) for i in range(3)]
+            cd = [self._slot(self.layout.header_slot(f"cube_dim_{c}")) for c in "xyz"]
         self.cube_count64, self.cube_dim64 = cc, cd
         self.cd32 = [d if k.cube_dim is not None else a.conv("trunc", "i64", d, "i32")
                      for d in cd]

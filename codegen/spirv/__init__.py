@@ -11,8 +11,9 @@ import tempfile
 from dataclasses import dataclass
 
 from cube_ir import ir
+from cube_ir.layout import Layout
 
-from ..shader_abi import ShaderAbi, private_atomics_lowered
+from ..shader_abi import private_atomics_lowered
 from .emit import Unsupported, emit
 from .module import disassemble as raw_listing
 
@@ -20,7 +21,7 @@ from .module import disassemble as raw_listing
 @dataclass(frozen=True)
 class SpirvModule:
     binary: bytes
-    abi: ShaderAbi
+    abi: Layout
     entry: str = "main"
 
 

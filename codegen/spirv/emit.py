@@ -16,9 +16,10 @@ from __future__ import annotations
 import struct
 
 from cube_ir import ir
+from cube_ir.layout import SHADER, Layout, layout
 from cube_ir.types import Type, Vec, u32
 
-from ..shader_abi import ShaderAbi, is_packed, layout
+from ..shader_abi import binding, is_packed
 from .module import Module
 
 FUNCTION, INPUT, UNIFORM, WORKGROUP, STORAGE = 7, 1, 2, 4, 12
@@ -55,7 +56,7 @@ class Emitter:
         self.k = kernel
         self.m = Module()
         self.cube_dim = cube_dim
-        self.abi: ShaderAbi = layout(kernel)
+        self.abi: Layout = layout(kernel.params, SHADER)
         self.glsl = self.m.id()
         self.atomic = {id(op.mem) for op in ir.walk(kernel.body) if isinstance(op, ir.Atomic)}
         self.stored = {id(op.mem) for op in ir.walk(kernel.body)
@@ -184,7 +185,7 @@ class Emitter:
     def _bindings(self) -> None:
         m = self.m
         uv4 = m.vec(m.int(32, False), 4)
-        arr = m.array(uv4, self.abi.meta_words // 4, stride=16)
+        arr = m.array(uv4, self.abi.nslots // 4, stride=16)
         st = m.id()
         m.emit("globals", "TypeStruct", st, arr)
         m.emit("annot", "Decorate", st, 2)  # Block
@@ -193,9 +194,9 @@ class Emitter:
         m.emit("globals", "Variable", m.ptr(UNIFORM, st), self.meta, UNIFORM)
         m.emit("annot", "Decorate", self.meta, 34, 0)
         m.emit("annot", "Decorate", self.meta, 33, 0)
-        for slot in self.abi.slots:
+        for slot in self.abi.params:
             p = slot.param
-            if slot.binding is None:
+            if not slot.is_buffer:
                 _check(p.type)
                 continue
             t, e = p.type, p.type.elem
@@ -223,7 +224,7 @@ class Emitter:
             v = m.id()
             m.emit("globals", "Variable", m.ptr(STORAGE, st), v, STORAGE)
             m.emit("annot", "Decorate", v, 34, 0)
-            m.emit("annot", "Decorate", v, 33, slot.binding)
+            m.emit("annot", "Decorate", v, 33, binding(slot))
             self.mems[id(p)] = (v, STORAGE, elem, how)
 
     def _atomic_elem(self, t: Type) -> int:
@@ -288,6 +289,6 @@ class Emitter:
         return cast(self, src, dst, x)
 
 
-def emit(kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> tuple[bytes, ShaderAbi]:
+def emit(kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> tuple[bytes, Layout]:
     em = Emitter(kernel, tuple(kernel.cube_dim or cube_dim))
     return em.run(), em.abi

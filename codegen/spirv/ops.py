@@ -551,15 +551,15 @@ def _meta(em: Emitter, op: ir.Meta) -> int:
         return em.u(mem.size if op.what in ("len", "shape") else 1)
     if op.what == "rank":
         return em.u(mem.rank)
-    slot = next(s for s in em.abi.slots if s.param is mem)
+    slot = em.abi.of(mem)
     if op.what == "len":
-        return em.word(slot.meta)
+        return em.word(slot.len)
     if mem.kind == "array":
-        vals = [m.op("IMul", ut, em.word(slot.meta), em.u(mem.type.lanes))] \
+        vals = [m.op("IMul", ut, em.word(slot.len), em.u(mem.type.lanes))] \
             if op.what == "shape" else [em.u(1)]
     else:
-        base = slot.meta + 1 + (0 if op.what == "shape" else mem.rank)
-        vals = [em.word(base + d) for d in range(mem.rank)]
+        at = slot.shape if op.what == "shape" else slot.stride
+        vals = [em.word(at(d)) for d in range(mem.rank)]
     if isinstance(op.dim, ir.Const):
         d = int(op.dim.value)
         return vals[d] if 0 <= d < len(vals) else em.u(0)
@@ -586,7 +586,7 @@ def _ptr(em: Emitter, mem, i: ir.Value | int) -> tuple[int, int]:
 def _scalar_param(em: Emitter, mem: ir.Param) -> int:
     """A scalar argument's register value from its meta word (codegen.shader_abi)."""
     m = em.m
-    w = em.word(next(s for s in em.abi.slots if s.param is mem).meta)
+    w = em.word(em.abi.of(mem).value)
     e = mem.type.elem
     if e.is_bool:
         return m.op("INotEqual", m.bool(), w, em.u(0))

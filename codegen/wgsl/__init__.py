@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cube_ir import ir
+from cube_ir.layout import Layout
 
-from ..shader_abi import ShaderAbi, private_atomics_lowered
+from ..shader_abi import private_atomics_lowered
 from .emit import emit
 from .types import Unsupported
 
@@ -22,7 +23,7 @@ from .types import Unsupported
 @dataclass(frozen=True)
 class WgslModule:
     text: str
-    abi: ShaderAbi
+    abi: Layout
     entry: str = "main"
 
 

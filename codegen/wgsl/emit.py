@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 from cube_ir import ir
+from cube_ir.layout import SHADER, Layout, layout
 from cube_ir.types import Type, Vec, u32, with_elem
 
-from ..shader_abi import ShaderAbi, is_packed, layout
+from ..shader_abi import binding, is_packed
 from .expr import Expr, k
 from .types import Unsupported, lit, reg, scalar, wide
 
@@ -27,7 +28,7 @@ class Emitter:
         self.k = kernel
         self.f16 = f16
         self.plane = plane_size
-        self.abi: ShaderAbi = layout(kernel)
+        self.abi: Layout = layout(kernel.params, SHADER)
         self.helpers: dict[str, str] = {}
         self.x = Expr(self.helpers)
         self.out: list[str] = []
@@ -58,17 +59,17 @@ class Emitter:
     def run(self) -> str:
         k = self.k
         decls = [f"@group(0) @binding(0) var<uniform> cube_meta: array<vec4<u32>, "
-                 f"{self.abi.meta_words // 4}>;"]
-        for slot in self.abi.slots:
+                 f"{self.abi.nslots // 4}>;"]
+        for slot in self.abi.params:
             p = slot.param
-            if slot.binding is None:
+            if not slot.is_buffer:
                 continue
             name = f"p_{_ident(p.name)}"
             self.names[id(p)] = name
             # read_write even when the kernel only reads: WebGPU forbids binding one buffer
             # read-only and read-write in a dispatch, and callers may pass aliases
             # (an in-place op, views of one allocation)
-            decls.append(f"@group(0) @binding({slot.binding}) var<storage, read_write> "
+            decls.append(f"@group(0) @binding({binding(slot)}) var<storage, read_write> "
                          f"{name}: array<{self._param_elem(p)}>;")
         for s in k.shared:
             name = f"sh{s.id}"
@@ -276,7 +277,7 @@ class Emitter:
         return f"cube_meta[{i // 4}][{i % 4}]"
 
     def _slot(self, p: ir.Param):
-        for s in self.abi.slots:
+        for s in self.abi.params:
             if s.param is p:
                 return s
         raise KeyError(p.name)
@@ -289,13 +290,13 @@ class Emitter:
             return f"{m.rank}u"
         s = self._slot(m)
         if op.what == "len":
-            return self.word(s.meta)
+            return self.word(s.len)
         if m.kind == "array":  # a 1-D view: shape = scalar elements, stride 1
-            vals = [f"({self.word(s.meta)} * {m.type.lanes}u)"] if op.what == "shape" \
+            vals = [f"({self.word(s.len)} * {m.type.lanes}u)"] if op.what == "shape" \
                 else ["1u"]
         else:
-            base = s.meta + 1 + (0 if op.what == "shape" else m.rank)
-            vals = [self.word(base + d) for d in range(m.rank)]
+            at = s.shape if op.what == "shape" else s.stride
+            vals = [self.word(at(d)) for d in range(m.rank)]
         if isinstance(op.dim, ir.Const):
             d = int(op.dim.value)
             return vals[d] if 0 <= d < len(vals) else "0u"
@@ -306,7 +307,7 @@ class Emitter:
         return r
 
     def _scalar_param(self, p: ir.Param) -> str:
-        w = self.word(self._slot(p).meta)
+        w = self.word(self._slot(p).value)
         e = p.type.elem
         if e.is_bool:
             return f"({w} != 0u)"
@@ -573,7 +574,7 @@ class Emitter:
             self.assign(d, r, ln)
 
 
-def emit(kernel: ir.Kernel, f16: bool = True, plane_size: int = 1) -> tuple[str, ShaderAbi]:
+def emit(kernel: ir.Kernel, f16: bool = True, plane_size: int = 1) -> tuple[str, Layout]:
     em = Emitter(kernel, f16, plane_size)
     return em.run(), em.abi
 
