@@ -68,6 +68,28 @@ class Dialect:
     def f16_needs(self) -> set[str]:
         return {"f16"}
 
+    def f16_round(self, x: str) -> str:
+        """float x rounded to the nearest f16 (and back to float)."""
+        return self.f16_load(self.f16_store(x))
+
+    def f16_from_bits(self, x: str) -> str:
+        """float from an f16's 16 bits (a dialect whose f16 memory type is a half)."""
+        return f"(float)__builtin_bit_cast(_Float16, (unsigned short)({x}))"
+
+    # ---- what some operations need from the prelude ------------------------------------
+    def math_needs(self, name: str) -> set[str]:
+        """Prelude helpers a math function needs (a scalar helper: no vector form)."""
+        return set()
+
+    def cas_needs(self) -> set[str]:
+        """Prelude helpers the emitter's compare-and-swap loops need."""
+        return set()
+
+    def vector_int_abs(self, vt: str, a: str) -> str | None:
+        """abs of a native signed-int vector, wrapping at MIN as C's scalar code does; None
+        to write it lane by lane."""
+        return None
+
     # ---- math --------------------------------------------------------------------------
     def math(self, name: str, e: Scalar) -> str:
         if self.float_suffix_math and e.bits != 64:
@@ -308,6 +330,9 @@ class Hip(Cuda):
 
 class OpenCL(Dialect):
     name = "opencl"
+
+    def vector_int_abs(self, vt, a):  # abs gives the unsigned type: bit-cast back wraps MIN
+        return self.bitcast(vt, f"abs({a})")
     ints = _CL_INTS
     fn = "static inline"
     spaces = {"global": "__global ", "shared": "__local "}
@@ -501,6 +526,15 @@ class Msl(Dialect):
 
     def math(self, name, e):
         return {"log1p": "cube_log1p"}.get(name, name)
+
+    def math_needs(self, name):  # MSL has no log1p
+        return {"mslmath"} if name == "log1p" else set()
+
+    def cas_needs(self):
+        return {"mslcas"}
+
+    def f16_from_bits(self, x):
+        return f"float(as_type<half>((ushort)({x})))"
 
     atomic_native = {
         **{(op, t): f"atomic_fetch_{op}_explicit" for op in ("add", "sub", "min", "max",

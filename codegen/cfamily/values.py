@@ -76,13 +76,8 @@ class Values:
         return x
 
     def f16_round(self, x: str) -> str:
-        d = self.d
-        if d.name == "hip":
-            return f"(float)(_Float16)({x})"
-        if d.name == "msl":
-            return f"float(half({x}))"
-        self.need(*d.f16_needs())
-        return f"cube_f16_to_f32(cube_f32_to_f16({x}))"
+        self.need(*self.d.f16_needs())
+        return self.d.f16_round(x)
 
     # ---- casts -------------------------------------------------------------------------
     def cast(self, x: str, se: Scalar, de: Scalar) -> str:
@@ -133,14 +128,7 @@ class Values:
         if e.name == "bf16" or (e.name == "f16" and d.mem(e) == d.uint(16)):
             return self.from_mem(e, f"({d.uint(16)})({slot})")
         if e.name == "f16":
-            return self._f16_from_bits(slot)
+            return self.d.f16_from_bits(slot)
         if e.is_float:
             return d.as_float(e.bits, f"({d.uint(e.bits)})({slot})")
         return f"({d.reg(e)})({slot})"
-
-    def _f16_from_bits(self, slot: str) -> str:
-        d = self.d
-        if d.name == "msl":
-            return f"float(as_type<half>((ushort)({slot})))"
-        # HIP: the bits through a _Float16
-        return f"(float)__builtin_bit_cast(_Float16, (unsigned short)({slot}))"

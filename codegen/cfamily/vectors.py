@@ -77,14 +77,12 @@ class VecOps:
         if o == "abs" and e.is_int:
             if not e.is_signed:
                 return a
-            if d.name != "opencl":  # OpenCL's abs gives the unsigned type, so MIN wraps
-                return None
-            return d.bitcast(self.vt(e, n), f"abs({a})")
+            return d.vector_int_abs(self.vt(e, n), a)
         if o == "erf" and e.is_float and e.bits <= 32 and d.own_erf:
             return self.rnd(e, self.v.erf(self.vt(e, n), a), n)
         if o not in MATH or not e.is_float:
             return None
-        if o == "log1p" and d.name == "msl":
+        if d.math_needs(o):  # a scalar prelude helper
             return None
         r = f"{d.math(MATH[o], e)}({a})"
         return r if o in EXACT else self.rnd(e, r, n)
