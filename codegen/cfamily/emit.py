@@ -350,8 +350,7 @@ class Emitter:
             return f"({self.reg(e)})({a} < 0 ? ({u})0 - ({u}){a} : ({u}){a})"
         if o not in MATH or not e.is_float:
             raise NotImplementedError(f"C codegen: {o} on {e}")
-        if o == "log1p" and d.name == "msl":
-            self.need("mslmath")
+        self.need(*d.math_needs(o))
         if o == "erf" and d.own_erf and e.bits <= 32:
             return self.v.rnd(e, self.v.erf("float", a))
         r = f"{d.math(MATH[o], e)}({a})"
@@ -569,8 +568,7 @@ class Emitter:
         native = d.atomic_native_call(o, e, p, v, cmp, space)
         if native is not None:
             return native
-        if d.name == "msl":
-            self.need("mslcas")
+        self.need(*d.cas_needs())
         name = f"cube_atomic_{o}_{e.name}_{space}"
         key = f"text:{name}"
         if key not in self.needs:
