@@ -5,7 +5,8 @@ emits an object file, which goes to the disk cache (with the IR as `source.ll`);
 process with the same key loads the object without code generation or optimisation.
 
 The launch hot path is one generated Python function per executable that packs the argument
-block (see codegen.llvm's ABI) with one `struct.pack` and calls the kernel through ctypes
+block (cube_ir.layout's spec LLVM, with the statements of runtimes.args' packing plan: one
+`struct.pack`) and calls the kernel through ctypes
 (which releases the GIL). Small launches run on the calling thread; big ones are split
 into chunks of cubes over a persistent thread pool (see SERIAL_UNITS for the policy).
 """
@@ -15,21 +16,19 @@ import ctypes
 import hashlib
 import json
 import os
-import struct
 import time
 
 from codegen.llvm import LlvmModule, emit_module
-from codegen.llvm.abi import ParamSlots, layout
 from codegen.llvm.emit import entry_name
 from cube_ir import ir
-from cube_ir.types import Scalar
+from cube_ir.layout import GRID, LLVM, Layout, layout
 
 from . import cpu_jit, cpu_pool
+from .args import ERRORS, Packer
 from .base import Executable, Features, Runtime
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError
 from .host import HostMemoryMixin
-from .scalar_bits import bf16_bits, f16_bits
 
 # Where a launch runs: one cube on the calling thread; from PARALLEL_UNITS on the thread pool;
 # in between by the kernel's measured cost per unit (the last launch's), on the pool when one
@@ -97,8 +96,8 @@ class CpuRuntime(HostMemoryMixin, Runtime):
             default_cache().put(key, {"object.o": obj, "source.ll": mod.text.encode(),
                                       "meta.json": json.dumps(meta).encode()})
             self.stats["cache_stores"] += 1
-        return CpuExecutable(kernel, mod.text, cpu_jit.Loaded(obj, mod.entry), mod.params,
-                             mod.nslots, mod.stack_fixed, mod.stack_per_unit)
+        return CpuExecutable(kernel, mod.text, cpu_jit.Loaded(obj, mod.entry), mod.layout,
+                             mod.stack_fixed, mod.stack_per_unit)
 
     def _load_cached(self, kernel: ir.Kernel, key: str):
         files = default_cache().get(key)
@@ -107,15 +106,15 @@ class CpuRuntime(HostMemoryMixin, Runtime):
         try:
             meta = json.loads(files["meta.json"])
             obj = files["object.o"]
-            params, nslots = layout(kernel.params)
-            if (meta["entry"] != entry_name(kernel) or meta["nslots"] != nslots
+            lay = layout(kernel.params, LLVM)
+            if (meta["entry"] != entry_name(kernel) or meta["nslots"] != lay.nslots
                     or meta["object_sha256"] != hashlib.sha256(obj).hexdigest()):
                 return None
             loaded = cpu_jit.Loaded(obj, meta["entry"])
         except Exception:  # a foreign or broken entry: rebuild it, never run it
             return None
         self.stats["cache_loads"] += 1
-        return CpuExecutable(kernel, files["source.ll"].decode(), loaded, params, nslots,
+        return CpuExecutable(kernel, files["source.ll"].decode(), loaded, lay,
                              int(meta["stack_fixed"]), int(meta["stack_per_unit"]))
 
     def sync(self) -> None:
@@ -124,16 +123,15 @@ class CpuRuntime(HostMemoryMixin, Runtime):
 
 class CpuExecutable(Executable):
     def __init__(self, kernel: ir.Kernel, source: str, loaded: cpu_jit.Loaded,
-                 params: tuple[ParamSlots, ...], nslots: int, stack_fixed: int,
-                 stack_per_unit: int):
+                 lay: Layout, stack_fixed: int, stack_per_unit: int):
         self.kernel = kernel
         self.source = source
         self._loaded = loaded  # keeps the machine code alive
         self.cfunc = _FUNC(loaded.address)
         self.cfunc_par = _PAR_FUNC(loaded.par_address)
-        self.nslots = nslots
+        self.layout, self.nslots = lay, lay.nslots
         self.stack_fixed, self.stack_per_unit = stack_fixed, stack_per_unit
-        self.launch = _make_launcher(self, kernel, params)
+        self.launch = _make_launcher(self, kernel, Packer(lay, kernel.name))
 
     def launch(self, cube_count, cube_dim, args) -> None:  # replaced per instance
         raise NotImplementedError
@@ -145,65 +143,32 @@ def _caller_max_units(fixed: int, per_unit: int) -> int:
     return MAX_UNITS if per_unit == 0 else (CALLER_STACK - fixed) // per_unit
 
 
-_INT_CODES = {8: "b", 16: "h", 32: "i", 64: "q"}
+_HEADER = dict(zip(GRID, ("cx", "cy", "cz", "dx", "dy", "dz")))
 
 
-def _scalar_slot(i: int, t: Scalar) -> tuple[str, str]:
-    """(struct format of one 8-byte slot, Python expression for the value) of scalar arg i."""
-    if t.name == "f16":
-        return "H6x", f"f16_bits(a{i})"
-    if t.name == "bf16":
-        return "H6x", f"bf16_bits(a{i})"
-    if t.is_float:
-        return ("f4x" if t.bits == 32 else "d"), f"a{i}"
-    if t.is_bool:
-        return "?7x", f"a{i}"
-    code = _INT_CODES[t.bits]
-    code = code if t.is_signed else code.upper()
-    return code + f"{8 - t.bits // 8}x" if t.bits < 64 else code, f"a{i}"
-
-
-def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, params: tuple[ParamSlots, ...]):
+def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, packer: Packer):
     """A launch function specialised on the kernel's parameters (built once, by exec).
 
-    The argument block is one `struct.pack` of all slots into a fresh bytes object, passed
-    by pointer (ctypes `c_char_p`): no per-launch ctypes objects, no lock, and concurrent
-    launches of one executable cannot interfere."""
-    fmt, vals, pre = ["<6q"], ["cx, cy, cz, dx, dy, dz"], []
-    for i, (p, s) in enumerate(zip(kernel.params, params)):
-        if p.kind == "scalar":
-            f, v = _scalar_slot(i, p.type.elem)
-            fmt.append(f)
-            vals.append(v)
-            continue
-        pre.append(f"b{i} = a{i}.buffer")
-        fmt.append("2q" + "q" * 2 * s.rank)
-        vals.append(f"b{i}.ptr, b{i}.size // a{i}.line_size")
-        vals += [f"b{i}.shape[{d}]" for d in range(s.rank)]
-        vals += [f"b{i}.strides[{d}]" for d in range(s.rank)]
-    n = len(kernel.params)
-    env = {"call": exe.cfunc, "call_par": exe.cfunc_par,
+    The argument block is one `struct.pack` of all slots (the packing plan's statements)
+    into a fresh bytes object, passed by pointer (ctypes `c_char_p`): no per-launch ctypes
+    objects, no lock, and concurrent launches of one executable cannot interfere."""
+    env = {**packer.env, "call": exe.cfunc, "call_par": exe.cfunc_par,
            "machine_code": exe._loaded,  # alive while the launch function is
-           "pack": struct.Struct("".join(fmt)).pack, "LaunchError": LaunchError,
-           "struct_error": struct.error, "pool": cpu_pool.pool, "f16_bits": f16_bits,
-           "bf16_bits": bf16_bits, "MAXU": MAX_UNITS, "SMALL": SERIAL_UNITS,
+           "errors": ERRORS, "bad": _bad_launch(kernel, packer), "LaunchError": LaunchError,
+           "pool": cpu_pool.pool, "MAXU": MAX_UNITS, "SMALL": SERIAL_UNITS,
            "BIG": PARALLEL_UNITS, "PAR_SECONDS": PARALLEL_SECONDS, "clock": time.perf_counter,
            "cost": [-1.0],
            "CALLER_UNITS": _caller_max_units(exe.stack_fixed, exe.stack_per_unit)}
-    unpack = (", ".join(f"a{i}" for i in range(n)) + ("," if n == 1 else "") + " = args"
-              if n else "if args: raise ValueError")
-    lines = [unpack, *pre, f"blob = pack({', '.join(vals)})"]
-    body = "\n".join("        " + ln for ln in lines)
+    header = tuple(_HEADER[h] for h in packer.layout.spec.header)
+    body = "\n".join("        " + ln for ln in packer.statements(header=header))
     src = f"""
 def launch(cube_count, cube_dim, args):
     try:
         cx, cy, cz = cube_count
         dx, dy, dz = cube_dim
 {body}
-    except (TypeError, ValueError, AttributeError, IndexError, OverflowError,
-            struct_error) as e:
-        raise LaunchError(f"launch of {kernel.name}: bad cube_count/cube_dim (3-tuples) or "
-                          f"arguments ({n} expected; {{type(e).__name__}}: {{e}})") from None
+    except errors as e:
+        raise bad(cube_count, cube_dim, args, e) from None
     ncubes = cx * cy * cz
     units = dx * dy * dz
     if ncubes <= 0 or units <= 0:
@@ -236,6 +201,18 @@ def launch(cube_count, cube_dim, args):
     src = src.replace("{dim_check}", "")
     exec(compile(src, f"<cpu launch {kernel.name}>", "exec"), env)
     return env["launch"]
+
+
+def _bad_launch(kernel: ir.Kernel, packer: Packer):
+    def bad(cube_count, cube_dim, args, e: Exception) -> LaunchError:
+        try:
+            cx, cy, cz = cube_count
+            dx, dy, dz = cube_dim
+        except ERRORS:
+            return LaunchError(f"launch of {kernel.name}: cube_count and cube_dim must be "
+                               f"3-tuples, got {cube_count!r} and {cube_dim!r}")
+        return packer.error(args, e)
+    return bad
 
 
 __all__ = ["CpuRuntime", "CpuExecutable", "LlvmModule"]

@@ -4,22 +4,21 @@ Buffers are CuPy allocations (CuPy's memory pool reuses them), launches go to on
 non-blocking stream, `sync()` and `buf.numpy()` wait for it. Compiled cubins go to the disk
 cache under the kernel's key and the device's compute capability, so a later process skips
 NVRTC. A compile error carries the NVRTC log and the generated source. Without CuPy or a GPU
-the runtime reports why in one line (RuntimeUnavailable) and never fails an import.
+the runtime reports why in one line (RuntimeUnavailable, naming the pip extra that installs
+CuPy: `pip install 'cube-lang[cuda]'`, or `[hip]`) and never fails an import.
 """
 from __future__ import annotations
-
-import struct
 
 import numpy as np
 
 from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
+from .args import Packer
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
-from .scalar_bits import slot_bits
 
 try:
     import cupy as cp
@@ -51,14 +50,14 @@ class CudaRuntime(Runtime):
 
     def __init__(self, device: int = 0):
         if cp is None:
-            raise RuntimeUnavailable(f"{self.name}: {_IMPORT_ERROR}")
+            raise self.unavailable(_IMPORT_ERROR)
         self._check_backend()
         try:
             if cp.cuda.runtime.getDeviceCount() <= device:
-                raise RuntimeUnavailable(f"{self.name}: no GPU device {device}")
+                raise self.unavailable(f"no GPU device {device}")
             self.props = cp.cuda.runtime.getDeviceProperties(device)
         except cp.cuda.runtime.CUDARuntimeError as e:
-            raise RuntimeUnavailable(f"{self.name}: no usable GPU ({e})") from None
+            raise self.unavailable(f"no usable GPU ({e})") from None
         self.device = cp.cuda.Device(device)
         self.device.use()
         self.stream = cp.cuda.Stream(non_blocking=True)
@@ -69,9 +68,15 @@ class CudaRuntime(Runtime):
             max_cube_dim=int(p["maxThreadsPerBlock"]))
         self.stats = {"codegen": 0, "cache_loads": 0, "cache_stores": 0}
 
+    @classmethod
+    def unavailable(cls, why: str) -> RuntimeUnavailable:
+        """Why the runtime cannot start, and the pip extra that installs its CuPy."""
+        return RuntimeUnavailable(f"{cls.name}: {why}; the {cls.name} runtime needs a GPU and "
+                                  f"CuPy (pip install 'cube-lang[{cls.name}]')")
+
     def _check_backend(self) -> None:
         if cp.cuda.runtime.is_hip:
-            raise RuntimeUnavailable("cuda: CuPy is built for ROCm (use the hip runtime)")
+            raise self.unavailable("CuPy is built for ROCm (use the hip runtime)")
 
     def arch(self) -> str:
         return f"sm_{self.props['major']}{self.props['minor']}"
@@ -144,28 +149,18 @@ class DeviceExecutable(Executable):
         self.rt, self.kernel, self.source = rt, kernel, src.text
         self._module = module  # keeps the function alive
         self.fn = module.get_function(src.entry)
-        self._pack = struct.Struct(f"<{src.nslots}Q").pack
-        self._args_t = np.dtype([("s", np.uint64, (src.nslots,))])
-        self._nslots, self._nbuf = src.nslots, src.nbuf
-        self._plan = [(p.kind, p.type.elem, s) for p, s in zip(kernel.params, src.slots)]
+        self.layout = src.layout
+        self.packer = Packer(src.layout, kernel.name)
+        # cube_args by value: a NumPy structured scalar of the block's bytes
+        self._args_t = np.dtype([("s", np.uint64, (src.layout.nslots,))])
 
     def launch(self, cube_count, cube_dim, args) -> None:
-        slots, bufs = [0] * self._nslots, [None] * self._nbuf
-        for (kind, elem, s), a in zip(self._plan, args):
-            if kind == "scalar":
-                slots[s.offset] = slot_bits(a, elem)
-                continue
-            b = a.buffer
-            if not isinstance(b, DeviceBuffer) or b.rt is not self.rt:
-                raise LaunchError(f"argument '{s.name}' is not a {self.rt.name} buffer")
-            bufs[s.buffer] = b.data
-            slots[s.len] = b.size // a.line_size
-            for d in range(s.rank):
-                slots[s.shape(d)] = b.shape[d]
-                slots[s.stride(d)] = b.strides[d]
-        packed = np.frombuffer(self._pack(*slots), self._args_t)[0]
+        blob, bufs = self.packer.pack(args)
+        self.packer.check_buffers(bufs, DeviceBuffer, self.rt)
+        packed = np.frombuffer(blob, self._args_t)[0]
         try:
-            self.fn(tuple(cube_count), tuple(cube_dim), (*bufs, packed), stream=self.rt.stream)
+            self.fn(tuple(cube_count), tuple(cube_dim), (*(b.data for b in bufs), packed),
+                    stream=self.rt.stream)
         except Exception as e:
             raise LaunchError(f"launch of {self.kernel.name} failed on {self.rt.name}: "
                               f"{type(e).__name__}: {e}") from None

@@ -6,7 +6,6 @@ CuPy on ROCm maps its `cuda` namespace and the NVRTC bindings onto HIP and hiprt
 from __future__ import annotations
 
 from .cuda import CudaRuntime
-from .errors import RuntimeUnavailable
 
 
 class HipRuntime(CudaRuntime):
@@ -17,7 +16,7 @@ class HipRuntime(CudaRuntime):
     def _check_backend(self) -> None:
         import cupy as cp
         if not cp.cuda.runtime.is_hip:
-            raise RuntimeUnavailable("hip: CuPy is built for CUDA, not ROCm")
+            raise self.unavailable("CuPy is built for CUDA, not ROCm")
 
     def arch(self) -> str:
         arch = self.props.get("gcnArchName", b"gfx90a")

@@ -6,17 +6,15 @@ Metal keeps its own cache of compiled pipelines, so the disk cache holds only th
 """
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 
 from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
+from .args import Packer
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
-from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
-from .scalar_bits import slot_bits
+from .errors import BackendCompileError, RuntimeUnavailable
 
 try:
     import Metal
@@ -101,30 +99,19 @@ class MetalRuntime(Runtime):
 class MetalExecutable(Executable):
     def __init__(self, rt: MetalRuntime, kernel: ir.Kernel, src: CSource, pipe):
         self.rt, self.kernel, self.source, self.pipe = rt, kernel, src.text, pipe
-        self._pack = struct.Struct(f"<{src.nslots}Q").pack
-        self._nslots, self._nbuf = src.nslots, src.nbuf
-        self._plan = [(p.kind, p.type.elem, s) for p, s in zip(kernel.params, src.slots)]
+        self.layout = src.layout
+        self.packer = Packer(src.layout, kernel.name)
 
     def launch(self, cube_count, cube_dim, args) -> None:
         rt = self.rt
-        slots = [0] * self._nslots
+        blob, bufs = self.packer.pack(args)
+        self.packer.check_buffers(bufs, MetalBuffer, rt)
         cmd = rt.queue.commandBuffer()
         enc = cmd.computeCommandEncoder()
         enc.setComputePipelineState_(self.pipe)
-        for (kind, elem, s), a in zip(self._plan, args):
-            if kind == "scalar":
-                slots[s.offset] = slot_bits(a, elem)
-                continue
-            b = a.buffer
-            if not isinstance(b, MetalBuffer) or b.rt is not rt:
-                raise LaunchError(f"argument '{s.name}' is not a Metal buffer")
-            enc.setBuffer_offset_atIndex_(b.mtl, 0, s.buffer)
-            slots[s.len] = b.size // a.line_size
-            for d in range(s.rank):
-                slots[s.shape(d)] = b.shape[d]
-                slots[s.stride(d)] = b.strides[d]
-        blob = self._pack(*slots)
-        enc.setBytes_length_atIndex_(blob, len(blob), self._nbuf)
+        for i, b in enumerate(bufs):
+            enc.setBuffer_offset_atIndex_(b.mtl, 0, i)
+        enc.setBytes_length_atIndex_(blob, len(blob), len(bufs))
         enc.dispatchThreadgroups_threadsPerThreadgroup_(Metal.MTLSizeMake(*cube_count),
                                                          Metal.MTLSizeMake(*cube_dim))
         enc.endEncoding()

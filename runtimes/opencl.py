@@ -9,19 +9,18 @@ has no subgroups).
 from __future__ import annotations
 
 import os
-import struct
 
 import numpy as np
 
 from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
+from .args import Packer
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 from .pool import Block, Pool
-from .scalar_bits import slot_bits
 
 CACHE_FORMAT = "opencl-bin-1"
 
@@ -154,30 +153,16 @@ class ClExecutable(Executable):
     def __init__(self, rt: OpenCLRuntime, kernel: ir.Kernel, src: CSource, prog):
         self.rt, self.kernel, self.source = rt, kernel, src.text
         self.knl = cl.Kernel(prog, src.entry)
-        self._pack = struct.Struct(f"<{src.nslots}Q").pack
-        self._nslots = src.nslots
-        self._plan = [(p.kind, p.type.elem, s) for p, s in zip(kernel.params, src.slots)]
-        self._bufs = src.nbuf
+        self.layout = src.layout
+        self.packer = Packer(src.layout, kernel.name)
 
     def launch(self, cube_count, cube_dim, args) -> None:
-        k = self.kernel
-        if len(args) != len(self._plan):
-            raise LaunchError(f"{k.name} takes {len(self._plan)} arguments, got {len(args)}")
-        slots = [0] * self._nslots
-        knl = self.knl
-        for (kind, elem, s), a in zip(self._plan, args):
-            if kind == "scalar":
-                slots[s.offset] = slot_bits(a, elem)
-                continue
-            b = a.buffer
-            if not isinstance(b, ClBuffer) or b.rt is not self.rt:
-                raise LaunchError(f"argument '{s.name}' is not an OpenCL buffer of this device")
-            knl.set_arg(s.buffer, b.mem)
-            slots[s.len] = b.size // a.line_size
-            for d in range(s.rank):
-                slots[s.shape(d)] = b.shape[d]
-                slots[s.stride(d)] = b.strides[d]
-        knl.set_arg(self._bufs, self._pack(*slots))
+        k, knl = self.kernel, self.knl
+        blob, bufs = self.packer.pack(args)
+        self.packer.check_buffers(bufs, ClBuffer, self.rt)
+        for i, b in enumerate(bufs):
+            knl.set_arg(i, b.mem)
+        knl.set_arg(len(bufs), blob)
         glob = tuple(int(c) * int(d) for c, d in zip(cube_count, cube_dim))
         if max(glob) > 0xFFFFFFFF or int(np.prod(glob, dtype=np.int64)) > 0xFFFFFFFF:
             raise LaunchError(f"launch of {k.name}: {glob} units exceed the u32 positions")

@@ -2,8 +2,9 @@
 codegen.spirv (runtime "wgpu-spirv"), run as compute shaders on whatever adapter wgpu finds
 (in CI, Mesa's lavapipe Vulkan driver on the CPU).
 
-Launch: the arguments' metadata (lengths, shapes, strides, scalars; codegen.shader_abi) is
-written to the executable's uniform buffer, a bind group for the argument buffers is taken
+Launch: the arguments' metadata (lengths, shapes, strides, scalars: cube_ir.layout's spec
+SHADER, packed by runtimes.args; codegen.shader_abi) is written to the executable's uniform
+buffer, a bind group for the argument buffers is taken
 from a small cache, and one compute pass dispatches cube_count workgroups of cube_dim
 (override constants, one pipeline per cube_dim). Queue order makes the reuse of the uniform
 buffer safe: a later write lands after the earlier dispatch. Launches are asynchronous;
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import threading
 import weakref
 from collections import OrderedDict
@@ -26,15 +26,13 @@ import numpy as np
 
 from codegen.shader_abi import binding
 from cube_ir import ir
-from cube_ir.layout import SHADER
-from cube_ir.layout import Layout as ShaderAbi
-from cube_ir.layout import layout as _layout
+from cube_ir.layout import SHADER, Layout, layout
 
+from .args import Packer
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable, UnsupportedFeature
-from .scalar_bits import bf16_bits, f16_bits
 
 CACHE_FORMAT = "wgpu-2"  # bumped when generated code changes for the same IR
 WANTED_FEATURES = ("shader-f16", "shader-float32-atomic", "subgroup")
@@ -250,7 +248,7 @@ class WgpuRuntime(Runtime):
             self.stats["cache_stores"] += 1
         return text, text
 
-    def _check_bindings(self, kernel: ir.Kernel, abi: ShaderAbi) -> None:
+    def _check_bindings(self, kernel: ir.Kernel, abi: Layout) -> None:
         limit = self.limits.get("max-storage-buffers-per-shader-stage")
         if limit is not None and abi.nbuf > limit:
             raise LaunchError(f"{kernel.name} binds {abi.nbuf} storage buffers; "
@@ -258,7 +256,7 @@ class WgpuRuntime(Runtime):
                               f"{limit}")
 
     def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
-        abi = _layout(kernel.params, SHADER)
+        abi = layout(kernel.params, SHADER)
         self._check_bindings(kernel, abi)
         key = make_key(CACHE_FORMAT, self.target, cache_key, self.device_id()) \
             if cache_key else None
@@ -297,7 +295,7 @@ class WgpuSpirvRuntime(WgpuRuntime):
             raise UnsupportedFeature(str(e)) from None
 
     def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
-        abi = _layout(kernel.params, SHADER)
+        abi = layout(kernel.params, SHADER)
         self._check_bindings(kernel, abi)
         self._spirv(kernel, tuple(kernel.cube_dim or (1, 1, 1)))  # unsupported: fail now
         modules: dict = {}
@@ -330,25 +328,10 @@ class WgpuSpirvRuntime(WgpuRuntime):
                               "rt.generate(kernel, cube_dim)>", abi, module_for)
 
 
-def _scalar_bits(e, v) -> int:
-    if e.is_bool:
-        return 1 if v else 0
-    if e.name == "f32":
-        return struct.unpack("<I", struct.pack("<f", float(np.float32(v))))[0]
-    if e.name == "f16":
-        return f16_bits(v)
-    if e.name == "bf16":
-        return bf16_bits(v)
-    n = int(v)
-    if not e.is_signed:
-        n &= (1 << e.bits) - 1
-    return n & 0xFFFFFFFF
-
-
 class WgpuExecutable(Executable):
-    def __init__(self, rt: WgpuRuntime, kernel: ir.Kernel, source, abi: ShaderAbi,
-                 module_for):
+    def __init__(self, rt: WgpuRuntime, kernel: ir.Kernel, source, abi: Layout, module_for):
         self.rt, self.kernel, self.source, self.abi = rt, kernel, source, abi
+        self.packer = Packer(abi, kernel.name)
         self.module_for = module_for  # cube_dim -> shader module
         self.uses_planes = any(isinstance(op, ir.Plane) for op in ir.walk(kernel.body))
         wgpu = rt.wgpu
@@ -356,9 +339,8 @@ class WgpuExecutable(Executable):
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": wgpu.BufferBindingType.uniform}}]
         for s in abi.buffers:  # all read-write: see the shader generators (aliases)
-            if True:
-                entries.append({"binding": binding(s), "visibility": wgpu.ShaderStage.COMPUTE,
-                                "buffer": {"type": wgpu.BufferBindingType.storage}})
+            entries.append({"binding": binding(s), "visibility": wgpu.ShaderStage.COMPUTE,
+                            "buffer": {"type": wgpu.BufferBindingType.storage}})
         self.bgl = dev.create_bind_group_layout(entries=entries)
         self.playout = dev.create_pipeline_layout(bind_group_layouts=[self.bgl])
         self.meta = dev.create_buffer(size=abi.nslots * 4,
@@ -392,8 +374,12 @@ class WgpuExecutable(Executable):
 
     def launch(self, cube_count: tuple, cube_dim: tuple, args: list) -> None:
         k = self.kernel
-        if len(args) != len(k.params):
-            raise LaunchError(f"{k.name} takes {len(k.params)} arguments, got {len(args)}")
+        blob, bufs = self.packer.pack(args)
+        self.packer.check_buffers(bufs, WgpuBuffer, self.rt)
+        for s, b in zip(self.abi.buffers, bufs):
+            if b.alloc > self.max_binding:
+                raise LaunchError(f"argument '{s.name}' ({b.alloc} bytes) exceeds the device's "
+                                  f"max-storage-buffer-binding-size of {self.max_binding}")
         cd, cc = tuple(cube_dim), tuple(cube_count)
         if k.cube_dim is not None and cd != tuple(k.cube_dim):
             raise LaunchError(f"launch of {k.name}: cube_dim {cd} differs from the "
@@ -416,35 +402,11 @@ class WgpuExecutable(Executable):
             raise LaunchError(f"launch of {k.name}: {cd[0] * cd[1] * cd[2]} units per cube "
                               f"exceed the device's max-compute-invocations-per-workgroup "
                               f"of {self.max_inv}")
-        words = np.zeros(self.abi.nslots, np.uint32)
-        bufs = []
-        for s, a in zip(self.abi.params, args):
-            p = s.param
-            if p.kind == "scalar":
-                try:
-                    words[s.value] = _scalar_bits(p.type.elem, a)
-                except (TypeError, ValueError, OverflowError) as e:
-                    raise LaunchError(f"argument '{p.name}': {e}") from None
-                continue
-            b = getattr(a, "buffer", None)
-            if not isinstance(b, WgpuBuffer) or b.rt is not self.rt:
-                raise LaunchError(f"argument '{p.name}' must be a {self.rt.name} buffer, got "
-                                  f"{type(a).__name__}")
-            if b.alloc > self.max_binding:
-                raise LaunchError(f"argument '{p.name}' ({b.alloc} bytes) exceeds the device's "
-                                  f"max-storage-buffer-binding-size of {self.max_binding}")
-            words[s.len] = b.size // a.line_size
-            if p.kind == "tensor":
-                r = p.rank
-                words[s.len + 1:s.len + 1 + r] = [x & 0xFFFFFFFF for x in a.shape[:r]]
-                words[s.len + 1 + r:s.len + 1 + 2 * r] = [x & 0xFFFFFFFF
-                                                            for x in a.strides[:r]]
-            bufs.append(b.gbuf)
         dev = self.rt.device
         with self.lock:
             pipe = self._pipeline(cd)
-            group = self._group(tuple(bufs))
-            dev.queue.write_buffer(self.meta, 0, words.tobytes())
+            group = self._group(tuple(b.gbuf for b in bufs))
+            dev.queue.write_buffer(self.meta, 0, blob)
             enc = dev.create_command_encoder()
             cp = enc.begin_compute_pass()
             cp.set_pipeline(pipe)
