@@ -10,9 +10,14 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.layout import C_FAMILY, Layout, layout
+from cube_ir.passes.lowering import PER_AXIS, Lowering, lower
 
 from .dialects import DIALECTS, Dialect
 from .emit import Emitter, entry_name
+
+# what the C family prints itself: the per-axis ids (threadIdx.x, get_local_id(0), ...);
+# every other builtin, plane ops at plane size 1 and runtime shape dims are lowered in IR
+LOWERING = Lowering(PER_AXIS)
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,7 @@ class CSource:
 
 def emit_source(kernel: ir.Kernel, dialect: str | Dialect) -> CSource:
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
+    kernel = lower(kernel, LOWERING)
     text = Emitter(kernel, d).run()
     return CSource(text, entry_name(kernel), layout(kernel.params, C_FAMILY))
 

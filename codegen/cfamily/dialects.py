@@ -122,8 +122,9 @@ class Dialect:
         """Raw builtins: local id (ux..), cube dim (dx..), cube id (gx..), cube count (cx..)."""
         raise NotImplementedError
 
-    def lane_id(self, unit_pos: str, plane_size: int) -> str:
-        return f"({unit_pos} % {plane_size}u)"
+    def native_lane(self, plane_size: int) -> str | None:
+        """The unit's lane in its plane, where the dialect has it as an input."""
+        return None
 
     def barrier(self) -> str:
         raise NotImplementedError
@@ -506,8 +507,8 @@ class Msl(Dialect):
             out["c" + ax] = f"cube_gdim.{ax}"
         return out
 
-    def lane_id(self, unit_pos, plane_size):
-        return "cube_simd_lane" if plane_size > 1 else "0u"
+    def native_lane(self, plane_size):
+        return "cube_simd_lane"
 
     def barrier(self):
         return "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);"

@@ -14,6 +14,7 @@ import re
 
 from cube_ir import ir
 from cube_ir.layout import C_FAMILY, layout
+from cube_ir.passes.builtins import formula
 from cube_ir.types import Scalar, Type, u32
 
 from . import prelude
@@ -28,6 +29,9 @@ MATH = {"sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "log1p": "
 CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 BITS = {"and": "&", "or": "|", "xor": "^"}
 WRAP = {"add": "+", "sub": "-", "mul": "*"}
+FORMULA_OPS = {"add": "+", "mul": "*", "rem": "%"}  # u32 builtin formulas (passes.builtins)
+# the dialect's index ids (index_ids) of each per-axis builtin
+AXIS_IDS = (("UNIT_POS", "u"), ("CUBE_DIM", "d"), ("CUBE_POS", "g"), ("CUBE_COUNT", "c"))
 
 
 def entry_name(kernel: ir.Kernel) -> str:
@@ -149,39 +153,29 @@ class Emitter:
         if k.cube_dim is not None:
             for i, ax in enumerate("xyz"):
                 ids["d" + ax] = f"{int(k.cube_dim[i])}u"
-        defs = {f"cube_{n}": e for n, e in ids.items()}
-        ux, dx, gx, cx = ("cube_ux", "cube_uy", "cube_uz"), ("cube_dx", "cube_dy", "cube_dz"), \
-            ("cube_gx", "cube_gy", "cube_gz"), ("cube_cx", "cube_cy", "cube_cz")
-        derived = {
-            "UNIT_POS": f"{ux[0]} + {dx[0]} * ({ux[1]} + {dx[1]} * {ux[2]})",
-            "CUBE_POS": f"{gx[0]} + {cx[0]} * ({gx[1]} + {cx[1]} * {gx[2]})",
-            "CUBE_DIM": f"{dx[0]} * {dx[1]} * {dx[2]}",
-            "CUBE_COUNT": f"{cx[0]} * {cx[1]} * {cx[2]}",
-            "ABSOLUTE_POS": "cube_CUBE_POS * cube_CUBE_DIM + cube_UNIT_POS",
-            "PLANE_DIM": f"{self.ps}u",
-            "UNIT_POS_PLANE": d.lane_id("cube_UNIT_POS", self.ps) if self.ps > 1 else "0u",
-        }
-        for i, ax in enumerate("XYZ"):
-            derived[f"UNIT_POS_{ax}"] = ux[i]
-            derived[f"CUBE_POS_{ax}"] = gx[i]
-            derived[f"CUBE_DIM_{ax}"] = dx[i]
-            derived[f"CUBE_COUNT_{ax}"] = cx[i]
-            derived[f"ABSOLUTE_POS_{ax}"] = f"{gx[i]} * {dx[i]} + {ux[i]}"
-        defs.update({f"cube_{n}": e for n, e in derived.items()})
+        axis = {f"{b}_{ax.upper()}": ids[c + ax] for b, c in AXIS_IDS for ax in "xyz"}
         done: set[str] = set()
 
-        def define(name: str) -> None:
-            if name in done:
-                return
-            done.add(name)
-            expr = defs[name]
-            for dep in re.findall(r"cube_[A-Za-z_]+", expr):
-                if dep in defs and dep != name:
-                    define(dep)
-            self.line(f"const {d.uint(32)} {name} = {expr};")
+        def define(name: str) -> str:
+            """cube_NAME, defined once: per-axis ids from the dialect, the rest (the lane
+            for plane ops) by the lowering's formula unless the dialect has its own."""
+            if name not in done:
+                done.add(name)
+                own = d.native_lane(self.ps) if name == "UNIT_POS_PLANE" else None
+                expr = axis.get(name) or own or render(formula(name, self.ps, k.cube_dim))
+                self.line(f"const {d.uint(32)} cube_{name} = {expr};")
+            return f"cube_{name}"
+
+        def render(tree) -> str:
+            if isinstance(tree, int):
+                return f"{tree}u"
+            if isinstance(tree, str):
+                return define(tree)
+            op, x, y = tree
+            return f"({render(x)} {FORMULA_OPS[op]} {render(y)})"
 
         for b in self.builtins:
-            define(f"cube_{b}")
+            define(b)
         for s in k.shared:
             self.line(d.shared(d.mem(s.type.elem), self.mem_name(s), s.size * s.type.lanes))
         for lo in k.locals:
@@ -321,8 +315,6 @@ class Emitter:
                 return self.vname(op.dst)
             case ir.Load(mem=m, index=i):
                 return self.vload(m, i, dt)
-            case ir.Plane(op=o, value=x) if self.ps == 1 and not o.startswith("exclusive"):
-                return self.vval(x, e, n)
         return None
 
     def nested(self, block) -> None:
@@ -491,34 +483,14 @@ class Emitter:
             self.line(f"{self.ref(m, index, k)} = {self.v.to_mem(e, self.val(x, k, e))};")
 
     def meta(self, op: ir.Meta) -> str:
-        m = op.mem
-        u = self.d.uint(32)
-        if not isinstance(m, ir.Param):
-            return f"{m.size if op.what in ('len', 'shape') else 1}u"
-        if op.what == "rank":
-            return f"{m.rank}u"
-        s = self.slots[m.index]
-        length = f"({u})args.s[{s.len}]"
-        if op.what == "len":
-            return length
-        if m.kind == "array":  # a 1-D view: shape = scalar elements, stride 1
-            vals = [f"{length} * {m.type.lanes}u" if m.type.lanes > 1 else length] \
-                if op.what == "shape" else ["1u"]
-        else:
-            at = s.shape if op.what == "shape" else s.stride
-            vals = [f"({u})args.s[{at(d)}]" for d in range(s.rank)]
-        if isinstance(op.dim, ir.Const):
-            d = int(op.dim.value)
-            return vals[d] if 0 <= d < len(vals) else "0u"
-        dim = self.val(op.dim, 0, u32)
-        r = "0u"
-        for d in reversed(range(len(vals))):
-            r = f"({dim} == {d}u ? {vals[d]} : {r})"
-        return r
+        """len of an array/tensor, shape/stride of a tensor at a constant dimension below its
+        rank (passes.meta lowered the rest)."""
+        s = self.slots[op.mem.index]
+        slot = s.len if op.what == "len" else (s.shape if op.what == "shape" else s.stride)(
+            int(op.dim.value))
+        return f"({self.d.uint(32)})args.s[{slot}]"
 
     def builtin(self, name: str) -> str:
-        if name == "UNIT_POS_PLANE" and self.ps > 1:
-            self.builtins.setdefault("UNIT_POS", "")
         self.builtins.setdefault(name, "")
         return f"cube_{name}"
 
@@ -604,15 +576,6 @@ class Emitter:
     def plane(self, op: ir.Plane) -> None:
         dst, o, x = op.dst, op.op, op.value
         e = dst.type.elem
-        if self.ps == 1:  # every plane op returns its own value (exclusive: the identity)
-            if o == "exclusive_sum":
-                r = [self.v.const(False if e.is_bool else 0, e)] * dst.type.lanes
-            elif o == "exclusive_prod":
-                r = [self.v.const(1, e)] * dst.type.lanes
-            else:
-                r = [self.val(x, i, e) for i in self.lanes(dst.type)]
-            self.set(dst, r)
-            return
         self.need(*self.d.plane_needs(), "plane")
         my = self.builtin("UNIT_POS_PLANE")
         lane = None if op.lane is None else self.val(op.lane, 0, u32)

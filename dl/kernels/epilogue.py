@@ -1,5 +1,9 @@
 """Epilogues applied to a result before it is stored: a bias and an activation, so a matmul
 or convolution can fuse them instead of running another pass over memory."""
+from math import erf
+
+import numpy as np
+
 import cube as cb
 from cube import Comptime, cube
 
@@ -19,9 +23,6 @@ def activate(v, ACT: Comptime[str]):
 
 def reference(x, act: str):
     """NumPy version for tests."""
-    from math import erf
-
-    import numpy as np
     if act == "relu":
         return np.maximum(x, 0)
     if act == "gelu":

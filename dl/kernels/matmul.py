@@ -41,6 +41,8 @@ from cube import (
 
 from .common import cdiv, is_cpu, line_size
 from .epilogue import ACTIVATIONS, activate
+from .epilogue import reference as act_ref
+from .fill import fill
 from .view import is_contiguous, strided
 
 F = typing.TypeVar("F")
@@ -546,7 +548,6 @@ def matmul(rt, a, b, out=None, *, bias=None, act: str = "none"):
         return out
     k = a3.shape[2]
     if k == 0:
-        from .fill import fill
         fill(rt, out, 0.0)
         if bias is not None or act != "none":
             raise ValueError("an empty K with an epilogue is not supported")
@@ -558,7 +559,6 @@ def matmul(rt, a, b, out=None, *, bias=None, act: str = "none"):
 
 
 def reference(a, b, bias=None, act="none"):
-    from .epilogue import reference as act_ref
     r = np.matmul(a.astype(np.float64), b.astype(np.float64))
     if bias is not None:
         r = r + bias.astype(np.float64)

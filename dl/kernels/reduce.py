@@ -33,6 +33,7 @@ from cube import (
 )
 
 from .common import cdiv, is_cpu, line_size
+from .fill import fill
 from .view import strided
 
 F = typing.TypeVar("F")
@@ -375,7 +376,6 @@ def reduce(rt, x, axis: int, op: str = "sum"):
     if r == 0:
         if op.startswith("arg"):
             raise ValueError(f"{op} of an empty axis")
-        from .fill import fill
         return fill(rt, out, np.nan if op == "mean" else _init(op))
     key = tune_key("r", x3.elem, [(outer, r, inner)], (op.startswith("arg"),
                                                         int(x3.strides[1] == 1)))
