@@ -2,7 +2,12 @@
 
 A tensor is either *materialised* (`_buf` holds its storage) or *lazy* (`_node` is an
 elementwise graph node, see dl/fusion): lazy tensors are computed, several ops in one kernel,
-when a value is needed. Ops live in `dl.ops` (a registry); the methods here forward to them."""
+when a value is needed.
+
+This is the bottom of dl's layers (docs/dl.md): storage, views, dtypes, devices, host I/O.
+It imports nothing above it. The layers above complete the class: dl.fusion supplies
+`_compute` (how a lazy tensor is computed), and dl.ops declares every op method and operator
+(`t.exp()`, `a + b`) through its registry (dl/ops/registry.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +16,8 @@ from cube import recording
 
 from . import dtypes, shapes
 from .io import host
+
+_KDL_CPU = 1  # DLPack's device type for host memory
 
 
 class Tensor:
@@ -60,16 +67,13 @@ class Tensor:
 
     def _materialise(self) -> Tensor:
         if self._buf is None:
-            from .fusion.materialise import materialise
-            if recording.active is not None and \
-                    getattr(self, "_generation", None) != recording.generation:
-                # made before this recording began (a module's zero-initialised buffer):
-                # computed once, as eagerly, not again at every replay
-                with recording.paused():
-                    materialise([self])
-            else:
-                materialise([self])
+            self._compute()
         return self
+
+    def _compute(self) -> None:
+        """Computes this lazy tensor into fresh storage. Lazy tensors are made by dl.fusion,
+        which replaces this method with its own when it is imported (dl/fusion/lazy.py)."""
+        raise RuntimeError("a lazy tensor is computed by dl.fusion (import dl)")
 
     def _karg(self, shape=None, strides=None):
         """The storage as a kernel argument: the whole buffer (its length bounds the checked
@@ -153,14 +157,34 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     # ---- DLPack ------------------------------------------------------------------------
+    # Export: a NumPy view with the tensor's shape, strides and offset over its buffer's
+    # memory exports itself (host tensors only; import is dl.from_dlpack, dl/io/dlpack.py).
     def __dlpack__(self, **kwargs):
-        from .io.dlpack import export_view
         recording.refuse("exporting a tensor through DLPack")
-        return export_view(self).__dlpack__(**kwargs)
+        return self._host_view().__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
-        from .io.dlpack import export_device
-        return export_device(self)
+        self._check_host()
+        return (_KDL_CPU, 0)
+
+    def _check_host(self):
+        if not self.device.is_host:
+            raise BufferError(f"DLPack export is only implemented for host tensors, this one "
+                              f"is on '{self.device}': copy it with .cpu() first")
+
+    def _host_view(self) -> np.ndarray:
+        self._check_host()
+        if self.dtype is dtypes.bfloat16:
+            raise BufferError("bfloat16 cannot be exported through NumPy's DLPack; use "
+                              ".float()")
+        self._materialise()
+        self._buf.pin()  # the view outlives our bookkeeping: its memory must never be reused
+        flat = self._buf.array
+        item = flat.itemsize
+        if self.numel() == 0:
+            return np.zeros(self.shape, flat.dtype)
+        return np.lib.stride_tricks.as_strided(flat[self.offset:], self.shape,
+                                               tuple(s * item for s in self._strides))
 
     # ---- misc --------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -185,53 +209,6 @@ class Tensor:
         for i in range(len(self)):
             yield self[i]
 
-    def __deepcopy__(self, memo):
-        from . import ops
-        t = ops.clone(self.detach())._materialise()
-        t.requires_grad = self.requires_grad
-        return t
-
-
-def _forward(name: str):
-    def method(self, *args, **kwargs):
-        from .ops.registry import OPS
-        return OPS[name](self, *args, **kwargs)
-    method.__name__ = name
-    return method
-
-
-def _reflected(name: str):
-    def method(self, other):
-        from .ops.registry import OPS
-        return OPS[name](other, self)
-    method.__name__ = f"__r{name}__"
-    return method
-
-
-_DUNDER = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
-           "__pow__": "pow", "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le",
-           "__gt__": "gt", "__ge__": "ge", "__and__": "logical_and", "__or__": "logical_or",
-           "__xor__": "logical_xor", "__neg__": "neg", "__abs__": "abs",
-           "__invert__": "logical_not", "__getitem__": "getitem", "__setitem__": "setitem"}
-for _d, _op in _DUNDER.items():
-    setattr(Tensor, _d, _forward(_op))
-for _d, _op in {"__radd__": "add", "__rsub__": "sub", "__rmul__": "mul",
-                "__rtruediv__": "div", "__rpow__": "pow", "__rand__": "logical_and",
-                "__ror__": "logical_or"}.items():
-    setattr(Tensor, _d, _reflected(_op))
-
-# methods forwarded by name to dl.ops (the registry can grow: see ops/registry.py)
-METHODS = (
-    "neg abs sqrt rsqrt exp log log1p sin cos tanh erf floor ceil round sign sigmoid relu gelu "
-    "silu square reciprocal clamp clamp_min clamp_max where maximum minimum add sub mul div pow "
-    "eq ne lt le gt ge logical_and logical_or logical_xor logical_not "
-    "reshape view permute transpose t squeeze unsqueeze flatten expand expand_as contiguous "
-    "repeat gather index_select to clone detach float double half bfloat16 int long bool "
-    "backward requires_grad_ zero_ fill_ copy_ broadcast_to cpu type_as"
-).split()
-for _m in METHODS:
-    setattr(Tensor, _m, _forward(_m))
-Tensor.T = property(lambda self: self.permute(*reversed(range(self.ndim))))
-Tensor.mT = property(lambda self: self.transpose(-2, -1))
-Tensor.is_cpu = property(lambda self: self.device.name == "cpu")
-
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.name == "cpu"

@@ -15,6 +15,7 @@ point for ops built elsewhere, e.g. the kernel library's reductions and matmul).
 """
 from __future__ import annotations
 
+from ..tensor import Tensor
 from .grad_mode import no_grad
 from .tape import record
 
@@ -38,7 +39,6 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
-        from ..tensor import Tensor
         ctx = Context()
         with no_grad():
             out = cls.forward(ctx, *args)

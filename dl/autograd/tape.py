@@ -4,9 +4,13 @@ Every differentiable op that sees an input requiring grad (while grad mode is on
 `GradFn` to its output: the inputs and a closure from the output's gradient to the inputs'
 gradients. `backward` walks the recorded graph in reverse topological order. Gradients are
 built from the same lazy elementwise ops as the forward pass, so a backward chain fuses too;
-leaf gradients are materialised at the end, one kernel per shape."""
+leaf gradients are materialised at the end, one kernel per shape.
+
+The tape sits below dl.ops (docs/dl.md, "Layers"): it adds gradients with the Tensor's own
+`+` and makes the seed gradient with a fusion generator, never calling dl.ops itself."""
 from __future__ import annotations
 
+from ..fusion import elementwise, realise
 from .grad_mode import is_grad_enabled, no_grad
 
 
@@ -64,8 +68,6 @@ def _released(name: str):
 
 
 def backward(root, grad=None, retain_graph: bool = False) -> None:
-    from .. import ops
-    from ..fusion import realise
     if not root.requires_grad:
         raise RuntimeError("backward() on a tensor that does not require grad (set "
                            "requires_grad=True on a leaf it depends on)")
@@ -73,7 +75,8 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
         if root.numel() != 1:
             raise RuntimeError(f"backward() without a gradient needs a one-element output, "
                                f"got shape {root.shape}: pass grad=")
-        grad = ops.ones_like(root)
+        grad = elementwise("full", [1], [root.dtype.compute], root.dtype, device=root.device,
+                           shape=root.shape)  # ones_like(root)
     with no_grad():
         grads = {id(root): grad}
         touched = []
@@ -85,7 +88,7 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
             if t._grad_fn is None:
                 if t.requires_grad:
                     g = g if g.dtype == t.dtype else g.to(t.dtype)
-                    t.grad = g if t.grad is None else ops.add(t.grad, g)
+                    t.grad = g if t.grad is None else t.grad + g
                     touched.append(t)
                 continue
             for x, gx in zip(t._grad_fn.inputs, t._grad_fn.backward(g)):
@@ -95,7 +98,7 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                     raise RuntimeError(f"{t._grad_fn.name} backward gave a gradient of shape "
                                        f"{gx.shape} for an input of shape {x.shape}")
                 prev = grads.get(id(x))
-                grads[id(x)] = gx if prev is None else ops.add(prev, gx)
+                grads[id(x)] = gx if prev is None else prev + gx
         realise([t.grad for t in touched])
     if not retain_graph:
         # as PyTorch: the closures go (they hold the forward's outputs, often in a cycle

@@ -4,10 +4,10 @@ The package is callable: `dl.fusion(False)` turns fusion off (also as a context 
 import sys
 import types
 
+from ..kernels.launch import count_kernels
 from .lazy import elementwise, realise
 from .materialise import cached_kernels, materialise
 from .settings import enabled, fusion
-from .stats import count_kernels
 
 
 class _CallableModule(types.ModuleType):

@@ -1,8 +1,10 @@
 """How each elementwise op is emitted through the cube_ir builder.
 
 An emitter gets the builder context, the node and its inputs already converted to the node's
-`in_types` (compute types); it returns the result in the node's compute type. New elementwise
-ops register here (`@emitter("name")`) and in `dl.ops` for the tensor-level function."""
+`in_types` (compute types); it returns the result in the node's compute type. Fusion's own
+ops are here: copies and casts, and the generators (they read the element's index). The
+tensor-level ops declare their math with their gradient, in dl/ops/elementwise.py, which
+fills this table through `emitter`."""
 from __future__ import annotations
 
 import math
@@ -24,87 +26,10 @@ def _ct(node):
     return node.dtype.compute.cube
 
 
-# ---- unary ---------------------------------------------------------------------------------
-_IR_UNARY = ("neg", "abs", "sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos", "tanh", "erf",
-             "floor", "ceil", "round")
-
-
-@emitter(*_IR_UNARY)
-def _unary(ctx, node, a):
-    return ctx.b.unary(node.op, a[0])
-
-
-@emitter("logical_not")
-def _not(ctx, node, a):
-    return ctx.b.unary("not", a[0])
-
-
+# ---- copies and casts -------------------------------------------------------------------
 @emitter("cast", "identity")
 def _cast(ctx, node, a):
     return ctx.b.to_type(a[0], _ct(node))
-
-
-@emitter("sigmoid")
-def _sigmoid(ctx, node, a):
-    b = ctx.b
-    return b.div(1.0, b.add(1.0, b.unary("exp", b.unary("neg", a[0]))))
-
-
-@emitter("relu")
-def _relu(ctx, node, a):
-    b = ctx.b
-    return b.select(b.binary("gt", a[0], 0), a[0], 0)
-
-
-@emitter("gelu")
-def _gelu(ctx, node, a):
-    b, x = ctx.b, a[0]
-    if node.attrs == ("tanh",):
-        inner = b.mul(math.sqrt(2.0 / math.pi), b.add(x, b.mul(0.044715, b.mul(x, b.mul(x, x)))))
-        return b.mul(b.mul(0.5, x), b.add(1.0, b.unary("tanh", inner)))
-    return b.mul(b.mul(0.5, x), b.add(1.0, b.unary("erf", b.mul(x, 0.7071067811865476))))
-
-
-@emitter("silu")
-def _silu(ctx, node, a):
-    b, x = ctx.b, a[0]
-    return b.div(x, b.add(1.0, b.unary("exp", b.unary("neg", x))))
-
-
-@emitter("sign")
-def _sign(ctx, node, a):
-    b, x = ctx.b, a[0]
-    pos = b.select(b.binary("gt", x, 0), 1, 0)
-    return b.select(b.binary("lt", x, 0), -1, pos)
-
-
-# ---- binary / ternary ----------------------------------------------------------------------
-_IR_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
-              "maximum": "max", "minimum": "min", "eq": "eq", "ne": "ne", "lt": "lt",
-              "le": "le", "gt": "gt", "ge": "ge", "logical_and": "and", "logical_or": "or",
-              "logical_xor": "xor"}
-
-
-@emitter(*_IR_BINARY)
-def _binary(ctx, node, a):
-    return ctx.b.binary(_IR_BINARY[node.op], a[0], a[1])
-
-
-@emitter("where")
-def _where(ctx, node, a):
-    return ctx.b.select(a[0], a[1], a[2])
-
-
-@emitter("clamp_min")
-def _clamp_min(ctx, node, a):
-    b = ctx.b
-    return b.select(b.binary("lt", a[0], a[1]), a[1], a[0])
-
-
-@emitter("clamp_max")
-def _clamp_max(ctx, node, a):
-    b = ctx.b
-    return b.select(b.binary("gt", a[0], a[1]), a[1], a[0])
 
 
 # ---- generators: they read the element's linear index ---------------------------------------

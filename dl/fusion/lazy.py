@@ -2,6 +2,8 @@
 is off or the graph is too big)."""
 from __future__ import annotations
 
+from cube import recording
+
 from .. import shapes
 from ..tensor import Tensor
 from . import settings
@@ -47,3 +49,17 @@ def realise(tensors: list[Tensor]) -> None:
             groups.setdefault((t.shape, t.device), []).append(t)
     for group in groups.values():
         materialise(group)
+
+
+def _compute(t: Tensor) -> None:
+    """`Tensor._compute`: a lazy tensor computed into fresh storage (its own fused kernel)."""
+    if recording.active is not None and getattr(t, "_generation", None) != recording.generation:
+        # made before this recording began (a module's zero-initialised buffer): computed
+        # once, as eagerly, not again at every replay
+        with recording.paused():
+            materialise([t])
+    else:
+        materialise([t])
+
+
+Tensor._compute = _compute  # fusion completes the core Tensor: lazy values are its own

@@ -12,25 +12,15 @@ from cube_ir.printer import format_kernel
 from runtimes.disk_cache import make_key
 
 from .. import dtypes, shapes
+from ..kernels.launch import CUBE_DIM, MAX_CUBES_X, cube_count, record_compile, record_launch
 from ..tensor import Tensor
-from . import stats
 from .graph import Const, Node
 from .kernel import Structure, build
-
-CUBE_DIM = 256
-MAX_CUBES_X = 65535  # WebGPU's per-dimension limit: bigger launches use a 2-D cube count
 
 _DTYPES = {d.name: d for d in (*dtypes.ALL, dtypes.uint32)}
 _cache: dict = {}
 _hot: dict = {}  # (runtime, Structure fields) -> executable: _cache without the dataclass
 _lock = threading.Lock()
-
-
-def cube_count(n: int, dim: int = CUBE_DIM) -> tuple:
-    cubes = -(-n // dim)
-    if cubes <= MAX_CUBES_X:
-        return (cubes, 1, 1)
-    return (MAX_CUBES_X, -(-cubes // MAX_CUBES_X), 1)
 
 
 SHAPE_READERS = ("eye",)  # ops that read the kernel's shape: their graphs keep it as it is
@@ -186,7 +176,7 @@ def _run(roots, outs, kshape, device) -> None:
     args += [t.offset for t in leaves]
     args += [_py(c) for c in consts]
     recording.launch(exe, cc, cd, args)
-    stats.record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
+    record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
 
 
 def _py(c: Const):
@@ -211,7 +201,7 @@ def _compiled(rt, s: Structure, builder=build, extra=()):
             kernel = run_pipeline(kernel, checked=False)
             check_features(kernel, Target(rt.target, rt.plane_size, rt.features))
             exe = rt.compile(kernel, make_key(format_kernel(kernel), rt.name, rt.device_id()))
-            stats.record_compile()
+            record_compile()
             _cache[key] = exe
     return exe
 

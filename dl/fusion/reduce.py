@@ -7,10 +7,11 @@ from __future__ import annotations
 from cube import recording
 
 from .. import shapes
+from ..kernels.launch import record_launch
 from ..tensor import Tensor
-from . import stats
 from .emit_ops import GENERATORS
 from .kernel import Structure, build_reduce
+from .lazy import elementwise
 from .materialise import Graph, _compiled, _py, cube_count
 
 REDUCE_CUBE_DIM = 32
@@ -72,9 +73,8 @@ def reduce_lazy(x: Tensor, dims: list[int], op: str, acc) -> Tensor:
     # spread over every core
     recording.launch(exe, cube_count(rows * chunks, REDUCE_CUBE_DIM), (REDUCE_CUBE_DIM, 1, 1),
                      args)
-    stats.record_launch(lambda: f"dl_fused_{op}[" + ",".join(d[0] for d in g.nodes_desc) + "]")
+    record_launch(lambda: f"dl_fused_{op}[" + ",".join(d[0] for d in g.nodes_desc) + "]")
     if chunks > 1:  # the partials, (chunks, kept...), reduced over their first dim
-        from .lazy import elementwise
         part = elementwise("identity", [out], [acc.compute], acc)
         return reduce_lazy(part, [0], "sum" if op == "mean" else op, acc)
     return out

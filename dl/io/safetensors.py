@@ -9,6 +9,7 @@ import struct
 import numpy as np
 
 from .. import dtypes
+from ..ops.creation import tensor
 from . import host
 
 _NAMES = {dtypes.float16: "F16", dtypes.bfloat16: "BF16", dtypes.float32: "F32",
@@ -40,7 +41,6 @@ def save_file(tensors: dict, path, metadata: dict | None = None) -> None:
 
 
 def load_file(path, device=None) -> dict:
-    from ..ops.creation import tensor
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < 8:

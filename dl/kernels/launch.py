@@ -1,8 +1,23 @@
-"""Launching a 1-D `@cube` kernel over n units, counted by `dl.count_kernels`."""
+"""Launching and counting kernels, below everything else in dl.
+
+`launch_1d` runs a 1-D `@cube` kernel over n units. Every launch of the tensor layer (these,
+the library's ops, the fused kernels) is counted here, so `dl.count_kernels` sees them all:
+`record_launch`, `record_compile` and the counter itself live at the bottom, where both the
+kernel library and fusion can reach them."""
 from __future__ import annotations
 
-from ..fusion.materialise import CUBE_DIM, cube_count
-from ..fusion.stats import record_launch
+import threading
+from contextlib import contextmanager
+
+CUBE_DIM = 256
+MAX_CUBES_X = 65535  # WebGPU's per-dimension limit: bigger launches use a 2-D cube count
+
+
+def cube_count(n: int, dim: int = CUBE_DIM) -> tuple:
+    cubes = -(-n // dim)
+    if cubes <= MAX_CUBES_X:
+        return (cubes, 1, 1)
+    return (MAX_CUBES_X, -(-cubes // MAX_CUBES_X), 1)
 
 
 def launch_1d(kernel, rt, n: int, /, **args) -> None:
@@ -10,3 +25,56 @@ def launch_1d(kernel, rt, n: int, /, **args) -> None:
         return
     kernel.launch(rt, cube_count=cube_count(n), cube_dim=(CUBE_DIM,), **args)
     record_launch(kernel.__name__)
+
+
+# ---- counting (`dl.count_kernels`) -----------------------------------------------------------
+_lock = threading.Lock()
+_totals = {"launches": 0, "compiles": 0}
+
+
+def record(what: str) -> None:
+    with _lock:
+        _totals[what] += 1
+
+
+class KernelCount:
+    """What a `with dl.count_kernels() as c:` block did: `c.launches` kernel launches,
+    `c.compiles` fused kernels generated (0 when every structure was already cached),
+    `c.names` the launched kernels in order."""
+
+    def __init__(self):
+        self.launches = 0
+        self.compiles = 0
+        self.names: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"<KernelCount launches={self.launches} compiles={self.compiles}>"
+
+
+_active: list[KernelCount] = []
+
+
+def record_launch(name) -> None:
+    """name: a str, or a callable giving it (built only while a counter is active)."""
+    record("launches")
+    if _active:
+        name = name() if callable(name) else name
+        for c in _active:
+            c.launches += 1
+            c.names.append(name)
+
+
+def record_compile() -> None:
+    record("compiles")
+    for c in _active:
+        c.compiles += 1
+
+
+@contextmanager
+def count_kernels():
+    c = KernelCount()
+    _active.append(c)
+    try:
+        yield c
+    finally:
+        _active.remove(c)

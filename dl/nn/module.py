@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from .. import ops
+from ..autograd import no_grad
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -121,8 +123,6 @@ class Module:
 
     def load_state_dict(self, state: dict, strict: bool = True):
         """Copy values into the existing tensors (shapes must match)."""
-        from .. import ops
-        from ..autograd import no_grad
         own = dict(self.named_parameters()) | dict(self.named_buffers())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]

@@ -1,4 +1,5 @@
-"""Tensor-level ops, each registered by name in `registry.OPS` (Tensor methods forward there)."""
+"""Tensor-level ops, each registered by name in `registry.OPS`; the registration declares
+the Tensor methods and operators that call it (dl/ops/registry.py)."""
 from .conv import avg_pool2d, conv2d, max_pool2d
 from .creation import (
     arange,
@@ -18,51 +19,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .elementwise import (
-    abs,
-    add,
-    cast,
-    ceil,
-    clamp,
-    clamp_max,
-    clamp_min,
-    cos,
-    div,
-    eq,
-    erf,
-    exp,
-    floor,
-    ge,
-    gelu,
-    gt,
-    le,
-    log,
-    log1p,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    pow,
-    reciprocal,
-    relu,
-    round,
-    rsqrt,
-    sigmoid,
-    sign,
-    silu,
-    sin,
-    sqrt,
-    square,
-    sub,
-    tanh,
-    where,
-)
+from .elementwise import *  # noqa: F403  (every declared elementwise op: its __all__)
 from .index import cat, gather, index_select, repeat, stack
 from .linalg import bmm, linear, matmul, mm
 from .random import Generator, manual_seed

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..tensor import Tensor
+from .creation import tensor
 
 
 def is_tensor(x) -> bool:
@@ -13,7 +14,6 @@ def as_tensor_like(x, ref: Tensor) -> Tensor:
     """A Python scalar or array-like as a tensor on ref's device."""
     if isinstance(x, Tensor):
         return x
-    from .creation import tensor
     return tensor(x, device=ref.device)
 
 

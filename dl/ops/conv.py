@@ -17,6 +17,7 @@ from ..kernels.launch import launch_1d
 from ..kernels.tensor_conv import col2im
 from ..kernels.tensor_pool import avg_pool2d_backward, max_pool2d_backward, max_pool2d_indices
 from ..tensor import Tensor
+from .index import cat
 from .libcall import copy, counted, operand, result
 from .linalg import mm_raw
 from .registry import register
@@ -69,7 +70,6 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
             if bias is not None and bias.requires_grad:
                 gb = g_rows.sum(1)
         else:
-            from .index import cat
             cg, ocg = x.shape[1] // groups, weight.shape[0] // groups
             parts = [_conv_grads(_contig(xd[:, k * cg:(k + 1) * cg]),
                                  wd[k * ocg:(k + 1) * ocg],

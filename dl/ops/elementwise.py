@@ -1,7 +1,15 @@
-"""Elementwise ops (unary, binary, where, clamp, casts) and their gradients.
+"""Elementwise ops (unary, binary, where, clamp, casts): each declared once, here, with its
+math and its gradient.
 
-Each op records one lazy node (see dl/fusion); its gradient is written with the same ops,
-so backward chains fuse as well. Broadcast gradients are summed back with `sum_to`."""
+    @unary(grad=lambda g, x, y: g * (1.0 - y * y))
+    def tanh(ir, x):                    # the math: cube_ir builder calls, in the compute type
+        return ir.unary("tanh", x)
+
+One declaration gives the fused kernels their emitter (dl/fusion/emit_ops.py's table), the
+op in `dl.ops` and `dl` (through `__all__`), the Tensor method and operators, and the tape
+entry (`grad(g, x, y)` from the output's gradient g, the input x and the output y). Each op
+records one lazy node (see dl/fusion); its gradient is written with the same ops, so
+backward chains fuse as well. Broadcast gradients are summed back with `sum_to`."""
 from __future__ import annotations
 
 import math
@@ -9,12 +17,17 @@ import math
 from .. import dtypes
 from ..autograd import record
 from ..fusion import elementwise
+from ..fusion.emit_ops import emitter
 from ..tensor import Tensor
 from .common import is_tensor, result_type
+from .creation import tensor, zeros_like
 from .reduce import sum_to
 from .registry import register
 
 F = dtypes.default_float
+
+# the ops declared here, exported by dl.ops (and dl); the declarations below append to it
+__all__ = ["cast"]
 
 
 def _float_of(t: dtypes.DType) -> dtypes.DType:
@@ -23,6 +36,18 @@ def _float_of(t: dtypes.DType) -> dtypes.DType:
 
 def _unary_node(op, x: Tensor, dtype, attrs=()) -> Tensor:
     return elementwise(op, [x], [dtype.compute], dtype, attrs=attrs)
+
+
+def _emits(name: str, math_fn) -> None:
+    """The fused kernels compute `name` with math_fn(builder, *inputs, *node attrs)."""
+    emitter(name)(lambda ctx, node, a: math_fn(ctx.b, *a, *node.attrs))
+
+
+def _declare(fn, name: str, **exposed):
+    fn.__name__ = fn.__qualname__ = name
+    register(name, *exposed.pop("aliases", ()), method=True, **exposed)(fn)
+    __all__.append(name)
+    return fn
 
 
 def _unary(op, float_only: bool, grad=None, attrs=()):
@@ -36,12 +61,25 @@ def _unary(op, float_only: bool, grad=None, attrs=()):
     return fn
 
 
+def unary(float_only: bool = True, grad=None, rounding: bool = False, dunder=None):
+    """Declares the unary elementwise op named as the decorated math function.
+    float_only: integer inputs give float32 (`exp`); otherwise the input's type (`abs`).
+    grad(g, x, y): the input's gradient (float results only; None: not differentiable).
+    rounding: integer inputs are returned as a copy (`floor`). dunder: its operator."""
+    def wrap(math_fn):
+        name = math_fn.__name__
+        _emits(name, math_fn)
+        f = _unary(name, float_only, grad)
+        if rounding:
+            def fn(x):
+                return f(x) if x.dtype.is_float else x.clone()
+        else:
+            fn = f
+        return _declare(fn, name, dunder=dunder)
+    return wrap
+
+
 def _zero_grad(g, x, y):
-    return zeros_like_(x)
-
-
-def zeros_like_(x):
-    from .creation import zeros_like
     return zeros_like(x)
 
 
@@ -67,66 +105,140 @@ def _silu_grad(g, x, y):
     return g * (s * (1.0 + x * (1.0 - s)))
 
 
-neg = register("neg")(_unary("neg", False, lambda g, x, y: -g))
-abs = register("abs")(_unary("abs", False, lambda g, x, y: g * sign(x)))  # noqa: A001
-sqrt = register("sqrt")(_unary("sqrt", True, lambda g, x, y: g / (y * 2.0)))
-rsqrt = register("rsqrt")(_unary("rsqrt", True, lambda g, x, y: g * (y * y * y) * -0.5))
-exp = register("exp")(_unary("exp", True, lambda g, x, y: g * y))
-log = register("log")(_unary("log", True, lambda g, x, y: g / x))
-log1p = register("log1p")(_unary("log1p", True, lambda g, x, y: g / (x + 1.0)))
-sin = register("sin")(_unary("sin", True, lambda g, x, y: g * cos(x)))
-cos = register("cos")(_unary("cos", True, lambda g, x, y: -(g * sin(x))))
-tanh = register("tanh")(_unary("tanh", True, lambda g, x, y: g * (1.0 - y * y)))
-erf = register("erf")(_unary(
-    "erf", True, lambda g, x, y: g * exp(-(x * x)) * (2.0 / math.sqrt(math.pi))))
-sigmoid = register("sigmoid")(_unary("sigmoid", True, lambda g, x, y: g * (y * (1.0 - y))))
-relu = register("relu")(_unary("relu", False, lambda g, x, y: where(x > 0, g, 0.0)))
-silu = register("silu")(_unary("silu", True, _silu_grad))
-sign = register("sign")(_unary("sign", False, _zero_grad))
+# ---- unary ---------------------------------------------------------------------------------
+@unary(float_only=False, grad=lambda g, x, y: -g, dunder="__neg__")
+def neg(ir, x):
+    return ir.unary("neg", x)
+
+
+@unary(float_only=False, grad=lambda g, x, y: g * sign(x), dunder="__abs__")
+def abs(ir, x):  # noqa: A001
+    return ir.unary("abs", x)
+
+
+@unary(grad=lambda g, x, y: g / (y * 2.0))
+def sqrt(ir, x):
+    return ir.unary("sqrt", x)
+
+
+@unary(grad=lambda g, x, y: g * (y * y * y) * -0.5)
+def rsqrt(ir, x):
+    return ir.unary("rsqrt", x)
+
+
+@unary(grad=lambda g, x, y: g * y)
+def exp(ir, x):
+    return ir.unary("exp", x)
+
+
+@unary(grad=lambda g, x, y: g / x)
+def log(ir, x):
+    return ir.unary("log", x)
+
+
+@unary(grad=lambda g, x, y: g / (x + 1.0))
+def log1p(ir, x):
+    return ir.unary("log1p", x)
+
+
+@unary(grad=lambda g, x, y: g * cos(x))
+def sin(ir, x):
+    return ir.unary("sin", x)
+
+
+@unary(grad=lambda g, x, y: -(g * sin(x)))
+def cos(ir, x):
+    return ir.unary("cos", x)
+
+
+@unary(grad=lambda g, x, y: g * (1.0 - y * y))
+def tanh(ir, x):
+    return ir.unary("tanh", x)
+
+
+@unary(grad=lambda g, x, y: g * exp(-(x * x)) * (2.0 / math.sqrt(math.pi)))
+def erf(ir, x):
+    return ir.unary("erf", x)
+
+
+@unary(grad=lambda g, x, y: g * (y * (1.0 - y)))
+def sigmoid(ir, x):
+    return ir.div(1.0, ir.add(1.0, ir.unary("exp", ir.unary("neg", x))))
+
+
+@unary(float_only=False, grad=lambda g, x, y: where(x > 0, g, 0.0))
+def relu(ir, x):
+    return ir.select(ir.binary("gt", x, 0), x, 0)
+
+
+@unary(grad=lambda g, x, y: g * sigmoid(x))
+def softplus(ir, x):  # log(1 + e^x); x itself above 20, as PyTorch's (beta 1, threshold 20)
+    return ir.select(ir.binary("gt", x, 20.0), x, ir.unary("log1p", ir.unary("exp", x)))
+
+
+@unary(grad=_silu_grad)
+def silu(ir, x):
+    return ir.div(x, ir.add(1.0, ir.unary("exp", ir.unary("neg", x))))
+
+
+@unary(float_only=False, grad=_zero_grad)
+def sign(ir, x):
+    pos = ir.select(ir.binary("gt", x, 0), 1, 0)
+    return ir.select(ir.binary("lt", x, 0), -1, pos)
+
+
+@unary(float_only=False, grad=_zero_grad, rounding=True)
+def floor(ir, x):
+    return ir.unary("floor", x)
+
+
+@unary(float_only=False, grad=_zero_grad, rounding=True)
+def ceil(ir, x):
+    return ir.unary("ceil", x)
+
+
+@unary(float_only=False, grad=_zero_grad, rounding=True)
+def round(ir, x):  # noqa: A001
+    return ir.unary("round", x)
+
+
+def _gelu_math(ir, x, approximate="none"):
+    if approximate == "tanh":
+        inner = ir.mul(math.sqrt(2.0 / math.pi),
+                       ir.add(x, ir.mul(0.044715, ir.mul(x, ir.mul(x, x)))))
+        return ir.mul(ir.mul(0.5, x), ir.add(1.0, ir.unary("tanh", inner)))
+    return ir.mul(ir.mul(0.5, x), ir.add(1.0, ir.unary("erf", ir.mul(x, 0.7071067811865476))))
+
+
+_emits("gelu", _gelu_math)  # one op, two kernels: the approximation is a node attribute
 _gelu = _unary("gelu", True, _gelu_grad)
 _gelu_tanh = _unary("gelu", True, _gelu_tanh_grad, attrs=("tanh",))
 
 
-@register("gelu")
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
     return _gelu_tanh(x) if approximate == "tanh" else _gelu(x)
 
 
-def _rounding(op):
-    f = _unary(op, False, _zero_grad)
-
-    def fn(x):
-        return f(x) if x.dtype.is_float else clone_(x)
-    fn.__name__ = op
-    return fn
+_declare(gelu, "gelu")
 
 
-def clone_(x):
-    from .shape import clone
-    return clone(x)
-
-
-floor = register("floor")(_rounding("floor"))
-ceil = register("ceil")(_rounding("ceil"))
-round = register("round")(_rounding("round"))  # noqa: A001
-
-
-@register("square")
 def square(x):
     return mul(x, x)
 
 
-@register("reciprocal")
 def reciprocal(x):
     return div(1.0, x)
+
+
+_declare(square, "square")
+_declare(reciprocal, "reciprocal")
 
 
 # ---- binary --------------------------------------------------------------------------------
 def _binary(op, kind, a, b, grad=None) -> Tensor:
     if not is_tensor(a) and not is_tensor(b):
-        from .creation import tensor
         a = tensor(a)
     pt = result_type(a, b)
     if kind == "arith":
@@ -151,94 +263,142 @@ def _binary(op, kind, a, b, grad=None) -> Tensor:
     return y
 
 
-@register("add")
-def add(a, b, alpha=None):
-    if alpha is not None:
-        b = mul(b, alpha)
-    return _binary("add", "arith", a, b, lambda g, a, b, y: (g, g))
+def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, rdunder=None):
+    """Declares the binary elementwise op named as the decorated math function.
+    kind: "arith" (the promoted type; bool + bool is int64), "float" (true division, pow),
+    "compare" or "logical" (bool results). grad(g, a, b, y): the operands' gradients (a pair,
+    None where an operand is a scalar or takes none), summed back over broadcast dims.
+    alpha: the op takes `alpha` (b * alpha first). aliases: more names in dl.ops.
+    dunder / rdunder: its operator and reflected operator (`2 - t` is `sub(2, t)`)."""
+    def wrap(math_fn):
+        name = math_fn.__name__
+        _emits(name, math_fn)
+        if alpha:
+            def fn(a, b, alpha=None):
+                if alpha is not None:
+                    b = mul(b, alpha)
+                return _binary(name, kind, a, b, grad)
+        else:
+            def fn(a, b):
+                return _binary(name, kind, a, b, grad)
+        return _declare(fn, name, aliases=aliases, dunder=dunder, rdunder=rdunder)
+    return wrap
 
 
-@register("sub")
-def sub(a, b, alpha=None):
-    if alpha is not None:
-        b = mul(b, alpha)
-    return _binary("sub", "arith", a, b, lambda g, a, b, y: (g, -g))
+@binary("arith", lambda g, a, b, y: (g, g), alpha=True, dunder="__add__", rdunder="__radd__")
+def add(ir, x, y):
+    return ir.binary("add", x, y)
 
 
-@register("mul")
-def mul(a, b):
-    return _binary("mul", "arith", a, b, lambda g, a, b, y: (
-        g * b if is_tensor(a) else None, g * a if is_tensor(b) else None))
+@binary("arith", lambda g, a, b, y: (g, -g), alpha=True, dunder="__sub__", rdunder="__rsub__")
+def sub(ir, x, y):
+    return ir.binary("sub", x, y)
 
 
-@register("div", "true_divide")
-def div(a, b):
-    return _binary("div", "float", a, b, lambda g, a, b, y: (
-        g / b if is_tensor(a) else None, -(g * y) / b if is_tensor(b) else None))
+@binary("arith", lambda g, a, b, y: (g * b if is_tensor(a) else None,
+                                     g * a if is_tensor(b) else None),
+        dunder="__mul__", rdunder="__rmul__")
+def mul(ir, x, y):
+    return ir.binary("mul", x, y)
 
 
-@register("pow")
-def pow(a, b):  # noqa: A001
-    def grad(g, a, b, y):
-        ga = g * b * (a ** (b - 1)) if is_tensor(a) else None
-        gb = g * y * log(a) if is_tensor(b) else None
-        return ga, gb
-    return _binary("pow", "float", a, b, grad)
+@binary("float", lambda g, a, b, y: (g / b if is_tensor(a) else None,
+                                     -(g * y) / b if is_tensor(b) else None),
+        aliases=("true_divide",), dunder="__truediv__", rdunder="__rtruediv__")
+def div(ir, x, y):
+    return ir.binary("div", x, y)
 
 
-def _minmax_grad(gt):
+def _pow_grad(g, a, b, y):
+    ga = g * b * (a ** (b - 1)) if is_tensor(a) else None
+    gb = g * y * log(a) if is_tensor(b) else None
+    return ga, gb
+
+
+@binary("float", _pow_grad, dunder="__pow__", rdunder="__rpow__")
+def pow(ir, x, y):  # noqa: A001
+    return ir.binary("pow", x, y)
+
+
+def _minmax_grad(greater):
     def grad(g, a, b, y):  # ties split the gradient in half, as in PyTorch
         half = g * 0.5
-        ga = where(gt(a, b), g, where(eq(a, b), half, 0.0)) if is_tensor(a) else None
-        gb = where(gt(b, a), g, where(eq(a, b), half, 0.0)) if is_tensor(b) else None
+        ga = where(greater(a, b), g, where(eq(a, b), half, 0.0)) if is_tensor(a) else None
+        gb = where(greater(b, a), g, where(eq(a, b), half, 0.0)) if is_tensor(b) else None
         return ga, gb
     return grad
 
 
-@register("maximum")
-def maximum(a, b):
-    return _binary("maximum", "arith", a, b, _minmax_grad(gt))
+@binary("arith", _minmax_grad(lambda a, b: gt(a, b)))
+def maximum(ir, x, y):
+    return ir.binary("max", x, y)
 
 
-@register("minimum")
-def minimum(a, b):
-    return _binary("minimum", "arith", a, b, _minmax_grad(lt))
+@binary("arith", _minmax_grad(lambda a, b: lt(a, b)))
+def minimum(ir, x, y):
+    return ir.binary("min", x, y)
 
 
-def _cmp(op):
-    def fn(a, b):
-        return _binary(op, "compare", a, b)
-    fn.__name__ = op
-    return register(op)(fn)
+@binary("compare", dunder="__eq__")
+def eq(ir, x, y):
+    return ir.binary("eq", x, y)
 
 
-eq, ne, lt, le, gt, ge = (_cmp(o) for o in ("eq", "ne", "lt", "le", "gt", "ge"))
+@binary("compare", dunder="__ne__")
+def ne(ir, x, y):
+    return ir.binary("ne", x, y)
 
 
-def _logical(op):
-    def fn(a, b):
-        return _binary(op, "logical", a, b)
-    fn.__name__ = op
-    return register(op)(fn)
+@binary("compare", dunder="__lt__")
+def lt(ir, x, y):
+    return ir.binary("lt", x, y)
 
 
-logical_and, logical_or, logical_xor = (_logical(o) for o in
-                                        ("logical_and", "logical_or", "logical_xor"))
+@binary("compare", dunder="__le__")
+def le(ir, x, y):
+    return ir.binary("le", x, y)
 
 
-@register("logical_not")
+@binary("compare", dunder="__gt__")
+def gt(ir, x, y):
+    return ir.binary("gt", x, y)
+
+
+@binary("compare", dunder="__ge__")
+def ge(ir, x, y):
+    return ir.binary("ge", x, y)
+
+
+@binary("logical", dunder="__and__", rdunder="__rand__")
+def logical_and(ir, x, y):
+    return ir.binary("and", x, y)
+
+
+@binary("logical", dunder="__or__", rdunder="__ror__")
+def logical_or(ir, x, y):
+    return ir.binary("or", x, y)
+
+
+@binary("logical", dunder="__xor__")
+def logical_xor(ir, x, y):
+    return ir.binary("xor", x, y)
+
+
 def logical_not(x):
     return _unary_node("logical_not", x.to(dtypes.bool_) if x.dtype is not dtypes.bool_
                        else x, dtypes.bool_)
 
 
+_emits("logical_not", lambda ir, x: ir.unary("not", x))
+_declare(logical_not, "logical_not", dunder="__invert__")
+
+
 # ---- where / clamp -------------------------------------------------------------------------
-@register("where")
 def where(cond, a, b):
     if not is_tensor(cond):
         raise TypeError("where(cond, a, b): cond must be a tensor")
     if not is_tensor(a) and not is_tensor(b):
-        out = result_type(_scalar_ref(a), b)
+        out = result_type(tensor(a), b)
     else:
         out = result_type(a, b)
     c = cond if cond.dtype is dtypes.bool_ else ne(cond, 0)
@@ -251,9 +411,8 @@ def where(cond, a, b):
     return y
 
 
-def _scalar_ref(a):
-    from .creation import tensor
-    return tensor(a)
+_emits("where", lambda ir, c, x, y: ir.select(c, x, y))
+_declare(where, "where")
 
 
 def _clamp_side(op, x, bound, keep):
@@ -267,17 +426,20 @@ def _clamp_side(op, x, bound, keep):
     return y
 
 
-@register("clamp_min")
 def clamp_min(x, min):  # noqa: A002
     return _clamp_side("clamp_min", x, min, ge)
 
 
-@register("clamp_max")
 def clamp_max(x, max):  # noqa: A002
     return _clamp_side("clamp_max", x, max, le)
 
 
-@register("clamp", "clip")
+_emits("clamp_min", lambda ir, x, lo: ir.select(ir.binary("lt", x, lo), lo, x))
+_emits("clamp_max", lambda ir, x, hi: ir.select(ir.binary("gt", x, hi), hi, x))
+_declare(clamp_min, "clamp_min")
+_declare(clamp_max, "clamp_max")
+
+
 def clamp(x, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise ValueError("clamp needs min or max")
@@ -286,6 +448,9 @@ def clamp(x, min=None, max=None):  # noqa: A002
     if max is not None:
         x = clamp_max(x, max)
     return x
+
+
+_declare(clamp, "clamp", aliases=("clip",))
 
 
 # ---- casts ---------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes, shapes
-from ..autograd import record
+from ..autograd import no_grad, record
 from ..kernels.launch import launch_1d
 from ..kernels.tensor_index import (
     gather_backward_kernel,
@@ -28,7 +28,7 @@ def _acc(x: Tensor) -> Tensor:
     return cast(x, dtypes.float32) if x.dtype.itemsize == 2 and x.dtype.is_float else x
 
 
-@register("index_select")
+@register("index_select", method=True)
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     idx = _check_index(index, "index_select")
     if idx.ndim != 1:
@@ -55,7 +55,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return record(y, "index_select", (x,), back)
 
 
-@register("gather")
+@register("gather", method=True)
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     idx = _check_index(index, "gather")
     d = shapes.norm_dim(dim, x.ndim)
@@ -102,7 +102,6 @@ def cat(tensors, dim: int = 0) -> Tensor:
     pos, spans = 0, []
     for t in parts:
         sl = (slice(None),) * d + (slice(pos, pos + t.shape[d]),)
-        from ..autograd import no_grad
         with no_grad():
             assign(getitem(y, sl), t)
         spans.append(sl)
@@ -125,7 +124,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 
-@register("repeat")
+@register("repeat", method=True)
 def repeat(x: Tensor, *sizes) -> Tensor:
     """Tile x: an expanded view over interleaved size-1 dims, copied contiguous."""
     sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) \

@@ -3,7 +3,8 @@ storage, results wrapped as tensors, one counted launch per library op."""
 from __future__ import annotations
 
 from .. import shapes
-from ..fusion.stats import record_launch
+from ..fusion import elementwise
+from ..kernels.launch import record_launch
 from ..kernels.view import strided
 from ..tensor import Tensor
 
@@ -24,7 +25,6 @@ def operand(t: Tensor, contiguous: bool = False):
 
 def copy(t: Tensor) -> Tensor:
     """A fresh contiguous copy at offset 0 (no autograd: callers record their own)."""
-    from ..fusion import elementwise
     return elementwise("identity", [t], [t.dtype.compute], t.dtype)._materialise()
 
 

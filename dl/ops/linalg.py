@@ -9,9 +9,10 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..kernels import matmul as lib
 from ..kernels.view import transpose
 from ..tensor import Tensor
+from .creation import zeros
 from .libcall import counted, operand, result
 from .reduce import sum_to
-from .registry import add_method, register
+from .registry import register
 
 _F = (dtypes.float32, dtypes.float64)
 
@@ -75,7 +76,6 @@ def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none",
     m, n = a.shape[-2], b.shape[-1]
     out_shape = (*batch, m, n)
     if shapes.numel(out_shape) == 0 or a.shape[-1] == 0:
-        from .creation import zeros
         y = zeros(out_shape, dtype=a.dtype, device=a.device)
         return (y + bias if bias is not None else y).to(dt)
     a3, b3 = _as3(a, batch), _as3(b, batch)
@@ -85,7 +85,7 @@ def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none",
     return y if y.dtype is dt else y.to(dt)
 
 
-@register("matmul")
+@register("matmul", method=True, dunder="__matmul__", rdunder="__rmatmul__")
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     _check(a, b, "matmul")
     if a.ndim == 0 or b.ndim == 0:
@@ -105,7 +105,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return record(y, "matmul", (a, b), back)
 
 
-@register("mm", "bmm")
+@register("mm", "bmm", method=("mm", "bmm"))
 def mm(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != b.ndim or a.ndim not in (2, 3):
         raise ValueError(f"mm/bmm take two 2-D or two 3-D tensors, got {a.shape}, {b.shape}")
@@ -140,8 +140,3 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "no
         y = {"gelu": lambda t: t.gelu(), "tanh": lambda t: t.tanh()}[act](y)
     return y.reshape(*lead, y.shape[-1]) if x.ndim != 2 else y
 
-
-for _name in ("matmul", "mm", "bmm"):
-    add_method(_name)
-Tensor.__matmul__ = lambda self, other: matmul(self, other)
-Tensor.__rmatmul__ = lambda self, other: matmul(other, self)

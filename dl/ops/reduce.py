@@ -14,8 +14,9 @@ from ..fusion.reduce import can_fuse, reduce_lazy
 from ..kernels import reduce as lib
 from ..kernels.common import has_f64
 from ..tensor import Tensor
+from .creation import full
 from .libcall import counted, operand, result
-from .registry import add_method, register
+from .registry import register
 
 FUSED_MIN_ROWS = 64  # outputs (units) for a fused reduction over a big graph
 FUSED_MAX_SERIAL = 1 << 14  # below this many elements one unit per output is fast enough
@@ -48,10 +49,8 @@ def raw_reduce(x: Tensor, dims: list[int], op: str) -> Tensor:
     """op over sorted dims, no autograd; the result has the kept dims, in `_acc`'s type."""
     acc = _acc(op, x.dtype)
     if not dims:
-        from .shape import clone
-        return clone(_cast(x, acc))._materialise()
+        return _cast(x, acc).clone()._materialise()
     if x.numel() == 0 or any(x.shape[d] == 0 for d in dims):
-        from .creation import full
         init = {"sum": 0, "mean": float("nan"), "prod": 1}.get(op)
         if init is None:
             raise RuntimeError(f"{op}() of an empty dimension is not defined")
@@ -117,7 +116,7 @@ def _expand_grad(g: Tensor, x: Tensor, dims) -> Tensor:
     return g.reshape(_keep_shape(x, dims)).expand(*x.shape)
 
 
-@register("sum")
+@register("sum", method=True)
 def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A001
     if dtype is not None:
         x = x.to(dtype)
@@ -128,7 +127,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     return y
 
 
-@register("mean")
+@register("mean", method=True)
 def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if dtype is not None:
         x = x.to(dtype)
@@ -140,7 +139,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     return record(y, "mean", (x,), lambda g: (_expand_grad(g * (1.0 / (n or 1)), x, dims),))
 
 
-@register("prod")
+@register("prod", method=True)
 def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """The gradient is out / x: an input element that is exactly 0 gets a nan gradient."""
     if dtype is not None:
@@ -168,8 +167,8 @@ def _amax(op: str):
     return fn
 
 
-amax = register("amax")(_amax("max"))
-amin = register("amin")(_amax("min"))
+amax = register("amax", method=True)(_amax("max"))
+amin = register("amin", method=True)(_amax("min"))
 
 
 def _arg(op: str):
@@ -200,8 +199,8 @@ def _arg(op: str):
     return fn
 
 
-argmax = register("argmax")(_arg("argmax"))
-argmin = register("argmin")(_arg("argmin"))
+argmax = register("argmax", method=True)(_arg("argmax"))
+argmin = register("argmin", method=True)(_arg("argmin"))
 
 
 def _max_min(op: str):
@@ -210,10 +209,9 @@ def _max_min(op: str):
         indices), the gradient going to the index (PyTorch's rule)."""
         if dim is None:
             return (amax if op == "max" else amin)(x)
-        from .index import gather
         d = shapes.norm_dim(dim, (x.ndim or 1))
         idx = (argmax if op == "max" else argmin)(x, d, keepdim=True)
-        vals = gather(x, d, idx) if x.ndim else x
+        vals = x.gather(d, idx) if x.ndim else x
         if not keepdim and x.ndim:
             vals, idx = vals.squeeze(d), idx.squeeze(d)
         return MinMax(vals, idx)
@@ -231,11 +229,11 @@ class MinMax(tuple):
     indices = property(lambda self: self[1])
 
 
-max = register("max")(_max_min("max"))  # noqa: A001
-min = register("min")(_max_min("min"))  # noqa: A001
+max = register("max", method=True)(_max_min("max"))  # noqa: A001
+min = register("min", method=True)(_max_min("min"))  # noqa: A001
 
 
-@register("var")
+@register("var", method=True)
 def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     """Two passes, both reductions fused: the mean, then the squares of (x - mean) summed
@@ -249,7 +247,7 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
     return sum(d * d, dims, keepdim=keepdim) * scale
 
 
-@register("std")
+@register("std", method=True)
 def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     return var(x, dim, keepdim, correction, unbiased).sqrt()
@@ -265,7 +263,3 @@ def sum_to(g: Tensor, shape) -> Tensor:
                                 if s == 1 and g.shape[lead + d] != 1]
     return sum(g, dims).reshape(shape)
 
-
-for _name in ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "max", "min", "var",
-              "std"):
-    add_method(_name)

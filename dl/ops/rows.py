@@ -7,9 +7,10 @@ from ..autograd import record
 from ..kernels import norm as lib_norm
 from ..kernels import softmax as lib_softmax
 from ..tensor import Tensor
+from .creation import ones_like, zeros_like
 from .libcall import counted, operand, result
 from .reduce import mean, sum
-from .registry import add_method, register
+from .registry import register
 
 _F = (dtypes.float32, dtypes.float64)
 
@@ -49,12 +50,12 @@ def _softmax(x: Tensor, dim: int, log: bool) -> Tensor:
     return record(y, "log_softmax" if log else "softmax", (x,), back)
 
 
-@register("softmax")
+@register("softmax", method=True)
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
     return _softmax(x, dim, False)
 
 
-@register("log_softmax")
+@register("log_softmax", method=True)
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     return _softmax(x, dim, True)
 
@@ -70,7 +71,6 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
     w = weight.reshape(cols) if weight is not None else None
     b = bias.reshape(cols) if bias is not None else None
     if (w is None) != (b is None):  # the library takes both or neither
-        from .creation import ones_like, zeros_like
         w = w if w is not None else ones_like(b)
         b = b if b is not None else zeros_like(w)
     args = () if w is None else (operand(w.to(dtypes.float32) if w.dtype not in _F else w,
@@ -108,6 +108,3 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
     record(y2, "layer_norm", (x2, w, b), back)
     return y2.reshape(x.shape)
 
-
-for _name in ("softmax", "log_softmax"):
-    add_method(_name)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from .. import devices as _device
 from .. import dtypes, shapes
+from ..autograd import backward as _backward
 from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..fusion import elementwise, materialise
 from ..fusion.graph import Node
+from ..io import host
 from ..tensor import Tensor
+from .creation import zeros
 from .elementwise import cast
 from .reduce import sum_to
-from .registry import register
+from .registry import register, tensor_method
 
 
 def _dims(args) -> tuple:
@@ -20,7 +23,7 @@ def _dims(args) -> tuple:
     return tuple(args)
 
 
-@register("contiguous")
+@register("contiguous", method=True)
 def contiguous(x: Tensor) -> Tensor:
     if x.is_lazy or x.is_contiguous():
         return x
@@ -29,20 +32,20 @@ def contiguous(x: Tensor) -> Tensor:
     return record(y, "contiguous", (x,), lambda g: (g,))
 
 
-@register("clone")
+@register("clone", method=True)
 def clone(x: Tensor) -> Tensor:
     y = elementwise("identity", [x], [x.dtype.compute], x.dtype)
     return record(y, "clone", (x,), lambda g: (g,))
 
 
-@register("detach")
+@register("detach", method=True)
 def detach(x: Tensor) -> Tensor:
     if x.is_lazy:
         return Tensor._lazy(x._node, x.device)
     return Tensor(x._buf, x.shape, x._strides, x.offset, x.dtype, x.device)
 
 
-@register("reshape", "view")
+@register("reshape", "view", method=("reshape", "view"))
 def reshape(x: Tensor, *shape) -> Tensor:
     shape = shapes.infer_shape(_dims(shape), x.numel())
     if shape == x.shape:
@@ -56,7 +59,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return record(y, "reshape", (src,), lambda g: (reshape(g, old),))
 
 
-@register("flatten")
+@register("flatten", method=True)
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if x.ndim == 0:
         return reshape(x, 1)
@@ -64,7 +67,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, *x.shape[:s], shapes.numel(x.shape[s:e + 1]), *x.shape[e + 1:])
 
 
-@register("permute")
+@register("permute", method=True)
 def permute(x: Tensor, *dims) -> Tensor:
     dims = tuple(shapes.norm_dim(d, x.ndim) for d in _dims(dims))
     if sorted(dims) != list(range(x.ndim)):
@@ -77,7 +80,7 @@ def permute(x: Tensor, *dims) -> Tensor:
     return record(y, "permute", (x,), lambda g: (permute(g, *inv),))
 
 
-@register("transpose", "swapaxes")
+@register("transpose", "swapaxes", method=True)
 def transpose(x: Tensor, dim0: int = 0, dim1: int = 1) -> Tensor:
     if x.ndim < 2:
         return x
@@ -87,14 +90,14 @@ def transpose(x: Tensor, dim0: int = 0, dim1: int = 1) -> Tensor:
     return permute(x, *d)
 
 
-@register("t")
+@register("t", method=True)
 def t(x: Tensor) -> Tensor:
     if x.ndim > 2:
         raise ValueError(f"t() expects a tensor of rank <= 2, got shape {x.shape}")
     return transpose(x, 0, 1)
 
 
-@register("squeeze")
+@register("squeeze", method=True)
 def squeeze(x: Tensor, dim=None) -> Tensor:
     if dim is None:
         keep = [d for d in range(x.ndim) if x.shape[d] != 1]
@@ -107,7 +110,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
     return record(y, "squeeze", (x,), lambda g: (reshape(g, old),))
 
 
-@register("unsqueeze")
+@register("unsqueeze", method=True)
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     d = shapes.norm_dim(dim, x.ndim + 1)
     st = x._strides[d] * x.shape[d] if d < x.ndim else 1
@@ -117,7 +120,7 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
     return record(y, "unsqueeze", (x,), lambda g: (reshape(g, old),))
 
 
-@register("expand")
+@register("expand", method=True)
 def expand(x: Tensor, *size) -> Tensor:
     size = _dims(size)
     if len(size) < x.ndim:
@@ -136,12 +139,12 @@ def expand(x: Tensor, *size) -> Tensor:
     return record(y, "expand", (x,), lambda g: (sum_to(g, old),))
 
 
-@register("expand_as")
+@register("expand_as", method=True)
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     return expand(x, *other.shape)
 
 
-@register("broadcast_to")
+@register("broadcast_to", method=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
     return expand(x, *shape)
 
@@ -193,28 +196,26 @@ def _index_view(x: Tensor, idx):
     return tuple(shape), tuple(strides), off
 
 
-@register("getitem")
+@register("getitem", dunder="__getitem__")
 def getitem(x: Tensor, idx) -> Tensor:
     if isinstance(idx, Tensor):
         if idx.dtype is dtypes.bool_:
             raise IndexError("boolean mask indexing is not supported (its shape depends on "
                              "the data); use where()")
-        from .index import index_select
-        flat = index_select(x, 0, reshape(idx, -1))
+        flat = x.index_select(0, reshape(idx, -1))
         return reshape(flat, *idx.shape, *x.shape[1:])
     shape, strides, off = _index_view(x, idx)
     y = x._view(shape, strides, off)
     old, dt, dev = x.shape, x.dtype, x.device
 
     def back(g):
-        from .creation import zeros
         gx = zeros(old, dtype=dt, device=dev)._materialise()
         setitem(gx, idx, g)
         return (gx,)
     return record(y, "getitem", (x,), back)
 
 
-@register("setitem")
+@register("setitem", dunder="__setitem__")
 def setitem(x: Tensor, idx, value) -> None:
     if x.requires_grad and is_grad_enabled():
         raise RuntimeError("in-place assignment to a tensor that requires grad (wrap it in "
@@ -261,23 +262,23 @@ def _reads(value: Tensor, dst: Tensor) -> bool:
     return False
 
 
-@register("zero_")
+@register("zero_", method=True)
 def zero_(x: Tensor) -> Tensor:
     return assign(x, 0)
 
 
-@register("fill_")
+@register("fill_", method=True)
 def fill_(x: Tensor, value) -> Tensor:
     return assign(x, value)
 
 
-@register("copy_")
+@register("copy_", method=True)
 def copy_(x: Tensor, src) -> Tensor:
     return assign(x, src)
 
 
 # ---- conversions ---------------------------------------------------------------------------
-@register("to")
+@register("to", method=True)
 def to(x: Tensor, *args, dtype=None, device=None) -> Tensor:
     for a in args:
         if isinstance(a, str) and a.split(":")[0] not in {d.name for d in dtypes.ALL} \
@@ -294,7 +295,6 @@ def to(x: Tensor, *args, dtype=None, device=None) -> Tensor:
 
 
 def _to_device(x: Tensor, dev) -> Tensor:
-    from ..io import host
     data = x.numpy()
     y = Tensor._from_numpy(host.to_storage(data, x.dtype) if x.dtype is dtypes.bfloat16
                            else data, x.dtype, dev)
@@ -306,7 +306,7 @@ def _caster(name, dt):
     def fn(x):
         return cast(x, dt)
     fn.__name__ = name
-    return register(name)(fn)
+    return register(name, method=True)(fn)
 
 
 float_, double, half, bfloat16, int_, long, bool_ = (
@@ -316,17 +316,17 @@ float_, double, half, bfloat16, int_, long, bool_ = (
                                ("bool", dtypes.bool_)))
 
 
-@register("cpu")
+@register("cpu", method=True)
 def cpu(x: Tensor) -> Tensor:
     return to(x, device="cpu")
 
 
-@register("type_as")
+@register("type_as", method=True)
 def type_as(x: Tensor, other: Tensor) -> Tensor:
     return cast(x, other.dtype)
 
 
-@register("requires_grad_")
+@register("requires_grad_", method=True)
 def requires_grad_(x: Tensor, requires_grad: bool = True) -> Tensor:
     if x._grad_fn is not None and not requires_grad:
         raise RuntimeError("requires_grad_(False) on a non-leaf tensor")
@@ -337,7 +337,23 @@ def requires_grad_(x: Tensor, requires_grad: bool = True) -> Tensor:
     return x
 
 
-@register("backward")
+@register("backward", method=True)
 def backward(x: Tensor, gradient=None, retain_graph: bool = False) -> None:
-    from ..autograd import backward as _backward
     _backward(x, gradient, retain_graph)
+
+
+@tensor_method("T", prop=True)
+def _T(x: Tensor) -> Tensor:
+    return permute(x, *reversed(range(x.ndim)))
+
+
+@tensor_method("mT", prop=True)
+def _mT(x: Tensor) -> Tensor:
+    return transpose(x, -2, -1)
+
+
+@tensor_method("__deepcopy__")
+def _deepcopy(x: Tensor, memo) -> Tensor:
+    t = clone(detach(x))._materialise()
+    t.requires_grad = x.requires_grad
+    return t

@@ -26,6 +26,7 @@ UNARY = {  # name: (dl fn, torch fn, input range)
     "gelu_tanh": (lambda x: dl.gelu(x, approximate="tanh"),
                   lambda x: torch.nn.functional.gelu(x, approximate="tanh"), (-3, 3)),
     "silu": (dl.silu, torch.nn.functional.silu, (-4, 4)),
+    "softplus": (dl.softplus, torch.nn.functional.softplus, (-30, 30)),
     "square": (dl.square, torch.square, (-2, 2)),
     "reciprocal": (dl.reciprocal, torch.reciprocal, (0.5, 2)),
     "floor": (dl.floor, torch.floor, (-3, 3)),
