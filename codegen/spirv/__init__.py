@@ -5,6 +5,7 @@ is part of the module); `disassemble` gives readable text (spirv-dis when instal
 minimal listing of opcode names and operand words)."""
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import tempfile
@@ -12,10 +13,14 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.layout import Layout
+from cube_ir.passes.lowering import PER_AXIS, Lowering, lower
 
-from ..shader_abi import private_atomics_lowered
 from .emit import Unsupported, emit
 from .module import disassemble as raw_listing
+
+# SPIR-V's own builtins: per-axis ids, LocalInvocationIndex, GlobalInvocationId
+LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
+                                "ABSOLUTE_POS_Z"})
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,9 @@ class SpirvModule:
 
 
 def emit_module(kernel: ir.Kernel, cube_dim: tuple = (1, 1, 1)) -> SpirvModule:
-    blob, abi = emit(private_atomics_lowered(kernel), cube_dim)
+    # the module's workgroup size is fixed: the lowering folds CUBE_DIM* to constants
+    kernel = lower(dataclasses.replace(kernel, cube_dim=tuple(cube_dim)), LOWERING)
+    blob, abi = emit(kernel, cube_dim)
     return SpirvModule(blob, abi)
 
 

@@ -365,16 +365,8 @@ def emit_op(em: Emitter, op) -> None:
             em.write(d, _builtin(em, n))
         case ir.Atomic():
             _atomic(em, op)
-        case ir.Plane(dst=d, op=o, value=x) if em.k.plane_size > 1:
+        case ir.Plane(dst=d):  # plane size > 1 (passes.planes folded size 1)
             em.write(d, _plane(em, op))
-        case ir.Plane(dst=d, op=o, value=x):
-            if o == "exclusive_sum":
-                r = em.c(False if d.type.elem.is_bool else 0, d.type)
-            elif o == "exclusive_prod":
-                r = em.c(1, d.type)
-            else:
-                r = em.val_as(x, d.type)
-            em.write(d, r)
         case ir.SyncCube():
             m.emit("code", "ControlBarrier", em.u(SCOPE_WG), em.u(SCOPE_WG),
                    em.u(BARRIER_SEM))
@@ -505,70 +497,27 @@ def _loop(em: Emitter, rng: ir.Range | None, body) -> None:
 
 
 def _builtin(em: Emitter, name: str) -> int:
+    """The builtins SPIR-V reads directly (codegen.spirv.LOWERING); the lowering computed the
+    rest, and CUBE_DIM_* are constants (a module is built for one workgroup size)."""
     m = em.m
     ut = m.int(32, False)
-
-    def comp(var: str, i: int) -> int:
-        v = m.op("Load", m.vec(ut, 3), em.builtin_vars[var])
-        return m.op("CompositeExtract", ut, v, i)
-
-    def mul(a, b):
-        return m.op("IMul", ut, a, b)
-
-    def add(a, b):
-        return m.op("IAdd", ut, a, b)
-    cd = [em.u(d) for d in em.cube_dim]
     if name == "UNIT_POS":
         return m.op("Load", ut, em.builtin_vars["lidx"])
-    if name == "CUBE_DIM":
-        return em.u(em.cube_dim[0] * em.cube_dim[1] * em.cube_dim[2])
-    if name in ("CUBE_POS", "ABSOLUTE_POS"):
-        w = [comp("wid", i) for i in range(3)]
-        n = [comp("nwg", i) for i in range(3)]
-        c = add(w[0], mul(n[0], add(w[1], mul(n[1], w[2]))))
-        if name == "CUBE_POS":
-            return c
-        return add(mul(c, _builtin(em, "CUBE_DIM")), _builtin(em, "UNIT_POS"))
-    if name == "CUBE_COUNT":
-        n = [comp("nwg", i) for i in range(3)]
-        return mul(mul(n[0], n[1]), n[2])
-    if name == "PLANE_DIM":
-        return em.u(em.k.plane_size)
-    if name == "UNIT_POS_PLANE":  # planes are runs of PLANE_DIM units (runtimes.wgpu checks)
-        return m.op("UMod", ut, _builtin(em, "UNIT_POS"), em.u(em.k.plane_size))
     base, ax = name.rsplit("_", 1)
     i = XYZ.index(ax.lower())
-    src = {"UNIT_POS": "lid", "CUBE_POS": "wid", "CUBE_COUNT": "nwg", "ABSOLUTE_POS": "gid"}
     if base == "CUBE_DIM":
-        return cd[i]
-    return comp(src[base], i)
+        return em.u(em.cube_dim[i])
+    src = {"UNIT_POS": "lid", "CUBE_POS": "wid", "CUBE_COUNT": "nwg", "ABSOLUTE_POS": "gid"}
+    v = m.op("Load", m.vec(ut, 3), em.builtin_vars[src[base]])
+    return m.op("CompositeExtract", ut, v, i)
 
 
 def _meta(em: Emitter, op: ir.Meta) -> int:
-    m, mem = em.m, op.mem
-    ut = m.int(32, False)
-    if not isinstance(mem, ir.Param):
-        return em.u(mem.size if op.what in ("len", "shape") else 1)
-    if op.what == "rank":
-        return em.u(mem.rank)
-    slot = em.abi.of(mem)
+    """len, or shape/stride at a constant dimension below the rank (passes.meta)."""
+    slot = em.abi.of(op.mem)
     if op.what == "len":
         return em.word(slot.len)
-    if mem.kind == "array":
-        vals = [m.op("IMul", ut, em.word(slot.len), em.u(mem.type.lanes))] \
-            if op.what == "shape" else [em.u(1)]
-    else:
-        at = slot.shape if op.what == "shape" else slot.stride
-        vals = [em.word(at(d)) for d in range(mem.rank)]
-    if isinstance(op.dim, ir.Const):
-        d = int(op.dim.value)
-        return vals[d] if 0 <= d < len(vals) else em.u(0)
-    dim = em.val_as(op.dim, u32)
-    r = em.u(0)
-    for d, v in enumerate(vals):
-        hit = m.op("IEqual", m.bool(), dim, em.u(d))
-        r = m.op("Select", ut, hit, v, r)
-    return r
+    return em.word((slot.shape if op.what == "shape" else slot.stride)(int(op.dim.value)))
 
 
 def _ptr(em: Emitter, mem, i: ir.Value | int) -> tuple[int, int]:

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.layout import Layout
+from cube_ir.passes.lowering import PER_AXIS, Lowering, lower
 
-from ..shader_abi import private_atomics_lowered
 from .emit import emit
 from .types import Unsupported
+
+# WGSL's own builtins: per-axis ids, local_invocation_index, global_invocation_id
+LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
+                                "ABSOLUTE_POS_Z"})
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,7 @@ class WgslModule:
 
 
 def emit_module(kernel: ir.Kernel, f16: bool = True) -> WgslModule:
-    kernel = private_atomics_lowered(kernel)
+    kernel = lower(kernel, LOWERING)
     text, abi = emit(kernel, f16=f16, plane_size=kernel.plane_size)
     return WgslModule(text, abi)
 

@@ -256,22 +256,14 @@ class Emitter:
 
     # ---- builtins and metadata ---------------------------------------------------------
     def _builtin(self, name: str) -> str:
-        cube_pos = "(wid.x + nwg.x * (wid.y + nwg.y * wid.z))"
-        cube_dim = "(WG_X * WG_Y * WG_Z)"
-        table = {
-            "UNIT_POS": "lidx", "CUBE_POS": cube_pos, "CUBE_DIM": cube_dim,
-            "CUBE_COUNT": "(nwg.x * nwg.y * nwg.z)",
-            "ABSOLUTE_POS": f"({cube_pos} * {cube_dim} + lidx)",
-            "PLANE_DIM": f"{self.plane}u", "UNIT_POS_PLANE": f"(lidx % {self.plane}u)",
-        }
-        for a in XYZ:
-            A = a.upper()
-            table[f"UNIT_POS_{A}"] = f"lid.{a}"
-            table[f"CUBE_POS_{A}"] = f"wid.{a}"
-            table[f"CUBE_DIM_{A}"] = f"WG_{A}"
-            table[f"CUBE_COUNT_{A}"] = f"nwg.{a}"
-            table[f"ABSOLUTE_POS_{A}"] = f"gid.{a}"
-        return table[name]
+        """The builtins WGSL reads directly (codegen.wgsl.LOWERING); the lowering computed
+        the rest."""
+        if name == "UNIT_POS":
+            return "lidx"
+        base, a = name.rsplit("_", 1)
+        src = {"UNIT_POS": "lid", "CUBE_POS": "wid", "CUBE_COUNT": "nwg",
+               "ABSOLUTE_POS": "gid"}
+        return f"WG_{a}" if base == "CUBE_DIM" else f"{src[base]}.{a.lower()}"
 
     def word(self, i: int) -> str:
         return f"cube_meta[{i // 4}][{i % 4}]"
@@ -283,28 +275,11 @@ class Emitter:
         raise KeyError(p.name)
 
     def _meta(self, op: ir.Meta) -> str:
-        m = op.mem
-        if not isinstance(m, ir.Param):
-            return f"{m.size if op.what in ('len', 'shape') else 1}u"
-        if op.what == "rank":
-            return f"{m.rank}u"
-        s = self._slot(m)
+        """len, or shape/stride at a constant dimension below the rank (passes.meta)."""
+        s = self._slot(op.mem)
         if op.what == "len":
             return self.word(s.len)
-        if m.kind == "array":  # a 1-D view: shape = scalar elements, stride 1
-            vals = [f"({self.word(s.len)} * {m.type.lanes}u)"] if op.what == "shape" \
-                else ["1u"]
-        else:
-            at = s.shape if op.what == "shape" else s.stride
-            vals = [self.word(at(d)) for d in range(m.rank)]
-        if isinstance(op.dim, ir.Const):
-            d = int(op.dim.value)
-            return vals[d] if 0 <= d < len(vals) else "0u"
-        dim = self.val_as(op.dim, u32)
-        r = "0u"
-        for d, v in enumerate(vals):
-            r = f"select({r}, {v}, {dim} == {d}u)"
-        return r
+        return self.word((s.shape if op.what == "shape" else s.stride)(int(op.dim.value)))
 
     def _scalar_param(self, p: ir.Param) -> str:
         w = self.word(self._slot(p).value)
@@ -512,16 +487,6 @@ class Emitter:
     # ---- plane ops ---------------------------------------------------------------------
     def _plane(self, op: ir.Plane) -> None:
         d = op.dst
-        if self.plane == 1:
-            for ln in self.lanes(d.type):
-                if op.op == "exclusive_sum":
-                    r = lit(0, d.type.elem) if ln is not None else k(0, d.type)
-                elif op.op == "exclusive_prod":
-                    r = lit(1, d.type.elem) if ln is not None else k(1, d.type)
-                else:
-                    r = self.val_as(op.value, d.type, ln)
-                self.assign(d, r, ln)
-            return
         # Subgroups: the runtime checked that the device's subgroups are consecutive runs of
         # `plane` local_invocation_index values (see runtimes.wgpu)
         t = d.type

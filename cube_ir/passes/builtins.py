@@ -47,6 +47,31 @@ def lower_builtins(kernel: Kernel, native: frozenset[str]) -> bool:
     return True
 
 
+def formula(name: str, plane_size: int, cube_dim=None):
+    """How builtin `name` is computed: an expression tree whose leaves are builtin names and
+    ints and whose nodes are (op, a, b) with op add/mul/rem on u32 (None for a per-axis
+    position, which has no formula). The IR pass below and an emitter that must print a
+    position for itself (the C family's lane for plane ops) both read this one table."""
+    if name.startswith("CUBE_DIM_") and cube_dim is not None:
+        return int(cube_dim[XYZ.index(name[-1])])
+    if name == "PLANE_DIM":
+        return plane_size
+    if name == "UNIT_POS_PLANE":
+        return 0 if plane_size == 1 else ("rem", "UNIT_POS", plane_size)
+    if name in ("UNIT_POS", "CUBE_POS"):
+        dims = "CUBE_DIM" if name == "UNIT_POS" else "CUBE_COUNT"
+        inner = ("add", f"{name}_Y", ("mul", f"{dims}_Y", f"{name}_Z"))
+        return ("add", f"{name}_X", ("mul", f"{dims}_X", inner))
+    if name in ("CUBE_DIM", "CUBE_COUNT"):
+        return ("mul", ("mul", f"{name}_X", f"{name}_Y"), f"{name}_Z")
+    if name == "ABSOLUTE_POS":
+        return ("add", ("mul", "CUBE_POS", "CUBE_DIM"), "UNIT_POS")
+    if name.startswith("ABSOLUTE_POS_"):
+        a = name[-1]
+        return ("add", ("mul", f"CUBE_POS_{a}", f"CUBE_DIM_{a}"), f"UNIT_POS_{a}")
+    return None
+
+
 class _Deriver:
     def __init__(self, kernel: Kernel, native: frozenset[str]):
         self.k, self.native = kernel, native
@@ -55,54 +80,34 @@ class _Deriver:
         self.vars: dict[str, Var | Const] = {}
 
     def value(self, name: str) -> Var | Const:
+        """A builtin's value: native ones are read (once), derived ones computed (once)."""
         got = self.vars.get(name)
-        if got is None:
-            got = self.vars[name] = self._derive(name)
+        if got is not None:
+            return got
+        tree = None if name in self.native else formula(name, self.k.plane_size,
+                                                          self.k.cube_dim)
+        if tree is None:
+            if name not in ir.BUILTINS:
+                raise ValueError(f"no builtin {name}")
+            got = self.alloc.new(u32, name.lower())
+            self.prologue.append(ir.Builtin(got, name))
+        else:
+            got = self._eval(tree, name.lower())
+        self.vars[name] = got
         return got
 
-    def _read(self, name: str):
-        """A builtin's value: native ones are read (once), derived ones computed."""
-        if name in self.native:
-            if name not in self.vars:
-                v = self.alloc.new(u32, name.lower())
-                self.prologue.append(ir.Builtin(v, name))
-                self.vars[name] = v
-            return self.vars[name]
-        return self.value(name)
-
-    def _op(self, op: str, a, b, name: str | None = None) -> Var | Const:
+    def _eval(self, tree, name: str | None = None) -> Var | Const:
+        if isinstance(tree, int):
+            return Const(tree, u32)
+        if isinstance(tree, str):
+            return self.value(tree)
+        op, a, b = tree
+        a, b = self._eval(a), self._eval(b)
         if isinstance(a, Const) and isinstance(b, Const):
             return Const(_fold(op, a.value, b.value), u32)
         v = self.alloc.new(u32, name)
         self.prologue.append(ir.Binary(v, op, a, b))
         return v
-
-    def _derive(self, name: str) -> Var | Const:
-        r, ps, cd = self._read, self.k.plane_size, self.k.cube_dim
-        if name.startswith("CUBE_DIM_") and cd is not None:
-            return Const(int(cd[XYZ.index(name[-1])]), u32)
-        if name == "PLANE_DIM":
-            return Const(ps, u32)
-        if name == "UNIT_POS_PLANE":
-            return Const(0, u32) if ps == 1 else self._op("rem", r("UNIT_POS"), Const(ps, u32),
-                                                           "lane")
-        if name in ("UNIT_POS", "CUBE_POS"):
-            dims = "CUBE_DIM" if name == "UNIT_POS" else "CUBE_COUNT"
-            inner = self._op("add", r(f"{name}_Y"),
-                             self._op("mul", r(f"{dims}_Y"), r(f"{name}_Z")))
-            return self._op("add", r(f"{name}_X"), self._op("mul", r(f"{dims}_X"), inner),
-                            name.lower())
-        if name in ("CUBE_DIM", "CUBE_COUNT"):
-            xy = self._op("mul", r(f"{name}_X"), r(f"{name}_Y"))
-            return self._op("mul", xy, r(f"{name}_Z"), name.lower())
-        if name == "ABSOLUTE_POS":
-            return self._op("add", self._op("mul", r("CUBE_POS"), r("CUBE_DIM")),
-                            r("UNIT_POS"), "abs_pos")
-        if name.startswith("ABSOLUTE_POS_"):
-            a = name[-1]
-            return self._op("add", self._op("mul", r(f"CUBE_POS_{a}"), r(f"CUBE_DIM_{a}")),
-                            r(f"UNIT_POS_{a}"), name.lower())
-        raise ValueError(f"no formula for the builtin {name}")
 
 
 def _fold(op: str, a: int, b: int) -> int:

@@ -4,6 +4,8 @@ A code generator declares what it prints natively (`Lowering`); `lower` gives a 
 optimised kernel in which everything else is already spelled in plain IR, so emitters only
 print. In order:
 
+    atomics    atomics on unit-private arrays as plain read-modify-writes (run_pipeline did
+               it already; a kernel generated without the optimiser gets it here)
     builtins   derived positions from the per-axis ones (passes.builtins)
     planes     plane ops with plane size 1 are their own value (passes.planes)
     meta       shape/stride/len/rank reads down to slot reads (passes.meta)
@@ -19,6 +21,7 @@ from ..ir import Kernel
 from ..verify import verify
 from .builtins import PRIMITIVE, lower_builtins
 from .clone import clone_kernel
+from .local_atomics import lower_local_atomics
 from .meta import lower_meta
 from .planes import fold_unit_planes
 
@@ -39,6 +42,7 @@ class Lowering:
 PER_AXIS = PRIMITIVE | frozenset(f"CUBE_DIM_{a}" for a in _AXES)
 
 PASSES = (
+    ("atomics", lambda k, low: lower_local_atomics(k)),
     ("builtins", lambda k, low: lower_builtins(k, low.builtins)),
     ("planes", lambda k, low: fold_unit_planes(k)),
     ("meta", lambda k, low: lower_meta(k)),
