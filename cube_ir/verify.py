@@ -48,12 +48,14 @@ from .types import Type, boolean, promote, u32, with_elem
 _PLANE_SCANS = frozenset(("inclusive_sum", "exclusive_sum", "inclusive_prod", "exclusive_prod"))
 
 
-def verify(kernel: Kernel) -> None:
+def verify(kernel: Kernel, barriers: bool = True) -> None:
     """Raise IRError on the first ill-typed op, misplaced break/continue, var read but never
-    assigned, or barrier that not every unit of a cube is sure to reach."""
+    assigned, or (with `barriers`) barrier that not every unit of a cube is sure to reach.
+    A pass that moves no control flow checks its output without `barriers`."""
     _TypeChecker(kernel).run()
     _check_scopes(kernel)
-    _check_barriers(kernel, _Uniformity(kernel))
+    if barriers:
+        _check_barriers(kernel, _Uniformity(kernel))
 
 
 def uniform_vars(kernel: Kernel) -> set[Var]:

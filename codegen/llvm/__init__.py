@@ -45,8 +45,13 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.layout import Layout, ParamSlots
+from cube_ir.passes import lowering
 
 from .emit import emit, entry_name
+
+# the unit and cube loops compute every position themselves (with no-wrap arithmetic that
+# LLVM's vectoriser relies on); plane size is 1, so the lowering folds the plane builtins
+LOWERING = lowering.Lowering(ir.BUILTINS - {"PLANE_DIM", "UNIT_POS_PLANE"})
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ class LlvmModule:
 
 
 def emit_module(kernel: ir.Kernel) -> LlvmModule:
-    em = emit(kernel)
+    em = emit(lowering.lower(kernel, LOWERING))  # (.lower is codegen.llvm.lower)
     return LlvmModule(em.text, em.entry, em.layout, em.stack_fixed,
                       em.stack_per_unit, em.plan.barrier)
 

@@ -150,8 +150,7 @@ class Emitter:
         cdim = a.bin("mul", "i32", a.bin("mul", "i32", cd[0], cd[1]), cd[2])
         cc32 = [a.conv("trunc", "i64", v, "i32") for v in cc]
         ccount = a.bin("mul", "i32", a.bin("mul", "i32", cc32[0], cc32[1]), cc32[2])
-        b = {"CUBE_POS": c32, "CUBE_DIM": cdim, "CUBE_COUNT": ccount, "PLANE_DIM": "1",
-             "UNIT_POS_PLANE": "0"}
+        b = {"CUBE_POS": c32, "CUBE_DIM": cdim, "CUBE_COUNT": ccount}
         for i, ax in enumerate(XYZ):
             b[f"CUBE_POS_{ax}"] = t[i]
             b[f"CUBE_DIM_{ax}"] = cd[i]
@@ -319,14 +318,6 @@ class Emitter:
                 self.write(d, self._builtin(n))
             case ir.Atomic():
                 self._atomic(op)
-            case ir.Plane(dst=d, op=o, value=x):
-                if o == "exclusive_sum":
-                    r = const(False if d.type.elem.is_bool else 0, d.type)
-                elif o == "exclusive_prod":
-                    r = const(1, d.type)
-                else:
-                    r = self.read_as(x, d.type)
-                self.write(d, r)
             case ir.SyncCube():
                 pass  # only in barrier-free regions when the kernel has none (never reached)
             case ir.If(cond=c):
@@ -386,30 +377,14 @@ class Emitter:
         return self.unit["b"][name]
 
     def _meta(self, op: ir.Meta) -> str:
-        a, m = self.a, op.mem
-        if not isinstance(m, ir.Param):
-            return const(m.size if op.what in ("len", "shape") else 1, u32)
-        if op.what == "rank":
-            return const(m.rank, u32)
+        """len, or shape/stride at a constant dimension below the rank (passes.meta)."""
+        m = op.mem
         if op.what == "len":
-            return a.conv("trunc", "i64", self.plen[m.index], "i32")
-        vals = (self.pshape if op.what == "shape" else self.pstride)[m.index]
-        if m.kind == "array":  # a 1-D view: shape = scalar elements, stride 1
-            lanes = m.type.lanes
-            n = a.bin("mul", "i64", self.plen[m.index], str(lanes))
-            vals = [n] if op.what == "shape" else ["1"]
-        if op.dim is None:
-            raise NotImplementedError(f"{op.what} without a dimension")
-        if isinstance(op.dim, ir.Const):
-            d = int(op.dim.value)
-            return a.conv("trunc", "i64", vals[d], "i32") if 0 <= d < len(vals) else "0"
-        dim = a.cast(op.dim.type, u32, self.read(op.dim)) if op.dim.type != u32 \
-            else self.read(op.dim)
-        r = "0"
-        for d, v in enumerate(vals):
-            hit = a.icmp("eq", "i32", dim, str(d))
-            r = a.select(hit, "i64", v, r)
-        return a.conv("trunc", "i64", r, "i32")
+            v = self.plen[m.index]
+        else:
+            v = (self.pshape if op.what == "shape" else self.pstride)[m.index][
+                int(op.dim.value)]
+        return self.a.conv("trunc", "i64", v, "i32")
 
     # ---- memory ------------------------------------------------------------------------
     def _addr(self, m, index: ir.Value) -> tuple[str, str, int]:

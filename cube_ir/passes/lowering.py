@@ -9,7 +9,8 @@ print. In order:
     builtins   derived positions from the per-axis ones (passes.builtins)
     planes     plane ops with plane size 1 are their own value (passes.planes)
     meta       shape/stride/len/rank reads down to slot reads (passes.meta)
-    verify     the lowered kernel is still well-typed and well-scoped
+    verify     the lowered kernel is still well-typed and well-scoped (barrier placement is
+               the frontend's and run_pipeline's to check: these passes add no control flow)
 
 Each pass keeps the kernel runnable by the interpreter, and the tests run it after every pass
 (tests/cube_ir/test_lowering.py), so a pass is checked on its own."""
@@ -55,5 +56,5 @@ def lower(kernel: Kernel, lowering: Lowering) -> Kernel:
     k = clone_kernel(kernel)
     for _, run in PASSES:
         run(k, lowering)
-    verify(k)
+    verify(k, barriers=False)
     return k
