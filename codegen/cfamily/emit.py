@@ -17,6 +17,7 @@ from cube_ir.layout import C_FAMILY, layout
 from cube_ir.passes.builtins import formula
 from cube_ir.types import Scalar, Type, u32
 
+from ..structured import StructuredEmitter
 from . import prelude
 from .dialects import Dialect
 from .values import Values
@@ -43,9 +44,10 @@ def _ident(name: str | None, fallback: str) -> str:
     return f"{s}_{fallback}" if s else fallback
 
 
-class Emitter:
+class Emitter(StructuredEmitter):
     def __init__(self, kernel: ir.Kernel, d: Dialect):
-        self.k, self.d = kernel, d
+        super().__init__(kernel)
+        self.d = d
         self.needs: dict = {}
         self.v = Values(d, self.needs)
         self.vo = VecOps(d, self.v)
@@ -53,8 +55,6 @@ class Emitter:
         lay = layout(kernel.params, C_FAMILY)
         self.slots, self.nbuf, self.nslots = lay.params, lay.nbuf, lay.nslots
         self.ps = kernel.plane_size
-        self.out: list[str] = []
-        self.depth = 1
         self.builtins: dict[str, str] = {}  # builtin -> C name, defined in the prologue
         self.names: dict[int, str] = {}
         self.mem_names: dict[int, str] = {}
@@ -62,9 +62,6 @@ class Emitter:
                         if isinstance(op, (ir.Store, ir.Atomic))}
 
     # ---- output ------------------------------------------------------------------------
-    def line(self, s: str) -> None:
-        self.out.append("    " * self.depth + s)
-
     def need(self, *keys: str) -> None:
         self.v.need(*keys)
 
@@ -190,11 +187,7 @@ class Emitter:
                 lanes = ", ".join(f"{self.var(v, i)} = 0" for i in range(v.type.lanes))
                 self.line(f"{self.reg(v.type.elem)} {lanes};")
 
-    # ---- statements --------------------------------------------------------------------
-    def block(self, ops) -> None:
-        for op in ops:
-            self.op(op)
-
+    # ---- statements (codegen.structured walks them; these are its hooks) ---------------
     def set(self, dst: ir.Var, exprs) -> None:
         for i, x in enumerate(exprs):
             self.line(f"{self.var(dst, i)} = {x};")
@@ -202,82 +195,47 @@ class Emitter:
     def lanes(self, t: Type) -> range:
         return range(t.lanes)
 
-    def op(self, op) -> None:
-        dst = getattr(op, "dst", None)
-        if dst is not None and self.vtype(dst.type):
-            r = self.vector_op(op)
-            if r is not None:
-                self.line(f"{self.vname(dst)} = {r};")
-                return
-        match op:
-            case ir.Assign(dst=d, src=s):
-                self.set(d, [self.val(s, i, d.type.elem) for i in self.lanes(d.type)])
-            case ir.Unary(dst=d, op=o, a=x):
-                self.set(d, [self.unary(o, x, i) for i in self.lanes(d.type)])
-            case ir.Binary(dst=d, op=o, a=x, b=y):
-                t = x.type if not isinstance(x, ir.Const) else y.type
-                self.set(d, [self.binary(o, t.elem, self.val(x, i, t.elem),
-                                         self.val(y, i, t.elem)) for i in self.lanes(d.type)])
-            case ir.Ternary(dst=d, op=o, a=x, b=y, c=z):
-                e = d.type.elem
-                self.set(d, [self.ternary(o, e, *(self.val(w, i, e) for w in (x, y, z)))
-                             for i in self.lanes(d.type)])
-            case ir.Select(dst=d, cond=c, a=x, b=y):
-                e = d.type.elem
-                self.set(d, [f"{self.val(c, i)} ? {self.val(x, i, e)} : {self.val(y, i, e)}"
-                             for i in self.lanes(d.type)])
-            case ir.Cast(dst=d, a=x):
-                self.set(d, [self.v.cast(self.val(x, i), x.type.elem, d.type.elem)
-                             for i in self.lanes(d.type)])
-            case ir.Extract(dst=d, vec=v, lane=k):
-                self.set(d, [self.val(v, k, d.type.elem)])
-            case ir.Insert(dst=d, vec=v, lane=k, value=x):
-                e = d.type.elem
-                self.set(d, [self.val(x, 0, e) if i == k else self.val(v, i, e)
-                             for i in self.lanes(d.type)])
-            case ir.Load(dst=d, mem=m, index=i):
-                self.set(d, self.load(m, i, d.type))
-            case ir.Store(mem=m, index=i, value=x):
-                self.store(m, i, x)
-            case ir.Meta():
-                self.set(op.dst, [self.meta(op)])
-            case ir.Builtin(dst=d, name=n):
-                self.set(d, [self.builtin(n)])
-            case ir.Atomic():
-                self.atomic(op)
-            case ir.Plane():
-                self.plane(op)
-            case ir.SyncCube():
-                self.line(self.d.barrier())
-            case ir.If(cond=c):
-                self.line(f"if ({self.val(c, 0)}) {{")
-                self.nested(op.then)
-                if op.orelse:
-                    self.line("} else {")
-                    self.nested(op.orelse)
-                self.line("}")
-            case ir.Loop(body=body):
-                self.line("for (;;) {")
-                self.nested(body)
-                self.line("}")
-            case ir.Range(var=v, start=s, end=e, step=st):
-                t = v.type.elem
-                name = self.var(v)
-                cmp = "<" if st > 0 else ">"
-                inc = f"{name} += {self.v.const(st, t)}" if st > 0 else \
-                    f"{name} -= {self.v.const(-st, t)}"
-                self.line(f"for ({name} = {self.val(s, 0, t)}; {name} {cmp} "
-                          f"{self.val(e, 0, t)}; {inc}) {{")
-                self.nested(op.body)
-                self.line("}")
-            case ir.Break():
-                self.line("break;")
-            case ir.Continue():
-                self.line("continue;")
-            case ir.Return():
-                self.line("return;")
-            case _:  # pragma: no cover
-                raise NotImplementedError(f"C codegen: {op!r}")
+    def value_lanes(self, t: Type) -> list:
+        return [None] if t.lanes == 1 else list(range(t.lanes))
+
+    def val_as(self, x: ir.Value, t: Type, lane) -> str:
+        return self.val(x, 0 if lane is None else lane, t.elem)
+
+    def assign(self, dst: ir.Var, expr: str, lane=None) -> None:
+        whole = lane is None and self.vtype(dst.type)
+        self.line(f"{self.vname(dst) if whole else self.var(dst, lane or 0)} = {expr};")
+
+    def whole(self, op) -> str | None:
+        return self.vector_op(op) if self.vtype(op.dst.type) else None
+
+    def cast(self, x: str, src: Type, dst: Type) -> str:
+        return self.v.cast(x, src.elem, dst.elem)
+
+    def load_op(self, op: ir.Load) -> None:
+        d = op.dst
+        r = self.vload(op.mem, op.index, d.type) if self.vtype(d.type) else None
+        if r is not None:
+            self.assign(d, r)
+        else:
+            self.set(d, self.load(op.mem, op.index, d.type))
+
+    def store_op(self, op: ir.Store) -> None:
+        self.store(op.mem, op.index, op.value)
+
+    def barrier_lines(self) -> list[str]:
+        return [self.d.barrier()]
+
+    def range_op(self, op: ir.Range) -> None:
+        v, st = op.var, op.step
+        t = v.type.elem
+        name = self.var(v)
+        cmp = "<" if st > 0 else ">"
+        inc = f"{name} += {self.v.const(st, t)}" if st > 0 else \
+            f"{name} -= {self.v.const(-st, t)}"
+        self.line(f"for ({name} = {self.val(op.start, 0, t)}; {name} {cmp} "
+                  f"{self.val(op.end, 0, t)}; {inc}) {{")
+        self.nested(op.body)
+        self.line("}")
 
     def vector_op(self, op) -> str | None:
         """One native-vector expression for op (its dst is a vector), or None: lanes."""
@@ -313,19 +271,11 @@ class Emitter:
                 self.line(f"{self.vname(op.dst)} = {whole};")
                 self.line(f"{self.var(op.dst, k)} = {self.val(x, 0, e)};")
                 return self.vname(op.dst)
-            case ir.Load(mem=m, index=i):
-                return self.vload(m, i, dt)
         return None
 
-    def nested(self, block) -> None:
-        self.depth += 1
-        self.block(block)
-        self.depth -= 1
-
     # ---- arithmetic --------------------------------------------------------------------
-    def unary(self, o: str, x: ir.Value, k: int) -> str:
-        e = x.type.elem
-        a = self.val(x, k)
+    def unary(self, o: str, t: Type, a: str) -> str:
+        e = t.elem
         d = self.d
         if o == "not":
             return f"!{a}" if e.is_bool else f"({a} == 0)"
@@ -495,7 +445,7 @@ class Emitter:
         return f"cube_{name}"
 
     # ---- atomics -----------------------------------------------------------------------
-    def atomic(self, op: ir.Atomic) -> None:
+    def atomic_op(self, op: ir.Atomic) -> None:
         m, e = op.mem, op.mem.type.elem
         if e.is_bool or e.name in ("f16", "bf16") or m.type.lanes != 1:
             raise NotImplementedError(f"C codegen: atomics on {m.type}")
@@ -573,7 +523,7 @@ class Emitter:
                 f"    return {from_bits('old')};\n}}")
 
     # ---- plane ops ---------------------------------------------------------------------
-    def plane(self, op: ir.Plane) -> None:
+    def plane_op(self, op: ir.Plane) -> None:
         dst, o, x = op.dst, op.op, op.value
         e = dst.type.elem
         self.need(*self.d.plane_needs(), "plane")

@@ -9,6 +9,7 @@ from cube_ir.layout import SHADER, Layout, layout
 from cube_ir.types import Type, Vec, u32, with_elem
 
 from ..shader_abi import binding, is_packed
+from ..structured import StructuredEmitter
 from .expr import Expr, k
 from .types import Unsupported, lit, reg, scalar, wide
 
@@ -23,16 +24,16 @@ def _ident(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name or "x")
 
 
-class Emitter:
+class Emitter(StructuredEmitter):
+    LOOP = "loop {"
+
     def __init__(self, kernel: ir.Kernel, f16: bool = True, plane_size: int = 1):
-        self.k = kernel
+        super().__init__(kernel)
         self.f16 = f16
         self.plane = plane_size
         self.abi: Layout = layout(kernel.params, SHADER)
         self.helpers: dict[str, str] = {}
         self.x = Expr(self.helpers)
-        self.out: list[str] = []
-        self.depth = 1
         self.ntmp = 0
         self.atomic = {id(op.mem) for op in ir.walk(kernel.body) if isinstance(op, ir.Atomic)}
         self.stored = {id(op.mem) for op in ir.walk(kernel.body)
@@ -41,9 +42,6 @@ class Emitter:
         self.uses_f16 = False
 
     # ---- output ------------------------------------------------------------------------
-    def line(self, s: str) -> None:
-        self.out.append("    " * self.depth + s)
-
     def tmp(self, expr: str) -> str:
         self.ntmp += 1
         name = f"t{self.ntmp}"
@@ -88,7 +86,7 @@ class Emitter:
             name = f"lo{lo.id}"
             self.names[id(lo)] = name
             body_vars.append(f"    var {name}: array<{self.ty(lo.type)}, {lo.size}>;")
-        self._block(k.body)
+        self.block(k.body)
         head = ["enable f16;"] if self.uses_f16 else []
         sig = ("@compute @workgroup_size(WG_X, WG_Y, WG_Z)\n"
                "fn main(@builtin(local_invocation_id) lid: vec3<u32>,\n"
@@ -146,98 +144,37 @@ class Emitter:
     def assign(self, d: ir.Var, expr: str, lane=None) -> None:
         self.line(f"v{d.id}{'' if lane is None else f'[{lane}]'} = {expr};")
 
-    # ---- statements --------------------------------------------------------------------
-    def _block(self, block) -> None:
-        for op in block:
-            self._op(op)
+    # ---- statements (codegen.structured walks them; these are its hooks) ---------------
+    value_lanes = lanes
 
-    def _op(self, op) -> None:
-        x = self.x
-        match op:
-            case ir.Assign(dst=d, src=s):
-                for ln in self.lanes(d.type):
-                    self.assign(d, self.val_as(s, d.type, ln), ln)
-            case ir.Unary(dst=d, op=o, a=a):
-                for ln in self.lanes(d.type):
-                    t = self.lt(a.type, ln)
-                    self.assign(d, x.unary(o, t, self.val(a, ln)), ln)
-            case ir.Binary(dst=d, op=o, a=a, b=b):
-                t = a.type if not isinstance(a, ir.Const) else b.type
-                for ln in self.lanes(d.type):
-                    self.assign(d, x.binary(o, self.lt(t, ln), self.val_as(a, t, ln),
-                                            self.val_as(b, t, ln)), ln)
-            case ir.Ternary(dst=d, op=o, a=a, b=b, c=c):
-                t = d.type
-                for ln in self.lanes(t):
-                    self.assign(d, x.ternary(o, self.lt(t, ln), *(self.val_as(v, t, ln)
-                                                                   for v in (a, b, c))), ln)
-            case ir.Select(dst=d, cond=c, a=a, b=b):
-                for ln in self.lanes(d.type):
-                    cl = ln if isinstance(c.type, Vec) else None
-                    self.assign(d, x.select(self.val(c, cl), self.val_as(a, d.type, ln),
-                                            self.val_as(b, d.type, ln)), ln)
-            case ir.Cast(dst=d, a=a):
-                for ln in self.lanes(d.type):
-                    src = a.type if ln is None or not isinstance(a.type, Vec) else a.type.elem
-                    al = ln if isinstance(a.type, Vec) else None
-                    self.assign(d, x.cast(src, self.lt(d.type, ln), self.val(a, al)), ln)
-            case ir.Extract(dst=d, vec=v, lane=n):
-                src = self.val(v)
-                if isinstance(v, ir.Const):
-                    self.assign(d, lit(v.value, d.type.elem))
-                elif isinstance(v.type, Vec):
-                    self.assign(d, f"{src}[{n}]")
-                else:
-                    self.assign(d, src)
-            case ir.Insert(dst=d, vec=v, lane=n, value=val):
-                self.assign(d, self.val_as(v, d.type))
-                if isinstance(d.type, Vec):
-                    self.line(f"v{d.id}[{n}] = {self.val_as(val, d.type.elem)};")
-                else:
-                    self.assign(d, self.val_as(val, d.type))
-            case ir.Load(dst=d, mem=m, index=i):
-                self._load(d, m, i)
-            case ir.Store(mem=m, index=i, value=v):
-                self._store(m, i, v)
-            case ir.Meta():
-                self.assign(op.dst, self._meta(op))
-            case ir.Builtin(dst=d, name=n):
-                self.assign(d, self._builtin(n))
-            case ir.Atomic():
-                self._atomic(op)
-            case ir.Plane():
-                self._plane(op)
-            case ir.SyncCube():
-                self.line("storageBarrier();")
-                self.line("workgroupBarrier();")
-            case ir.If(cond=c):
-                self.line(f"if ({self.val(c)}) {{")
-                self._nested(op.then)
-                if op.orelse:
-                    self.line("} else {")
-                    self._nested(op.orelse)
-                self.line("}")
-            case ir.Loop(body=body):
-                self.line("loop {")
-                self._nested(body)
-                self.line("}")
-            case ir.Range():
-                self._range(op)
-            case ir.Break():
-                self.line("break;")
-            case ir.Continue():
-                self.line("continue;")
-            case ir.Return():
-                self.line("return;")
-            case _:  # pragma: no cover
-                raise Unsupported(f"wgsl codegen: {op!r}")
+    def copies_whole(self, t: Type) -> bool:  # wide lines are arrays: assignable whole
+        return True
 
-    def _nested(self, block) -> None:
-        self.depth += 1
-        self._block(block)
-        self.depth -= 1
+    def unary(self, o: str, t: Type, a: str) -> str:
+        return self.x.unary(o, t, a)
 
-    def _range(self, op: ir.Range) -> None:
+    def binary(self, o: str, t: Type, a: str, b: str) -> str:
+        return self.x.binary(o, t, a, b)
+
+    def ternary(self, o: str, t: Type, a: str, b: str, c: str) -> str:
+        return self.x.ternary(o, t, a, b, c)
+
+    def select(self, c: str, a: str, b: str) -> str:
+        return self.x.select(c, a, b)
+
+    def cast(self, x: str, src: Type, dst: Type) -> str:
+        return self.x.cast(src, dst, x)
+
+    def load_op(self, op: ir.Load) -> None:
+        self._load(op.dst, op.mem, op.index)
+
+    def store_op(self, op: ir.Store) -> None:
+        self._store(op.mem, op.index, op.value)
+
+    def barrier_lines(self) -> list[str]:
+        return ["storageBarrier();", "workgroupBarrier();"]
+
+    def range_op(self, op: ir.Range) -> None:
         t = op.var.type
         v = f"v{op.var.id}"
         end = self.tmp(self.val_as(op.end, t))
@@ -246,7 +183,7 @@ class Emitter:
         self.line("loop {")
         self.depth += 1
         self.line(f"if (!({v} {cmp} {end})) {{ break; }}")
-        self._block(op.body)
+        self.block(op.body)
         self.line("continuing {")
         step = k(op.step, t)
         self.line(f"    {v} = {self.x.wrap(t, f'({v} + {step})')};")
@@ -255,7 +192,7 @@ class Emitter:
         self.line("}")
 
     # ---- builtins and metadata ---------------------------------------------------------
-    def _builtin(self, name: str) -> str:
+    def builtin(self, name: str) -> str:
         """The builtins WGSL reads directly (codegen.wgsl.LOWERING); the lowering computed
         the rest."""
         if name == "UNIT_POS":
@@ -274,7 +211,7 @@ class Emitter:
                 return s
         raise KeyError(p.name)
 
-    def _meta(self, op: ir.Meta) -> str:
+    def meta(self, op: ir.Meta) -> str:
         """len, or shape/stride at a constant dimension below the rank (passes.meta)."""
         s = self._slot(op.mem)
         if op.what == "len":
@@ -428,7 +365,7 @@ class Emitter:
         return f"{reg(t)}({', '.join(self.val_as(v, t, j) for j in range(t.lanes))})"
 
     # ---- atomics -----------------------------------------------------------------------
-    def _atomic(self, op: ir.Atomic) -> None:
+    def atomic_op(self, op: ir.Atomic) -> None:
         m, t = op.mem, op.mem.type
         e = t.elem
         idx = self._index(op.index)
@@ -485,7 +422,7 @@ class Emitter:
             self.assign(op.dst, self.x.cast(t, op.dst.type, old))
 
     # ---- plane ops ---------------------------------------------------------------------
-    def _plane(self, op: ir.Plane) -> None:
+    def plane_op(self, op: ir.Plane) -> None:
         d = op.dst
         # Subgroups: the runtime checked that the device's subgroups are consecutive runs of
         # `plane` local_invocation_index values (see runtimes.wgpu)
