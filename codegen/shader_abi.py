@@ -15,12 +15,16 @@ multiple of 4 bytes.
 """
 from __future__ import annotations
 
-from cube_ir import ir
 from cube_ir.layout import ParamSlots
+from cube_ir.passes.lowering import PER_AXIS, Lowering
 from cube_ir.types import Scalar
 
 NATIVE_32 = frozenset({"f32", "i32", "u32"})
 META_BINDING = 0
+# the builtins both shader languages have: per-axis ids, the local invocation index and the
+# global invocation id (everything else is lowered in IR, passes.lowering)
+LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
+                                "ABSOLUTE_POS_Z"})
 
 
 def binding(s: ParamSlots) -> int:
@@ -33,16 +37,3 @@ def is_packed(e: Scalar, f16: bool = True) -> bool:
     if e.name in NATIVE_32 or (e.name == "f16" and f16):
         return False
     return e.bits < 32 or e.is_bool
-
-
-def private_atomics_lowered(kernel: ir.Kernel) -> ir.Kernel:
-    """The kernel with atomics on local arrays made plain read-modify-writes (shaders have no
-    atomics in the function address space). The pass pipeline already did this; a kernel
-    generated without it (`cube dump --no-opt`) gets a lowered copy."""
-    if not any(isinstance(op, ir.Atomic) and isinstance(op.mem, ir.LocalArray)
-               for op in ir.walk(kernel.body)):
-        return kernel
-    from cube_ir.passes import clone_kernel, lower_local_atomics
-    kernel = clone_kernel(kernel)
-    lower_local_atomics(kernel)
-    return kernel

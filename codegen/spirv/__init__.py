@@ -13,14 +13,11 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.layout import Layout
-from cube_ir.passes.lowering import PER_AXIS, Lowering, lower
+from cube_ir.passes.lowering import lower
 
+from ..shader_abi import LOWERING
 from .emit import Unsupported, emit
 from .module import disassemble as raw_listing
-
-# SPIR-V's own builtins: per-axis ids, LocalInvocationIndex, GlobalInvocationId
-LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
-                                "ABSOLUTE_POS_Z"})
 
 
 @dataclass(frozen=True)
