@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.layout import C_FAMILY, Layout, layout
+from cube_ir.passes import legalise
 from cube_ir.passes.lowering import PER_AXIS, Lowering, lower
 
 from .dialects import DIALECTS, Dialect
@@ -17,7 +18,8 @@ from .emit import Emitter, entry_name
 
 # what the C family prints itself: the per-axis ids (threadIdx.x, get_local_id(0), ...);
 # every other builtin, plane ops at plane size 1 and runtime shape dims are lowered in IR
-LOWERING = Lowering(PER_AXIS)
+# (f16 and bf16 compute in float on every dialect: their inexact ops are rounded once in IR)
+LOWERING = Lowering(PER_AXIS, halves={"f16": legalise.ALL, "bf16": legalise.ALL})
 
 
 @dataclass(frozen=True)

@@ -96,16 +96,15 @@ class Dialect:
             return name + "f"
         return name
 
-    def float_binary(self, o: str, e: Scalar, a: str, b: str) -> tuple[str, bool] | None:
-        """(C expression, exact) for a float binary op on scalars or native vectors (the
-        operators and math functions are overloaded); exact results need no f16/bf16
-        rounding. None where C has no direct form."""
+    def float_binary(self, o: str, e: Scalar, a: str, b: str) -> str | None:
+        """The C expression for a float binary op on scalars or native vectors (the
+        operators and math functions are overloaded); None where C has no direct form."""
         if o in ("add", "sub", "mul", "div"):
-            return f"({a} {'+-*/'['add sub mul div'.split().index(o)]} {b})", False
+            return f"({a} {'+-*/'['add sub mul div'.split().index(o)]} {b})"
         if o in ("min", "max"):
-            return f"{self.math('f' + o, e)}({a}, {b})", True
+            return f"{self.math('f' + o, e)}({a}, {b})"
         fn = {"rem": "fmod", "pow": "pow"}.get(o)
-        return None if fn is None else (f"{self.math(fn, e)}({a}, {b})", False)
+        return None if fn is None else f"{self.math(fn, e)}({a}, {b})"
 
     # ---- kernel frame ------------------------------------------------------------------
     def header(self, needs: set[str]) -> str:

@@ -23,7 +23,6 @@ from .dialects import Dialect
 from .values import Values
 from .vectors import VecOps
 
-EXACT = frozenset("neg abs min max floor ceil round clamp".split())  # no f16/bf16 rounding
 MATH = {"sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "log1p": "log1p",
         "sin": "sin", "cos": "cos", "tanh": "tanh", "erf": "erf", "floor": "floor",
         "ceil": "ceil", "round": "rint", "abs": "fabs"}
@@ -294,9 +293,8 @@ class Emitter(StructuredEmitter):
             raise NotImplementedError(f"C codegen: {o} on {e}")
         self.need(*d.math_needs(o))
         if o == "erf" and d.own_erf and e.bits <= 32:
-            return self.v.rnd(e, self.v.erf("float", a))
-        r = f"{d.math(MATH[o], e)}({a})"
-        return r if o in EXACT else self.v.rnd(e, r)
+            return self.v.erf("float", a)
+        return f"{d.math(MATH[o], e)}({a})"
 
     def _wrap(self, e: Scalar, sym: str, a: str, b: str) -> str:
         """Wrapping integer arithmetic (C's signed overflow is undefined, the IR's wraps)."""
@@ -312,11 +310,10 @@ class Emitter(StructuredEmitter):
         if o in CMP:
             return f"({a} {CMP[o]} {b})"
         if e.is_float:
-            fb = d.float_binary(o, e, a, b)
-            if fb is None:
+            r = d.float_binary(o, e, a, b)
+            if r is None:
                 raise NotImplementedError(f"C codegen: float {o}")
-            r, exact = fb
-            return r if exact else self.v.rnd(e, r)
+            return r
         if o in WRAP:
             return self._wrap(e, WRAP[o], a, b)
         if o in BITS:
@@ -349,7 +346,7 @@ class Emitter(StructuredEmitter):
             raise NotImplementedError(o)
         if not e.is_float:
             return self._wrap(e, "+", self._wrap(e, "*", a, b), c)
-        return self.v.rnd(e, f"{self.d.math('fma', e)}({a}, {b}, {c})")
+        return f"{self.d.math('fma', e)}({a}, {b}, {c})"
 
     # ---- memory ------------------------------------------------------------------------
     def ref(self, m, index: ir.Value, k: int) -> str:
@@ -525,14 +522,8 @@ class Emitter(StructuredEmitter):
     # ---- plane ops ---------------------------------------------------------------------
     def plane_op(self, op: ir.Plane) -> None:
         dst, o, x = op.dst, op.op, op.value
-        e = dst.type.elem
         self.need(*self.d.plane_needs(), "plane")
         my = self.builtin("UNIT_POS_PLANE")
         lane = None if op.lane is None else self.val(op.lane, 0, u32)
-        out = []
-        for i in self.lanes(dst.type):
-            r = self.d.plane(o, self.val(x, i, x.type.elem), x.type.elem, lane, my, self.ps)
-            if o not in ("all", "any", "broadcast", "shuffle", "shuffle_xor", "max", "min"):
-                r = self.v.rnd(e, r)
-            out.append(r)
-        self.set(dst, out)
+        self.set(dst, [self.d.plane(o, self.val(x, i, x.type.elem), x.type.elem, lane, my,
+                                    self.ps) for i in self.lanes(dst.type)])

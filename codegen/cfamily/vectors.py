@@ -17,7 +17,6 @@ from .values import Values
 MATH = {"sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "log1p": "log1p",
         "sin": "sin", "cos": "cos", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
         "round": "rint", "abs": "fabs"}
-EXACT = frozenset("neg abs min max floor ceil round clamp".split())
 
 
 class VecOps:
@@ -79,24 +78,19 @@ class VecOps:
                 return a
             return d.vector_int_abs(self.vt(e, n), a)
         if o == "erf" and e.is_float and e.bits <= 32 and d.own_erf:
-            return self.rnd(e, self.v.erf(self.vt(e, n), a), n)
+            return self.v.erf(self.vt(e, n), a)
         if o not in MATH or not e.is_float:
             return None
         if d.math_needs(o):  # a scalar prelude helper
             return None
-        r = f"{d.math(MATH[o], e)}({a})"
-        return r if o in EXACT else self.rnd(e, r, n)
+        return f"{d.math(MATH[o], e)}({a})"
 
     def binary(self, o: str, e: Scalar, n: int, a: str, b: str) -> str | None:
         d = self.d
         if e.is_bool:
             return None
         if e.is_float:
-            fb = d.float_binary(o, e, a, b)
-            if fb is None:
-                return None
-            r, exact = fb
-            return r if exact else self.rnd(e, r, n)
+            return d.float_binary(o, e, a, b)
         if o in ("add", "sub", "mul"):
             return self.wrap(e, n, {"add": "+", "sub": "-", "mul": "*"}[o], a, b)
         if o in ("and", "or", "xor"):
@@ -119,4 +113,4 @@ class VecOps:
             return None
         if not e.is_float:
             return self.wrap(e, n, "+", self.wrap(e, n, "*", a, b), c)
-        return self.rnd(e, f"{self.d.math('fma', e)}({a}, {b}, {c})", n)
+        return f"{self.d.math('fma', e)}({a}, {b}, {c})"

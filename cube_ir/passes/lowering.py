@@ -8,7 +8,8 @@ print. In order:
                it already; a kernel generated without the optimiser gets it here)
     builtins   derived positions from the per-axis ones (passes.builtins)
     planes     plane ops with plane size 1 are their own value (passes.planes)
-    meta       shape/stride/len/rank reads down to slot reads (passes.meta)
+    meta       shape/stride reads down to constant-dimension slot reads (passes.meta)
+    halves     f16/bf16 arithmetic the target lacks in f32, rounded once (passes.legalise)
     verify     the lowered kernel is still well-typed and well-scoped (barrier placement is
                the frontend's and run_pipeline's to check: these passes add no control flow)
 
@@ -16,12 +17,14 @@ Each pass keeps the kernel runnable by the interpreter, and the tests run it aft
 (tests/cube_ir/test_lowering.py), so a pass is checked on its own."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ..ir import Kernel
 from ..verify import verify
 from .builtins import PRIMITIVE, lower_builtins
 from .clone import clone_kernel
+from .legalise import promote_halves
 from .local_atomics import lower_local_atomics
 from .meta import lower_meta
 from .planes import fold_unit_planes
@@ -35,9 +38,12 @@ class Lowering:
 
     builtins: the builtins it has a spelling for (at least the per-axis unit/cube positions
     and cube counts; the CUBE_DIM_* too unless every kernel it gets has a comptime cube dim).
+    halves: the half-precision arithmetic it lacks, computed in f32 and rounded once.
     """
 
     builtins: frozenset[str]
+    # half type -> the ops computed in f32 (legalise.ALL: every inexact op)
+    halves: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
 
 
 PER_AXIS = PRIMITIVE | frozenset(f"CUBE_DIM_{a}" for a in _AXES)
@@ -47,6 +53,7 @@ PASSES = (
     ("builtins", lambda k, low: lower_builtins(k, low.builtins)),
     ("planes", lambda k, low: fold_unit_planes(k)),
     ("meta", lambda k, low: lower_meta(k)),
+    ("halves", lambda k, low: promote_halves(k, low.halves)),
 )
 
 

@@ -3,14 +3,17 @@ runs the kernel before the pass and after it, and every result must be the same;
 target is promised not to see is checked structurally."""
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 import pytest
 
 import cube as cb
-from cube import Array, Comptime, Line, Tensor, f32, i32, i64, u32
+from cube import Array, Comptime, Line, Tensor, bf16, f16, f32, i32, i64, u32
 from cube_ir import interpreter, ir
-from cube_ir.passes import clone_kernel
+from cube_ir.passes import clone_kernel, legalise
 from cube_ir.passes.builtins import PRIMITIVE, lower_builtins
+from cube_ir.passes.legalise import EXACT, promote_halves
 from cube_ir.passes.lowering import PASSES, PER_AXIS, Lowering, lower
 from cube_ir.passes.meta import lower_meta
 from cube_ir.passes.planes import fold_unit_planes
@@ -209,3 +212,57 @@ def test_the_pipeline_pass_by_pass(kernel, kwargs, args):
         verify(step)
         _same(expect, _run(step, a, CC, CD)), name
     _same(expect, _run(lower(k, low), a, CC, CD))
+
+
+# ---- half precision in f32 (passes.legalise) -------------------------------------------------
+
+F = typing.TypeVar("F")
+
+
+@cb.cube(launch=True)
+def half_ops(x: Array[Line[F, 4]], y: Array[Line[F, 4]], out: Array[Line[F, 4]],
+             n: Comptime[int]):
+    i = cb.ABSOLUTE_POS
+    a = x[i]
+    b = y[i]
+    o = i * n
+    out[o + 0] = a + b
+    out[o + 1] = a * b - b
+    out[o + 2] = a / b
+    out[o + 3] = cb.sqrt(cb.abs(a))
+    out[o + 4] = cb.exp(a)
+    out[o + 5] = cb.tanh(a)
+    out[o + 6] = cb.fma(a, b, a)
+    out[o + 7] = cb.max(a, b)
+    out[o + 8] = -a
+    out[o + 9] = cb.plane_sum(a)
+    out[o + 10] = cb.sin(a) + cb.log(cb.abs(b) + 1.0)
+    out[o + 11] = a % b
+
+
+HALF_SETS = {"all": legalise.ALL, "transcendentals": frozenset({"exp", "tanh", "sin", "log"})}
+
+
+@pytest.mark.parametrize("half", [f16, bf16], ids=str)
+@pytest.mark.parametrize("which", sorted(HALF_SETS))
+@pytest.mark.parametrize("ps", [1, 4])
+def test_half_promotion_keeps_every_value(half, which, ps):
+    k = half_ops.ir(F=half, n=12, plane_size=ps)
+    rng = np.random.default_rng(7)
+    store = np.uint16 if half == bf16 else np.float16
+
+    def make(lo, hi):
+        v = rng.uniform(lo, hi, 16 * 4).astype(np.float32)
+        if half == bf16:
+            return interpreter.f32_to_bf16_bits(v)
+        return v.astype(np.float16)
+
+    args = [make(-3, 3), make(0.5, 2), np.zeros(16 * 4 * 12, store)]
+    before = _run(k, args, 2, 8, ps)
+    lowered = clone_kernel(k)
+    assert promote_halves(lowered, {half.name: HALF_SETS[which]})
+    verify(lowered)
+    for op in ir.walk(lowered.body):
+        if isinstance(op, (ir.Unary, ir.Binary, ir.Ternary)) and op.dst.type.elem == half:
+            assert op.op in EXACT or (which != "all" and op.op not in HALF_SETS[which]), op
+    _same(before, _run(lowered, args, 2, 8, ps))

@@ -1,0 +1,92 @@
+"""Half-precision arithmetic a target does not have is computed in f32 and rounded once.
+
+bf16 has no arithmetic on any target we emit, and f16 has none in C for every device (CUDA
+without cuda_fp16.h, PoCL, MSL's float vectors), or only some (shader and LLVM
+transcendentals). For each such op the pass writes
+
+    %a32 = cast %a to f32          (exact)
+    %r32 = OP %a32, ...            (in f32)
+    %dst = cast %r32 to bf16/f16   (one rounding, to nearest even)
+
+which is the correctly rounded result for + - * / and sqrt (f32 has more than 2p+2 bits of
+a half type's p) and what every target did in its own code for the rest. Ops whose result
+is always representable (EXACT: neg, abs, min, max, floor, ceil, round, clamp), comparisons
+and moves stay in the half type: a target holds a half value in a float register, so they
+need no rounding. Plane sums and products accumulate in f32 and round once, as the
+interpreter's do. After this pass an emitter's half-precision code is its casts, loads and
+stores."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .. import ir
+from ..ir import Block, Const, Kernel
+from ..types import f32, with_elem
+from .util import VarAlloc
+
+EXACT = frozenset("neg abs min max floor ceil round clamp".split())
+ARITH_PLANE = frozenset("sum prod inclusive_sum exclusive_sum inclusive_prod exclusive_prod"
+                        .split())
+ALL = None  # promote every inexact op of the type
+
+
+def promote_halves(kernel: Kernel, promote: Mapping[str, frozenset[str] | None]) -> bool:
+    """`promote` maps a half type's name (f16, bf16) to the ops computed in f32 (ALL: every
+    inexact one). True if anything changed."""
+    if not promote:
+        return False
+    return _block(kernel.body, promote, VarAlloc(kernel))
+
+
+def _wanted(op, promote) -> bool:
+    d = getattr(op, "dst", None)
+    if d is None or d.type.elem.name not in promote:
+        return False
+    ops = promote[d.type.elem.name]
+    match op:
+        case ir.Unary(op=o) | ir.Binary(op=o) | ir.Ternary(op=o):
+            return o not in EXACT and o not in ir.COMPARE_OPS and (ops is ALL or o in ops)
+        case ir.Plane(op=o):
+            return o in ARITH_PLANE and (ops is ALL or o in ops)
+    return False
+
+
+def _block(block: Block, promote, alloc: VarAlloc) -> bool:
+    changed, out = False, Block()
+    for op in block:
+        for child in ir.child_blocks(op):
+            changed |= _block(child, promote, alloc)
+        if _wanted(op, promote):
+            out.extend(_in_f32(op, alloc))
+            changed = True
+        else:
+            out.append(op)
+    block[:] = out
+    return changed
+
+
+def _in_f32(op, alloc: VarAlloc) -> list:
+    d, loc = op.dst, op.loc
+    wide = with_elem(d.type, f32)
+    ops: list = []
+
+    def widen(x):
+        if x is None or x.type.elem != d.type.elem:  # a plane op's lane, say
+            return x
+        if isinstance(x, Const):
+            return Const(x.value, with_elem(x.type, f32))  # a half constant is exact in f32
+        w = alloc.new(with_elem(x.type, f32), x.name)
+        ops.append(ir.Cast(w, x, loc))
+        return w
+
+    r = alloc.new(wide, d.name)
+    match op:
+        case ir.Unary():
+            new = ir.Unary(r, op.op, widen(op.a), loc)
+        case ir.Binary():
+            new = ir.Binary(r, op.op, widen(op.a), widen(op.b), loc)
+        case ir.Ternary():
+            new = ir.Ternary(r, op.op, widen(op.a), widen(op.b), widen(op.c), loc)
+        case ir.Plane():
+            new = ir.Plane(r, op.op, widen(op.value), op.lane, loc)
+    return [*ops, new, ir.Cast(d, r, loc)]
