@@ -1,4 +1,5 @@
-"""The `cube` command: dump generated source, list targets, manage the cache."""
+"""The `cube` command: dump generated source, check kernels with the real tools, list
+targets, manage the cache."""
 from __future__ import annotations
 
 import argparse
@@ -102,6 +103,17 @@ def cmd_cache(a) -> int:
     return 0
 
 
+def cmd_check(a) -> int:
+    from .check import ALL_TARGETS, DEFAULT_TARGETS, run
+    if not a.source and not a.library:
+        raise CubeError("cube check: give FILE.py or a module name, or --library")
+    targets = [t.strip() for t in a.targets.split(",") if t.strip()] if a.targets \
+        else list(DEFAULT_TARGETS)
+    if targets == ["all"]:
+        targets = list(ALL_TARGETS)
+    return run(a.source, a.library, targets, a.verbose)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="cube", description="The cube kernel compiler.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -117,6 +129,15 @@ def main(argv=None) -> int:
     d.add_argument("--unchecked", action="store_true", help="no bounds checks")
     d.add_argument("--no-opt", action="store_true", help="IR before the passes")
     d.set_defaults(fn=cmd_dump)
+    k = sub.add_parser("check", help="compile kernels for every target and validate each "
+                                     "with the real tool (nvcc, hipcc, clang, spirv-val, naga)")
+    k.add_argument("source", nargs="?", help="FILE.py or a module name")
+    k.add_argument("--library", action="store_true",
+                   help="dl/kernels and the fused kernels of a dl workload")
+    k.add_argument("--targets", metavar="T,T,...",
+                   help="cuda,hip,msl,spirv,wgsl (the default), opencl, or all")
+    k.add_argument("--verbose", action="store_true", help="also say why kernels are n/a")
+    k.set_defaults(fn=cmd_check)
     t = sub.add_parser("targets", help="list runtimes and whether they start here")
     t.set_defaults(fn=cmd_targets)
     c = sub.add_parser("cache", help="inspect or clear the kernel cache")

@@ -1,0 +1,243 @@
+"""The kernels of `dl/kernels` and of dl's fusion engine, as dl really launches them.
+
+A representative dl workload (elementwise chains over strided and broadcast views, casts,
+reductions, softmax, layer/batch norm, matmul with bias and activation epilogues,
+convolution, pooling, cross-entropy, indexing, optimiser steps, forward and backward, in
+f32/f16/bf16/f64) runs once on an interpreter runtime that records what it compiles:
+
+- library kernels as (CubeFunction, Signature): the element types, line sizes, ranks and
+  comptime values of the launch, rebuilt later for each target's own features;
+- fused kernels (dl/fusion builds them with the IR builder, target-free) as their IR.
+
+Every autotune candidate runs (one op per candidate, `Tunable.only`), so the GPU-only
+kernels (shared memory, plane ops) are specialised as the launcher would pick them. The
+interpreter is not the CPU: launchers take their GPU paths (16-byte lines, P = 32 planes)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+
+from cube.kernel import CubeFunction, Signature
+from runtimes.interp import InterpRuntime
+
+DEVICE = "cube-check"
+PLANE = 32  # the plane size of the recording runtime (CUDA's warp)
+
+
+class _Recorder(InterpRuntime):
+    name = DEVICE
+
+    def __init__(self) -> None:
+        super().__init__(plane_size=PLANE)
+        self.fused: dict[str, tuple[str, object]] = {}  # printed IR -> (label, kernel)
+        self.execute = os.environ.get("CUBE_CHECK_EXECUTE") == "1"
+
+    def device_id(self) -> str:
+        return DEVICE
+
+    def compile(self, kernel, cache_key=None):
+        if kernel.source.startswith("dl.fusion:"):
+            from cube_ir.printer import format_kernel
+            self.fused.setdefault(format_kernel(kernel), (_fused_label(kernel), kernel))
+        if not self.execute:
+            return _NoRun(kernel)
+        return super().compile(kernel, cache_key)
+
+
+class _NoRun:
+    """An executable that runs nothing: the workload's values are not needed, only what it
+    compiles (a launch still checks its arguments on the way here)."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+        self.source = ""
+
+    def launch(self, cube_count, cube_dim, args) -> None:
+        pass
+
+
+def _fused_label(kernel) -> str:
+    """fused[op,op,...](dtypes, rank r[, reduce op]) from the Structure being compiled (the
+    caller's frame, dl/fusion/materialise._compiled), else the kernel's hash."""
+    f = sys._getframe(2)
+    for _ in range(6):
+        if f is None:
+            break
+        s = f.f_locals.get("s")
+        if s is not None and hasattr(s, "nodes") and hasattr(s, "leaves"):
+            ops = ",".join(dict.fromkeys(n[0] for n in s.nodes)) or "copy"
+            types = ",".join(dict.fromkeys([d for d, _ in s.leaves] +
+                                           [o[1] for o in s.outs]))
+            extra = f.f_locals.get("extra") or ()
+            red = f" {extra[0]}" if extra else ""
+            mode = f" rows{s.rows}" if s.rows else ""
+            return f"{kernel.name}[{ops}]({types}; rank {s.rank}{mode}{red})"
+        f = f.f_back
+    return f"{kernel.name}[{kernel.source.split(':')[-1]}]"
+
+
+@contextlib.contextmanager
+def _recording():
+    """The recorder as dl device DEVICE, every CubeFunction build recorded, autotune and the
+    kernel cache in a private directory."""
+    from dl import devices
+    rec = _Recorder()
+    builds: dict[tuple, tuple[CubeFunction, Signature, dict]] = {}
+    original = CubeFunction.build_ir
+
+    def build_ir(self, sig, target, optimise=True, deps=None):
+        kernel = original(self, sig, target, optimise, deps)
+        if target.name == "ir" and optimise:
+            builds.setdefault((id(self), repr(sig)), (self, sig, {target.plane_size: kernel}))
+        return kernel
+
+    dev = devices.Device(DEVICE)
+    dev._rt = rec
+    saved_env = {k: os.environ.get(k) for k in ("CUBE_CACHE_DIR", "CUBE_AUTOTUNE")}
+    saved_default = devices.default_device
+    with tempfile.TemporaryDirectory(prefix="cube-check-") as tmp:
+        os.environ["CUBE_CACHE_DIR"] = tmp
+        os.environ["CUBE_AUTOTUNE"] = "off"
+        devices._devices[DEVICE] = dev
+        devices.default_device = DEVICE
+        CubeFunction.build_ir = build_ir
+        try:
+            yield rec, builds
+        finally:
+            CubeFunction.build_ir = original
+            devices._devices.pop(DEVICE, None)
+            devices.default_device = saved_default
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def _each_candidate(tunable, fn) -> None:
+    """fn() once per candidate of tunable (those that cannot take fn's arguments skip)."""
+    from autotune import NoCandidate
+    for c in tunable.candidates:
+        with tunable.only(c.name):
+            try:
+                fn()
+            except NoCandidate:
+                pass
+
+
+def _workload() -> None:
+    import numpy as np
+
+    import dl
+    import dl.nn.functional as F
+    from dl.kernels import conv, matmul, norm, pool, reduce, softmax
+
+    rng = np.random.default_rng(0)
+
+    def t(*shape, dtype=dl.float32, grad=False):
+        return dl.tensor(rng.standard_normal(shape).astype(np.float32), dtype=dtype,
+                         requires_grad=grad)
+
+    floats = (dl.float32, dl.float16, dl.bfloat16, dl.float64)
+    for dt in floats:
+        x, y = t(4, 80, dtype=dt), t(80, dtype=dt)
+        # elementwise chains: contiguous, broadcast, transposed (rows mode), sliced
+        ((x * 2 + y).exp().sigmoid() - x.tanh()).numpy()
+        (x.gelu() + y.relu() * x.erf() / (x.abs() + 1)).sqrt().numpy()
+        (x.T.T[:, ::2] * 3).log1p().numpy()
+        dl.where(x > 0, x, x.clamp(-1, 1)).numpy()
+        x.to(dl.int32).to(dt).numpy()
+        (t(3, 4, 80, dtype=dt).permute(0, 2, 1) + 1).contiguous().numpy()
+        # fused reductions and softmax over lazy inputs
+        (x * x).sum(dim=1).numpy()
+        (x + 1).amax(dim=0).numpy()
+        (x.exp()).mean().numpy()
+    for dt in (dl.float32, dl.float64):  # the library's own reductions (materialised input)
+        x = t(6, 96, dtype=dt)
+        for op in ("sum", "amax", "mean", "prod", "amin"):
+            _each_candidate(reduce.REDUCE, lambda op=op, x=x: getattr(x, op)(dim=1).numpy())
+        _each_candidate(reduce.REDUCE, lambda x=x: x.sum(dim=0).numpy())
+        x.argmax(dim=1).numpy()
+        x.max(dim=1)[0].numpy()
+        _each_candidate(softmax.SOFTMAX, lambda x=x: F.softmax(x, dim=-1).numpy())
+        _each_candidate(softmax.SOFTMAX, lambda x=x: F.log_softmax(x, dim=-1).numpy())
+        w, b = t(96, dtype=dt), t(96, dtype=dt)
+        _each_candidate(norm.LAYER_NORM,
+                        lambda x=x, w=w, b=b: F.layer_norm(x, (96,), w, b).numpy())
+    # matmul: every candidate, plain, batched, transposed operands, bias + activation
+    for dt in (dl.float32, dl.float16):
+        a, b, bias = t(8, 32, dtype=dt), t(32, 16, dtype=dt), t(16, dtype=dt)
+        _each_candidate(matmul.MATMUL, lambda a=a, b=b: (a @ b).numpy())
+        _each_candidate(matmul.MATMUL, lambda a=a, b=b: (a @ b.T.contiguous().T).numpy())
+        _each_candidate(matmul.MATMUL, lambda a=a, b=b: (a.T.contiguous().T @ b).numpy())
+        for act in ("relu", "gelu", "tanh"):
+            _each_candidate(matmul.MATMUL, lambda a=a, b=b, bias=bias, act=act:
+                            F.linear(a, b.T, bias, act=act).numpy())
+    (dl.zeros(4, 0) @ dl.zeros(0, 3)).numpy()  # an empty K: the library's fill
+    a3 = t(2, 8, 16)
+    _each_candidate(matmul.MATMUL, lambda: (a3 @ t(16, 8)).numpy())
+    # convolution and pooling
+    img = t(2, 3, 10, 10)
+    wconv, bconv = t(4, 3, 3, 3), t(4)
+    _each_candidate(conv.CONV, lambda: F.conv2d(img, wconv, bconv, padding=1).numpy())
+    _each_candidate(pool.POOL, lambda: F.max_pool2d(img, 2).numpy())
+    _each_candidate(pool.POOL, lambda: F.avg_pool2d(img, 2).numpy())
+    # a small network, forward and backward, two optimisers
+    for dt in (dl.float32, dl.float64):
+        xin = t(4, 3, 8, 8, dtype=dt, grad=True)
+        net = dl.nn.Sequential(dl.nn.Conv2d(3, 4, 3, padding=1), dl.nn.BatchNorm2d(4),
+                               dl.nn.ReLU(), dl.nn.MaxPool2d(2), dl.nn.Conv2d(4, 4, 3),
+                               dl.nn.AvgPool2d(2), dl.nn.Flatten(), dl.nn.Linear(4, 16),
+                               dl.nn.LayerNorm(16), dl.nn.GELU(), dl.nn.Linear(16, 5))
+        net.to(dtype=dt)
+        labels = dl.tensor(np.array([0, 3, 1, 4]))
+        emb = dl.nn.Embedding(10, 5)
+        emb.to(dtype=dt)
+        for opt in (dl.optim.SGD(list(net.parameters()) + list(emb.parameters()), lr=0.1,
+                                 momentum=0.9),
+                    dl.optim.AdamW(list(net.parameters()) + list(emb.parameters()),
+                                   lr=1e-3)):
+            opt.zero_grad()
+            logits = net(xin) + emb(labels)
+            loss = F.cross_entropy(logits, labels) + F.mse_loss(logits, logits.detach() * 0)
+            loss = loss + F.softmax(logits, dim=1).gather(1, labels[:, None]).sum()
+            loss.backward()
+            opt.step()
+            loss.numpy()
+
+
+def capture() -> tuple[list[tuple], list[tuple[str, object]]]:
+    """(library kernels as (label, CubeFunction, Signature, {plane size: IR built}), fused
+    kernels as (label, IR))."""
+    with _recording() as (rec, builds):
+        _workload()
+    lib = [(label(cf, sig), cf, sig, built) for cf, sig, built in builds.values()
+           if cf.fn.__module__.startswith("dl.")]
+    lib.sort(key=lambda x: (x[1].fn.__module__, x[0]))
+    return lib, list(rec.fused.values())
+
+
+def library_kernels() -> dict[str, CubeFunction]:
+    """Every @cube kernel defined in dl/kernels (what the capture must cover)."""
+    import importlib
+    import pkgutil
+
+    import dl.kernels
+    out = {}
+    for m in pkgutil.iter_modules(dl.kernels.__path__):
+        mod = importlib.import_module(f"dl.kernels.{m.name}")
+        for name, v in vars(mod).items():
+            if isinstance(v, CubeFunction) and v.is_kernel and v.fn.__module__ == mod.__name__:
+                out[f"{mod.__name__}.{name}"] = v
+    return out
+
+
+def label(cf: CubeFunction, sig: Signature) -> str:
+    """name(comptime values)[element types]: the specialisation in a line."""
+    ct = ",".join(f"{k}={v}" for k, v in sig.comptime)
+    types = ",".join(dict.fromkeys(
+        str(t) + (f"^{rank}" if kind == "tensor" else "") for _, kind, t, rank in sig.params
+        if kind != "scalar"))
+    return f"{cf.__name__}({ct})[{types}]" if ct else f"{cf.__name__}[{types}]"
