@@ -470,9 +470,8 @@ class Emitter(StructuredEmitter):
             v = self.val(op.value, ln)
             if exact:
                 r = f"{fn}({v})"
-            else:  # f16 accumulates in f32; narrow ints wrap, bf16 rounds, once at the end
-                r = self.x.via_f32(lt, lambda x: f"{fn}({x})", v)
-                r = self.x.bf16(lt, self.x.wrap(lt, r))
+            else:  # narrow ints wrap once at the end (halves accumulate in f32: legalise)
+                r = self.x.wrap(lt, f"{fn}({v})")
             self.assign(d, r, ln)
 
 

@@ -1,7 +1,8 @@
 """WGSL expressions for IR arithmetic on one value type (a scalar or a line of 2-4 lanes;
 longer lines are emitted lane by lane with their scalar type). Semantics as cube_ir.ir:
 C-style int div/rem with x/0 = 0, shift counts modulo the width, narrow ints wrapped,
-float->int casts saturating with NaN -> 0, bf16 rounded to nearest even after inexact ops."""
+float->int casts saturating with NaN -> 0. Half-precision arithmetic a shader lacks (all of
+bf16's, f16's transcendentals) reaches here in f32 (passes.legalise); only casts round."""
 from __future__ import annotations
 
 from cube_ir.types import Scalar, Type, Vec, f32, i32, u32, vec, with_elem
@@ -12,8 +13,6 @@ from .types import Unsupported, lit, reg, splat
 CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|",
          "xor": "^"}
-EXACT_BF16 = frozenset("neg abs min max floor ceil round clamp".split())
-VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt".split())  # f16 computed in f32
 
 
 def k(value, t: Type) -> str:
@@ -29,13 +28,6 @@ class Expr:
         """A prelude float helper applied to f32-typed operands of t's lanes."""
         fname = prelude.float_helper(name, t.lanes, self.helpers)
         return f"{fname}({', '.join(xs)})"
-
-    def via_f32(self, t: Type, fn, *xs: str) -> str:
-        """Compute fn on f32 copies of f16 operands and convert back (f32/bf16 pass)."""
-        if t.elem.name != "f16":
-            return fn(*xs)
-        w = reg(with_elem(t, f32))
-        return f"{reg(t)}({fn(*[f'{w}({x})' for x in xs])})"
 
     def bf16(self, t: Type, x: str) -> str:
         return self.fhelper("bf16", t, x) if t.elem.name == "bf16" else x
@@ -95,10 +87,10 @@ class Expr:
         elif op in ("min", "max"):
             r = f"{op}({a}, {b})"
         elif op == "pow":
-            r = self.via_f32(t, lambda x, y: self.fhelper("pow", t, x, y), a, b)
+            r = self.fhelper("pow", t, a, b)
         else:
             raise Unsupported(f"float {op}")
-        return r if op in EXACT_BF16 else self.bf16(t, r)
+        return r
 
     def unary(self, op: str, t: Type, a: str) -> str:
         e = t.elem
@@ -119,14 +111,14 @@ class Expr:
         if op in ("sqrt", "floor", "ceil", "round"):
             r = f"{op}({a})"
         elif op == "rsqrt":
-            r = self.via_f32(t, lambda x: f"(1.0 / sqrt({x}))", a)
+            r = f"(1.0 / sqrt({a}))"
         elif op in ("sin", "cos"):
-            r = self.via_f32(t, lambda x: f"{op}({x})", a)
+            r = f"{op}({a})"
         elif op in ("exp", "log", "log1p", "tanh", "erf"):
-            r = self.via_f32(t, lambda x: self.fhelper(op, t, x), a)
+            r = self.fhelper(op, t, a)
         else:
             raise Unsupported(f"unary {op}")
-        return r if op in EXACT_BF16 else self.bf16(t, r)
+        return r
 
     def ternary(self, op: str, t: Type, a: str, b: str, c: str) -> str:
         e = t.elem
@@ -136,7 +128,7 @@ class Expr:
             raise Unsupported(op)
         if not e.is_float:
             return self.binary("add", t, self.binary("mul", t, a, b), c)
-        return self.bf16(t, self.via_f32(t, lambda x, y, z: f"fma({x}, {y}, {z})", a, b, c))
+        return f"fma({a}, {b}, {c})"
 
     def select(self, c: str, a: str, b: str) -> str:
         return f"select({b}, {a}, {c})"
