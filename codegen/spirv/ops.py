@@ -1,6 +1,7 @@
 """IR ops as SPIR-V instructions (semantics as cube_ir.ir, like codegen/wgsl/expr.py:
 int x/0 = 0, shift counts modulo the width, narrow ints wrapped, float->int saturating with
-NaN -> 0, bf16 rounded to nearest even after inexact ops, f16 transcendentals in f32).
+NaN -> 0; half-precision arithmetic the shaders lack arrives in f32 (passes.legalise), so
+only casts round to bf16).
 Values of wide lines (arrays) are split into lanes, computed as scalars and rebuilt."""
 from __future__ import annotations
 
@@ -18,9 +19,6 @@ from .emit import (
     Unsupported,
     wide,
 )
-
-EXACT_BF16 = frozenset("neg abs min max floor ceil round clamp".split())
-VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma".split())  # f16 in f32
 
 FCMP = {"eq": "FOrdEqual", "ne": "FUnordNotEqual", "lt": "FOrdLessThan",
         "le": "FOrdLessThanEqual", "gt": "FOrdGreaterThan", "ge": "FOrdGreaterThanEqual"}
@@ -80,16 +78,6 @@ def round_bf16(em: Emitter, t: Type, x: int) -> int:
     return m.op("Bitcast", em.t(t), r)
 
 
-def via_f32(em: Emitter, t: Type, fn, *xs: int) -> int:
-    """fn on f32 copies of f16 operands, converted back (other types: fn as is)."""
-    if t.elem.name != "f16":
-        return fn(t, *xs)
-    ft = with_elem(t, f32)
-    m = em.m
-    r = fn(ft, *(m.op("FConvert", em.t(ft), x) for x in xs))
-    return m.op("FConvert", em.t(t), r)
-
-
 def logical(em: Emitter, name: str, t: Type, a: int, b: int) -> int:
     """OpLogicalAnd/Or on bools of type t. On bool vectors as selects: naga (wgpu's SPIR-V
     front end) accepts the logical instructions on scalars only."""
@@ -105,10 +93,8 @@ def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
         return lanewise(em, _bt(t) if o in FCMP else t,
                         lambda x, y: binary(em, o, t.elem, x, y), (t, a), (t, b))
     r = _binary(em, o, t, a, b)
-    if o in FCMP:
+    if o in FCMP or t.elem.is_float:
         return r
-    if t.elem.is_float and o not in EXACT_BF16:
-        return round_bf16(em, t, r)
     return wrap(em, t, r) if o in ("add", "sub", "mul", "div", "rem", "shl") else r
 
 
@@ -137,7 +123,7 @@ def _binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
         if o in ("min", "max"):
             return em.ext(t, "NMin" if o == "min" else "NMax", a, b)
         if o == "pow":
-            return via_f32(em, t, lambda ft, x, y: _fpow(em, ft, x, y), a, b)
+            return _fpow(em, t, a, b)
         raise Unsupported(f"float {o}")
     simple = {"add": "IAdd", "sub": "ISub", "mul": "IMul", "and": "BitwiseAnd",
               "or": "BitwiseOr", "xor": "BitwiseXor"}
@@ -190,11 +176,7 @@ def unary(em: Emitter, o: str, t: Type, a: int) -> int:
         return lanewise(em, t, lambda x: unary(em, o, t.elem, x), (t, a))
     e = t.elem
     if e.is_float and o != "not":
-        if o in VIA_F32:
-            r = via_f32(em, t, lambda ft, x: _unary(em, o, ft, x), a)
-        else:
-            r = _unary(em, o, t, a)
-        return r if o in EXACT_BF16 else round_bf16(em, t, r)
+        return _unary(em, o, t, a)
     r = _unary(em, o, t, a)
     return wrap(em, t, r) if o in ("neg", "bitnot", "abs") else r
 
@@ -206,8 +188,7 @@ def ternary(em: Emitter, o: str, t: Type, a: int, b: int, c: int) -> int:
     if o == "clamp":
         return binary(em, "min", t, binary(em, "max", t, a, b), c)
     if t.elem.is_float:
-        r = via_f32(em, t, lambda ft, *xs: em.ext(ft, "Fma", *xs), a, b, c)
-        return round_bf16(em, t, r)
+        return em.ext(t, "Fma", a, b, c)
     return binary(em, "add", t, binary(em, "mul", t, a, b), c)
 
 
@@ -459,9 +440,8 @@ def _plane(em: Emitter, op: ir.Plane) -> int:
     def arith(lt: Type, v: int) -> int:
         if op.op in ("max", "min"):
             return m.op(name, em.t(lt), scope, GROUP_OP[op.op], v)
-        # f16 accumulates in f32; narrow ints wrap and bf16 rounds once at the end
-        r = via_f32(em, lt, lambda ft, y: m.op(name, em.t(ft), scope, GROUP_OP[op.op], y), v)
-        return round_bf16(em, lt, wrap(em, lt, r))
+        # narrow ints wrap once at the end (halves accumulate in f32: passes.legalise)
+        return wrap(em, lt, m.op(name, em.t(lt), scope, GROUP_OP[op.op], v))
     if wide(t):
         return lanewise(em, t, lambda v: arith(t.elem, v), (t, x))
     return arith(t, x)
