@@ -45,13 +45,17 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.layout import Layout, ParamSlots
-from cube_ir.passes import lowering
+from cube_ir.passes import legalise, lowering
 
 from .emit import emit, entry_name
 
 # the unit and cube loops compute every position themselves (with no-wrap arithmetic that
-# LLVM's vectoriser relies on); plane size is 1, so the lowering folds the plane builtins
-LOWERING = lowering.Lowering(ir.BUILTINS - {"PLANE_DIM", "UNIT_POS_PLANE"})
+# LLVM's vectoriser relies on); plane size is 1, so the lowering folds the plane builtins.
+# f16 is LLVM's half, whose math functions are f32 ones; bf16 has no arithmetic at all.
+# (f16 fma stays: arith does it in double, one rounding.)
+F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow".split())
+LOWERING = lowering.Lowering(ir.BUILTINS - {"PLANE_DIM", "UNIT_POS_PLANE"},
+                             halves={"bf16": legalise.ALL, "f16": F16_VIA_F32})
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Semantics follow cube_ir.ir: integer div/rem by zero give 0 (and INT_MIN / -1 wraps) instead of
 trapping; shift counts are taken modulo the width; float min/max ignore NaN (llvm.minnum);
 round is half-to-even; float->int casts saturate (NaN -> 0) so they are never poison. f16 uses
-LLVM `half`; bf16 computes in float and rounds to nearest even after every op.
+LLVM `half` (its transcendentals and pow arrive in f32, passes.legalise); bf16 is held in
+float and its arithmetic arrives in f32 too, so only casts round to bf16.
 """
 from __future__ import annotations
 
@@ -17,11 +18,6 @@ from .types import const, elem_reg, reg, suffix, with_elem
 FLOAT_PRED = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 SINT_PRED = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
 UINT_PRED = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
-EXACT_BF16 = frozenset("neg abs min max floor ceil round clamp".split())  # no rounding needed
-
-
-def _f32_like(t: Type) -> Type:
-    return vec(f32, t.lanes)
 
 
 class Arith(Lower):
@@ -33,19 +29,6 @@ class Arith(Lower):
     def k(self, value, t: Type) -> str:
         return const(value, t)
 
-    def _narrow(self, t: Type, x32: str) -> str:
-        """A float computed in f32 back to t (f16 or bf16)."""
-        if t.elem.name == "bf16":
-            return self.bf16_round(reg(t), x32)
-        return self.conv("fptrunc", reg(_f32_like(t)), x32, reg(t))
-
-    def _widen(self, t: Type, x: str) -> str:
-        return self.conv("fpext", reg(t), x, reg(_f32_like(t)))  # no-op for bf16 (float)
-
-    def _via_f32(self, t: Type, fn, *xs: str) -> str:
-        w = _f32_like(t)
-        return self._narrow(t, fn(w, *[self._widen(t, x) for x in xs]))
-
     # ---- binary ------------------------------------------------------------------------
     def binary(self, op: str, t: Type, a: str, b: str) -> str:
         e = t.elem
@@ -55,11 +38,6 @@ class Arith(Lower):
                 return self.fcmp(FLOAT_PRED[op], ll, a, b)
             return self.icmp((SINT_PRED if e.is_signed else UINT_PRED)[op], ll, a, b)
         if e.is_float:
-            if e.name == "bf16" and op not in EXACT_BF16:
-                return self.bf16_round(ll, self._float_binary(op, ll, a, b))
-            if e.name == "f16" and op == "pow":
-                return self._via_f32(t, lambda w, x, y: self._float_binary(op, reg(w), x, y),
-                                     a, b)
             return self._float_binary(op, ll, a, b)
         return self._int_binary(op, t, a, b)
 
@@ -191,12 +169,7 @@ class Arith(Lower):
             return self.call(name, ll, [(ll, a), ("i1", "false")])
         if not e.is_float:
             raise NotImplementedError(f"{op} on {t}")
-        if e.name in ("f16", "bf16") and op not in ("floor", "ceil", "round", "sqrt"):
-            return self._via_f32(t, lambda w, x: self._float_unary(op, w, x), a)
-        r = self._float_unary(op, t, a)
-        if e.name == "bf16" and op not in EXACT_BF16:
-            r = self.bf16_round(ll, r)
-        return r
+        return self._float_unary(op, t, a)
 
     def _float_unary(self, op: str, t: Type, a: str) -> str:
         ll = reg(t)
@@ -227,8 +200,7 @@ class Arith(Lower):
             w = vec(f64, t.lanes)
             xs = [self.conv("fpext", ll, x, reg(w)) for x in (a, b, c)]
             return self.conv("fptrunc", reg(w), self.intr("fma", reg(w), *xs), ll)
-        r = self.intr("fma", ll, a, b, c)
-        return self.bf16_round(ll, r) if e.name == "bf16" else r
+        return self.intr("fma", ll, a, b, c)
 
     # ---- casts -------------------------------------------------------------------------
     def cast(self, src: Type, dst: Type, x: str) -> str:
