@@ -50,15 +50,20 @@ def _helper(mod: Module, base: str, ll: str, body: Callable[[_P, str], str]) -> 
     return mod.helper(f"cube.{base}.{suffix(ll)}", build)
 
 
-def _exp(p: _P, x: str) -> str:
-    xc = p.intr("minnum", p.ll, p.intr("maxnum", p.ll, x, p.k(-104.0)), p.k(89.0))
+def _exp_reduced(p: _P, xc: str) -> tuple[str, str]:
+    """(n, e^r) with xc = n ln 2 + r: Cody-Waite reduction and the polynomial."""
     n = p.intr("rint", p.ll, p.mul(xc, p.k(1.44269504088896341)))
     r = p.fma(n, p.k(-0.693359375), xc)  # Cody-Waite: n * C1 is exact
     r = p.fma(n, p.k(2.12194440e-4), r)
     z = p.mul(r, r)
     y = p.poly(r, [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
                    1.6666665459e-1, 5.0000001201e-1])
-    y = p.add(p.fma(y, z, r), p.k(1.0))
+    return n, p.add(p.fma(y, z, r), p.k(1.0))
+
+
+def _exp(p: _P, x: str) -> str:
+    xc = p.intr("minnum", p.ll, p.intr("maxnum", p.ll, x, p.k(-104.0)), p.k(89.0))
+    n, y = _exp_reduced(p, xc)
     # scale by 2^n in two steps so that n in [-150, 128] never leaves the exponent range
     il = p.il
     ni = p.conv("fptosi", p.ll, n, il)
@@ -75,13 +80,7 @@ def _exp_nonpositive(p: _P, x: str) -> str:
     step suffices and no NaN test is needed (erf tests its own input): about a fifth fewer
     instructions in GELU's inner loop than the general exp."""
     xc = p.intr("minnum", p.ll, p.intr("maxnum", p.ll, x, p.k(-87.0)), p.k(0.0))
-    n = p.intr("rint", p.ll, p.mul(xc, p.k(1.44269504088896341)))
-    r = p.fma(n, p.k(-0.693359375), xc)
-    r = p.fma(n, p.k(2.12194440e-4), r)
-    z = p.mul(r, r)
-    y = p.poly(r, [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
-                   1.6666665459e-1, 5.0000001201e-1])
-    y = p.add(p.fma(y, z, r), p.k(1.0))
+    n, y = _exp_reduced(p, xc)
     il = p.il
     ni = p.conv("fptosi", p.ll, n, il)
     s = p.bin("shl", il, p.bin("add", il, ni, p.c(127, il)), p.c(23, il))
