@@ -449,26 +449,13 @@ class Emitter(StructuredEmitter):
         ref = self.ref(m, op.index, 0)
         v = self.val(op.value, 0, e)
         cmp = None if op.cmp is None else self.val(op.cmp, 0, e)
-        if isinstance(m, ir.LocalArray):  # unit-private: a plain read-modify-write
-            old = self.fresh(e)
-            self.line(f"{old} = {ref};")
-            new = v if op.op == "exchange" else \
-                f"({old} == {cmp} ? {v} : {old})" if op.op == "cas" else \
-                self._rmw(op.op, e, old, v)
-            self.line(f"{ref} = {new};")
-            expr = old
-        else:
-            expr = self._atomic_expr(op.op, e, f"&{ref}", v, cmp,
-                                     "global" if isinstance(m, ir.Param) else "shared")
+        # (atomics on unit-private arrays are plain read-modify-writes: passes.local_atomics)
+        expr = self._atomic_expr(op.op, e, f"&{ref}", v, cmp,
+                                 "global" if isinstance(m, ir.Param) else "shared")
         if op.dst is not None:
             self.set(op.dst, [self.v.cast(expr, e, op.dst.type.elem)])
         else:
             self.line(f"{expr};")
-
-    def fresh(self, e: Scalar) -> str:
-        n = f"cube_t{len(self.out)}"
-        self.line(f"{self.reg(e)} {n};")
-        return n
 
     def _rmw(self, o: str, e: Scalar, a: str, v: str) -> str:
         if o in ("add", "sub"):

@@ -369,12 +369,7 @@ class Emitter(StructuredEmitter):
         m, t = op.mem, op.mem.type
         e = t.elem
         idx = self._index(op.index)
-        if isinstance(m, ir.LocalArray):  # unit-private: a plain read-modify-write
-            old = self.tmp(f"{self.names[id(m)]}[{idx}]")
-            new = self._rmw(op, t, old)
-            self.line(f"{self.names[id(m)]}[{idx}] = {new};")
-            self._atomic_result(op, t, old)
-            return
+        # (atomics on unit-private arrays are plain read-modify-writes: passes.local_atomics)
         ptr = f"&{self.names[id(m)]}[{idx}]"
         val = self.val_as(op.value, t)
         if e.is_float or op.op == "cas":
@@ -390,8 +385,6 @@ class Emitter(StructuredEmitter):
         val = self.val_as(op.value, t)
         if op.op == "exchange":
             return val
-        if op.op == "cas":
-            return f"select({old}, {val}, {old} == {self.val_as(op.cmp, t)})"
         return self.x.binary(op.op, t, old, val)
 
     def _cas_loop(self, op: ir.Atomic, t: Type, ptr: str, val: str) -> str:
