@@ -375,7 +375,8 @@ def library_items() -> tuple[list[Item], list[str]]:
 # ---- the command -----------------------------------------------------------------------------
 
 def run(spec: str | None, library: bool, targets: list[str], verbose: bool,
-        out=sys.stdout) -> int:
+        out=None) -> int:
+    out = out or sys.stdout
     items: list[Item] = []
     notes = []
     if spec:

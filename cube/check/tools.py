@@ -119,18 +119,23 @@ class Run:
 
 
 def _pin(unit: Unit, path: Path, text: str) -> dict[str, str]:
-    """Error lines `path:LINE[:COL]: error` (clang, hipcc) or `path(LINE): error` (nvcc)
-    pinned on the kernel holding LINE."""
+    """Each error of `path:LINE[:COL]: error` (clang, hipcc) or `path(LINE): error` (nvcc),
+    with the lines after it up to the next diagnostic, pinned on the kernel holding LINE."""
     out: dict[str, list[str]] = {}
     name = re.escape(path.name)
-    pat = re.compile(rf"{name}(?::(\d+):\d*:?|\((\d+)\):)\s*(?:fatal )?error")
+    diag = re.compile(rf"{name}(?::(\d+):\d*:?|\((\d+)\):)\s*(\w+ )?(error|warning|note)")
+    current: list[str] | None = None
     for ln in text.splitlines():
-        m = pat.search(ln)
+        m = diag.search(ln)
         if m:
-            label = unit.label_at(int(m.group(1) or m.group(2)))
-            if label is not None:
-                out.setdefault(label, []).append(ln)
-    return {k: "\n".join(v) + "\n" + text[-4000:] for k, v in out.items()}
+            current = None
+            if m.group(4) == "error":
+                label = unit.label_at(int(m.group(1) or m.group(2)))
+                if label is not None:
+                    current = out.setdefault(label, [])
+        if current is not None:
+            current.append(ln)
+    return {k: "\n".join(v) for k, v in out.items()}
 
 
 def nvcc_ptx(path: Path, arch: str, out: Path) -> list[str]:
