@@ -334,7 +334,7 @@ def user_kernels(spec: str) -> list[Item]:
             try:
                 sig = cf.signature_from_types(**v)
             except CubeError as e:
-                msg = str(e)
+                msg = getattr(e, "message", str(e))
 
                 def build(target, plane, msg=msg):
                     raise CompileError(f"{msg} (declare it in CUBE_CHECK, see docs/check.md)")
