@@ -132,6 +132,10 @@ def _sources(items: list[Item], target: str, plane: int | None, cells: dict) -> 
     return out
 
 
+class _Skip(str):
+    """A kernel the tool could not take here (a device feature it lacks): not validated."""
+
+
 def _validate(tool: T.Tool, arch: str, sources: list,
               wd: Path) -> tuple[dict[str, str | None], float]:
     """(label -> None (passed) or the tool's error, seconds), splitting failed batches (see
@@ -148,6 +152,9 @@ def _validate(tool: T.Tool, arch: str, sources: list,
         sub = wd / f"{arch}-{n}"
         sub.mkdir(parents=True, exist_ok=True)
         r = tool.validate(batch, arch, sub)
+        for label, why in r.skipped.items():
+            results[label] = _Skip(why)
+        batch = [s for s in batch if s[0] not in r.skipped]
         if r.ok:
             results.update(dict.fromkeys((label for label, _ in batch), None))
         elif r.failed:
@@ -200,6 +207,8 @@ def check(items: list[Item], targets: list[str] | tuple[str, ...] = DEFAULT_TARG
             for label, err in results.items():
                 if err is None:
                     passed.add((label, tool.target))
+                elif isinstance(err, _Skip):
+                    cells.setdefault((label, tool.target), Cell("skipped", f"skipped ({err})"))
                 else:
                     verdicts.setdefault((label, tool.target), []).append((arch, err))
     for key, errs in verdicts.items():

@@ -116,6 +116,7 @@ class Run:
     failed: dict[str, str] = field(default_factory=dict)
     error: str = ""
     ptx: str = ""  # cuda: the PTX nvcc wrote (tests read it)
+    skipped: dict[str, str] = field(default_factory=dict)  # label -> why not validated
 
 
 def _pin(unit: Unit, path: Path, text: str) -> dict[str, str]:
@@ -276,16 +277,19 @@ def wgpu_device():
 def wgsl(sources: list[tuple[str, str]], arch: str, workdir: Path) -> Run:
     """naga, inside wgpu-native: create_shader_module parses and validates the WGSL
     (a GPUValidationError carries naga's message)."""
-    device, _, why = wgpu_device()
+    device, has_f16, why = wgpu_device()
     if device is None:
         return Run(False, error=why)
-    failed = {}
+    failed, skipped = {}, {}
     for label, text in sources:
+        if not has_f16 and re.search(r"^enable f16;", text, re.M):
+            skipped[label] = "the wgpu adapter lacks shader-f16"
+            continue
         try:
             device.create_shader_module(code=text)
         except Exception as e:
             failed[label] = str(e)
-    return Run(not failed, failed)
+    return Run(not failed, failed, skipped=skipped)
 
 
 # ---- targets --------------------------------------------------------------------------------

@@ -182,3 +182,18 @@ def test_unknown_target_and_no_source(capsys, user_file):
     assert "unknown target 'vulkan'" in capsys.readouterr().err
     assert cli.main(["check"]) == 1
     assert "--library" in capsys.readouterr().err
+
+
+def test_a_device_without_f16_skips_f16_wgsl(monkeypatch, capsys, user_file):
+    """WGSL's f16 needs the adapter's shader-f16: without it those kernels are skipped (not
+    validated), the others still go through naga."""
+    if not _installed("wgsl"):
+        pytest.skip(f"wgsl: {tools.tools()['wgsl'].missing()}")
+    device, _, _ = tools.wgpu_device()
+    monkeypatch.setattr(tools, "wgpu_device", lambda: (device, False, None))
+    rc = cli.main(["check", user_file, "--targets", "wgsl"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert _cells(out, "scale[F=f16,x:4,out:4]", ["wgsl"])["wgsl"] == \
+        "skipped (the wgpu adapter lacks shader-f16)"
+    assert _cells(out, "scale[F=f32]", ["wgsl"])["wgsl"] == "ok"
