@@ -10,7 +10,8 @@ expressions and spellings through hooks:
     whole(op)               one expression for a value op's whole dst (a native vector), or None
     val_as(x, t, lane)      x as type t (lane `lane` of it, or all of it when lane is None)
     assign(dst, expr, lane) the statement `dst = expr` (or `dst[lane] = expr`)
-    unary/binary/ternary(op, t, ...), select(c, a, b), cast(x, src, dst)   expressions
+    unary/binary/ternary(op, t, ...), select(c, a, b), cast(x, src, dst),
+    bitcast(x, src, dst)    expressions
     load_op, store_op, meta, builtin, atomic_op, plane_op, range_op, barrier_lines
 
 A hook's `t` is the type of the value it makes: a scalar when a lane is given, else the
@@ -20,8 +21,8 @@ from __future__ import annotations
 from cube_ir import ir
 from cube_ir.types import Type
 
-VALUE_OPS = (ir.Assign, ir.Unary, ir.Binary, ir.Ternary, ir.Select, ir.Cast, ir.Extract,
-             ir.Insert)
+VALUE_OPS = (ir.Assign, ir.Unary, ir.Binary, ir.Ternary, ir.Select, ir.Cast, ir.Bitcast,
+             ir.Extract, ir.Insert)
 
 
 def lane_type(t: Type, lane) -> Type:
@@ -129,6 +130,8 @@ class StructuredEmitter:
             case ir.Cast(a=a):
                 al = ln if a.type.lanes > 1 else None
                 return self.cast(self.val_as(a, a.type, al), lane_type(a.type, al), lt)
+            case ir.Bitcast(a=a):
+                return self.bitcast(self.val_as(a, a.type, ln), lane_type(a.type, ln), lt)
             case ir.Extract(vec=v, lane=k):
                 return self.val_as(v, v.type, k)
             case ir.Insert(vec=v, lane=k, value=x):

@@ -280,8 +280,13 @@ def _scalar_atomic(op: str, old, v, cmp, e: Scalar):
             return old ^ v
         case "exchange":
             return v
-        case "cas":
-            return v if old == cmp else old
+        case "cas":  # compares bits, as every target's compare-and-swap does
+            if not e.is_float:
+                return v if old == cmp else old
+            dt = np.dtype(np.float32 if e == bf16 else e.np)  # bf16 is held in f32
+            bits = f"u{dt.itemsize}"
+            same = np.asarray(old, dt).view(bits) == np.asarray(cmp, dt).view(bits)
+            return v if same else old
     raise IRError(f"unknown atomic op {op}")
 
 
@@ -344,6 +349,7 @@ class _Machine:
         self.handlers: dict[type, Callable] = {
             ir.Assign: self._assign, ir.Unary: self._unary, ir.Binary: self._binary,
             ir.Ternary: self._ternary, ir.Select: self._select, ir.Cast: self._cast,
+            ir.Bitcast: self._bitcast,
             ir.Extract: self._extract, ir.Insert: self._insert, ir.Load: self._load,
             ir.Store: self._store, ir.Meta: self._meta, ir.Builtin: self._builtin,
             ir.Atomic: self._atomic, ir.Plane: self._plane, ir.SyncCube: _noop,
@@ -531,6 +537,10 @@ class _Machine:
 
     def _cast(self, op: ir.Cast, m, full) -> None:
         self.set(op.dst, _cast(self.val(op.a), op.a.type, op.dst.type), m, full)
+
+    def _bitcast(self, op: ir.Bitcast, m, full) -> None:
+        x = np.ascontiguousarray(self.val(op.a), dtype=op.a.type.elem.np)
+        self.set(op.dst, x.view(op.dst.type.elem.np), m, full)
 
     def _extract(self, op: ir.Extract, m, full) -> None:
         v = self.val(op.vec)

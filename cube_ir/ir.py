@@ -191,6 +191,16 @@ class Cast:
 
 
 @dataclass(eq=False, slots=True)
+class Bitcast:
+    """dst = a's bits read as dst's type: a 32- or 64-bit float or int, per lane, to another
+    of the same width (the lowering compares float bits with it; no frontend spelling)."""
+
+    dst: Var
+    a: Value
+    loc: Loc = None
+
+
+@dataclass(eq=False, slots=True)
 class Extract:
     """dst = vec[lane] (lane a comptime int)."""
 
@@ -325,8 +335,8 @@ class Return:
 
 
 Op = (
-    Assign | Unary | Binary | Ternary | Select | Cast | Extract | Insert | Load | Store | Meta
-    | Builtin | Atomic | Plane | SyncCube | If | Loop | Range | Break | Continue | Return
+    Assign | Unary | Binary | Ternary | Select | Cast | Bitcast | Extract | Insert | Load | Store
+    | Meta | Builtin | Atomic | Plane | SyncCube | If | Loop | Range | Break | Continue | Return
 )
 CONTROL = (If, Loop, Range)
 
@@ -380,7 +390,7 @@ def child_blocks(op) -> tuple:
 def reads(op) -> list:
     """The values an op reads (not counting nested blocks)."""
     match op:
-        case Assign(src=s) | Cast(a=s) | Unary(a=s):
+        case Assign(src=s) | Cast(a=s) | Bitcast(a=s) | Unary(a=s):
             return [s]
         case Binary(a=a, b=b):
             return [a, b]

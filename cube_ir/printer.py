@@ -22,6 +22,8 @@ def format_op(op) -> str:
             return f"{d}: {d.type} = select {_v(c)} ? {_v(a)} : {_v(b)}"
         case ir.Cast(dst=d, a=a):
             return f"{d}: {d.type} = cast {_v(a)}"
+        case ir.Bitcast(dst=d, a=a):
+            return f"{d}: {d.type} = bitcast {_v(a)}"
         case ir.Extract(dst=d, vec=v, lane=k):
             return f"{d}: {d.type} = {_v(v)}[{k}]"
         case ir.Insert(dst=d, vec=v, lane=k, value=x):

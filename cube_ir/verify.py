@@ -184,6 +184,12 @@ class _TypeChecker:
             case Cast(dst=d, a=a):
                 if a.type.lanes not in (1, d.type.lanes):
                     raise bad(f"cannot cast {a.type} to {d.type}: line sizes differ")
+            case ir.Bitcast(dst=d, a=a):
+                s, e = a.type.elem, d.type.elem
+                if (a.type.lanes != d.type.lanes or s.bits != e.bits or s.bits not in (32, 64)
+                        or s.is_bool or e.is_bool):
+                    raise bad(f"cannot bitcast {a.type} to {d.type}: 32/64-bit floats and "
+                              f"ints of one width and line size only")
             case Extract(dst=d, vec=v, lane=k):
                 if not 0 <= k < v.type.lanes:
                     raise bad(f"lane {k} is out of range for {v.type}")

@@ -12,14 +12,22 @@ from cube_ir import ir
 from cube_ir.layout import C_FAMILY, Layout, layout
 from cube_ir.passes import legalise
 from cube_ir.passes.lowering import PER_AXIS, Lowering, lower
+from cube_ir.types import SCALARS
 
 from .dialects import DIALECTS, Dialect
 from .emit import Emitter, entry_name
 
+
 # what the C family prints itself: the per-axis ids (threadIdx.x, get_local_id(0), ...);
 # every other builtin, plane ops at plane size 1 and runtime shape dims are lowered in IR
-# (f16 and bf16 compute in float on every dialect: their inexact ops are rounded once in IR)
-LOWERING = Lowering(PER_AXIS, halves={"f16": legalise.ALL, "bf16": legalise.ALL})
+# (f16 and bf16 compute in float on every dialect: their inexact ops are rounded once in IR;
+# the atomics a dialect has no call for become CAS loops)
+def lowering(d: Dialect) -> Lowering:
+    return Lowering(PER_AXIS, halves={"f16": legalise.ALL, "bf16": legalise.ALL},
+                    atomics=lambda op, e, space: d.native_atomic(op, SCALARS[e]))
+
+
+LOWERINGS = {name: lowering(d) for name, d in DIALECTS.items()}
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,7 @@ class CSource:
 
 def emit_source(kernel: ir.Kernel, dialect: str | Dialect) -> CSource:
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
-    kernel = lower(kernel, LOWERING)
+    kernel = lower(kernel, LOWERINGS[d.name] if DIALECTS.get(d.name) is d else lowering(d))
     text = Emitter(kernel, d).run()
     return CSource(text, entry_name(kernel), layout(kernel.params, C_FAMILY))
 

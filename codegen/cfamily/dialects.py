@@ -134,6 +134,11 @@ class Dialect:
     # ---- atomics -----------------------------------------------------------------------
     atomic_native: dict[tuple[str, str], str] = {}  # (op, elem) -> function spelling
 
+    def native_atomic(self, op: str, e: Scalar) -> bool:
+        """Whether atomic `op` on e has a native call (the lowering writes a CAS loop for the
+        read-modify-writes that do not; `cas` itself always has a form, on the bits)."""
+        return (op, e.name) in self.atomic_native
+
     def atomic_native_call(self, op: str, e: Scalar, p: str, v: str, cmp: str | None,
                            space: str) -> str | None:
         """A native atomic returning the old value, or None (then a CAS loop is used)."""
@@ -149,9 +154,6 @@ class Dialect:
     def uptr(self, bits: int, space: str) -> str:
         """The pointer type a CAS loop views memory through."""
         return f"{self.spaces[space]}{self.uint(bits)}*".strip()
-
-    def atomic_load_bits(self, up: str, bits: int) -> str:
-        return f"*{up}"
 
     # ---- native vectors (see vectors.py) --------------------------------------------------
     vec_sizes: frozenset[int] = frozenset()  # line sizes held in one native vector
@@ -259,8 +261,13 @@ class Cuda(Dialect):
     def shared(self, mtype, name, n) -> str:
         return f"__shared__ {mtype} {name}[{n}];"
 
+    _I64_AS_U64 = ("add", "exchange", "cas", "and", "or", "xor")  # the same bits
+
+    def native_atomic(self, op, e):
+        return super().native_atomic(op, e) or (e.name == "i64" and op in self._I64_AS_U64)
+
     def atomic_native_call(self, op, e, p, v, cmp, space):
-        if e.name == "i64" and op in ("add", "exchange", "cas", "and", "or", "xor"):
+        if e.name == "i64" and op in self._I64_AS_U64:
             u = "unsigned long long"
             args = f"({u}*)({p}), ({u})({cmp}), ({u})({v})" if op == "cas" else \
                 f"({u}*)({p}), ({u})({v})"
@@ -552,9 +559,6 @@ class Msl(Dialect):
 
     def uptr(self, bits, space):
         return f"{self.spaces[space]}atomic_uint*"
-
-    def atomic_load_bits(self, up, bits):
-        return f"atomic_load_explicit({up}, memory_order_relaxed)"
 
     def cas_bits(self, bits, space, p, cmp, v):
         return f"cube_cas({p}, {cmp}, {v})"

@@ -15,7 +15,7 @@ import re
 from cube_ir import ir
 from cube_ir.layout import C_FAMILY, layout
 from cube_ir.passes.builtins import formula
-from cube_ir.types import Scalar, Type, u32
+from cube_ir.types import SCALARS, Scalar, Type, u32
 
 from ..structured import StructuredEmitter
 from . import prelude
@@ -209,6 +209,15 @@ class Emitter(StructuredEmitter):
 
     def cast(self, x: str, src: Type, dst: Type) -> str:
         return self.v.cast(x, src.elem, dst.elem)
+
+    def bitcast(self, x: str, src: Type, dst: Type) -> str:
+        s, e, d = src.elem, dst.elem, self.d
+        if s.is_float:
+            u = d.as_uint(s.bits, x)
+            return u if e == SCALARS[f"u{s.bits}"] else f"({self.reg(e)})({u})"
+        if e.is_float:
+            return d.as_float(e.bits, x)
+        return f"({self.reg(e)})({x})"
 
     def load_op(self, op: ir.Load) -> None:
         d = op.dst
@@ -457,16 +466,6 @@ class Emitter(StructuredEmitter):
         else:
             self.line(f"{expr};")
 
-    def _rmw(self, o: str, e: Scalar, a: str, v: str) -> str:
-        if o in ("add", "sub"):
-            return f"({a} {'+' if o == 'add' else '-'} {v})" if e.is_float else \
-                self._wrap(e, "+" if o == "add" else "-", a, v)
-        if o in ("min", "max"):
-            return self.binary(o, e, a, v)
-        if o in BITS:
-            return f"({self.reg(e)})({a} {BITS[o]} {v})"
-        raise NotImplementedError(o)
-
     def _atomic_expr(self, o, e, p, v, cmp, space) -> str:
         d = self.d
         if e.bits == 64:
@@ -482,29 +481,22 @@ class Emitter(StructuredEmitter):
         return f"{name}({p}, {cmp}, {v})" if o == "cas" else f"{name}({p}, {v})"
 
     def _cas_helper(self, name: str, o: str, e: Scalar, space: str) -> str:
+        """A compare-and-swap on the bits of e's memory (floats, and dialects whose CAS takes
+        unsigned words); read-modify-writes without a native call arrive as loops around it
+        (passes.cas_loops)."""
+        if o != "cas":
+            raise NotImplementedError(f"C codegen: atomic {o} on {e} has no native call")
         d = self.d
         c, bits = self.reg(e), e.bits
         u, up = d.uint(bits), d.uptr(bits, space)
-        q = d.spaces[space]
-
-        def from_bits(x):
-            return d.as_float(bits, x) if e.is_float else f"({c})({x})"
+        back = d.as_float(bits, "old") if e.is_float else f"({c})(old)"
 
         def to_bits(x):
             return d.as_uint(bits, x) if e.is_float else f"({u})({x})"
 
-        if o == "cas":
-            old = d.cas_bits(bits, space, f"({up})p", to_bits("cmp"), to_bits("v"))
-            return (f"{d.fn} {c} {name}({q}{c}* p, {c} cmp, {c} v) {{\n"
-                    f"    return {from_bits(old)};\n}}")
-        new = "v" if o == "exchange" else self._rmw(o, e, from_bits("assumed"), "v")
-        return (f"{d.fn} {c} {name}({q}{c}* p, {c} v) {{\n"
-                f"    {up} up = ({up})p;\n"
-                f"    {u} old = {d.atomic_load_bits('up', bits)}, assumed;\n"
-                f"    do {{\n        assumed = old;\n"
-                f"        old = {d.cas_bits(bits, space, 'up', 'assumed', to_bits(new))};\n"
-                f"    }} while (old != assumed);\n"
-                f"    return {from_bits('old')};\n}}")
+        old = d.cas_bits(bits, space, f"({up})p", to_bits("cmp"), to_bits("v"))
+        return (f"{d.fn} {c} {name}({d.spaces[space]}{c}* p, {c} cmp, {c} v) {{\n"
+                f"    {u} old = {old};\n    return {back};\n}}")
 
     # ---- plane ops ---------------------------------------------------------------------
     def plane_op(self, op: ir.Plane) -> None:

@@ -301,6 +301,8 @@ class Emitter:
                                        self.read_as(y, d.type), cll))
             case ir.Cast(dst=d, a=x):
                 self.write(d, a.cast(x.type, d.type, self.read(x)))
+            case ir.Bitcast(dst=d, a=x):
+                self.write(d, a.conv("bitcast", reg(x.type), self.read(x), reg(d.type)))
             case ir.Extract(dst=d, vec=v, lane=k):
                 self.write(d, fn.op(f"extractelement {reg(v.type)} {self.read(v)}, i32 {k}"))
             case ir.Insert(dst=d, vec=v, lane=k, value=x):

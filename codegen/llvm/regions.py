@@ -208,7 +208,8 @@ def _is_temp(recs: list) -> bool:
     return True
 
 
-_PURE = (ir.Assign, ir.Cast, ir.Unary, ir.Binary, ir.Ternary, ir.Select, ir.Extract, ir.Insert)
+_PURE = (ir.Assign, ir.Cast, ir.Bitcast, ir.Unary, ir.Binary, ir.Ternary, ir.Select, ir.Extract,
+         ir.Insert)
 
 
 def _uniform_once(kernel: ir.Kernel) -> set[int]:

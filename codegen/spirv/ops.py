@@ -325,6 +325,8 @@ def emit_op(em: Emitter, op) -> None:
                              em.val_as(b, d.type)))
         case ir.Cast(dst=d, a=a):
             em.write(d, cast(em, a.type, d.type, em.val(a)))
+        case ir.Bitcast(dst=d, a=a):
+            em.write(d, m.op("Bitcast", em.t(d.type), em.val(a)))
         case ir.Extract(dst=d, vec=v, lane=n):
             if isinstance(v.type, Vec):
                 em.write(d, m.op("CompositeExtract", em.t(d.type), em.val(v), n))

@@ -10,7 +10,7 @@ above 1 are subgroup builtins (the runtime made sure subgroups are the interpret
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cube_ir import ir
 from cube_ir.layout import Layout
@@ -19,6 +19,9 @@ from cube_ir.passes.lowering import lower
 from ..shader_abi import LOWERING
 from .emit import emit
 from .types import Unsupported
+
+# WGSL's atomics are on atomic<i32/u32>; f32 read-modify-writes are CAS loops on the bits
+WGSL_LOWERING = replace(LOWERING, atomics=lambda op, e, space: e in ("i32", "u32"))
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class WgslModule:
 
 
 def emit_module(kernel: ir.Kernel, f16: bool = True) -> WgslModule:
-    kernel = lower(kernel, LOWERING)
+    kernel = lower(kernel, WGSL_LOWERING)
     text, abi = emit(kernel, f16=f16, plane_size=kernel.plane_size)
     return WgslModule(text, abi)
 

@@ -165,6 +165,9 @@ class Emitter(StructuredEmitter):
     def cast(self, x: str, src: Type, dst: Type) -> str:
         return self.x.cast(src, dst, x)
 
+    def bitcast(self, x: str, src: Type, dst: Type) -> str:
+        return f"bitcast<{self.ty(dst)}>({x})"
+
     def load_op(self, op: ir.Load) -> None:
         self._load(op.dst, op.mem, op.index)
 
@@ -367,28 +370,22 @@ class Emitter(StructuredEmitter):
     # ---- atomics -----------------------------------------------------------------------
     def atomic_op(self, op: ir.Atomic) -> None:
         m, t = op.mem, op.mem.type
-        e = t.elem
         idx = self._index(op.index)
         # (atomics on unit-private arrays are plain read-modify-writes: passes.local_atomics)
         ptr = f"&{self.names[id(m)]}[{idx}]"
         val = self.val_as(op.value, t)
-        if e.is_float or op.op == "cas":
-            old = self._cas_loop(op, t, ptr, val)
-        else:
+        if op.op == "cas":
+            old = self._cas(op, t, ptr, val)
+        else:  # i32/u32 (f32 read-modify-writes arrive as CAS loops: passes.cas_loops)
             fn = {"add": "atomicAdd", "sub": "atomicSub", "min": "atomicMin",
                   "max": "atomicMax", "and": "atomicAnd", "or": "atomicOr",
                   "xor": "atomicXor", "exchange": "atomicExchange"}[op.op]
             old = self.tmp(f"{fn}({ptr}, {val})")
         self._atomic_result(op, t, old)
 
-    def _rmw(self, op: ir.Atomic, t: Type, old: str) -> str:
-        val = self.val_as(op.value, t)
-        if op.op == "exchange":
-            return val
-        return self.x.binary(op.op, t, old, val)
-
-    def _cas_loop(self, op: ir.Atomic, t: Type, ptr: str, val: str) -> str:
-        """Float RMW ops and strong CAS through atomicCompareExchangeWeak on u32/i32 bits."""
+    def _cas(self, op: ir.Atomic, t: Type, ptr: str, val: str) -> str:
+        """A strong compare-and-swap on the (u32/i32) bits, from WGSL's weak one: retried
+        while it fails spuriously, that is while memory still holds `cmp`."""
         f = t.elem.is_float
         bits = (lambda s: f"bitcast<u32>({s})") if f else (lambda s: s)
         back = (lambda s: f"bitcast<f32>({s})") if f else (lambda s: s)
@@ -397,13 +394,9 @@ class Emitter(StructuredEmitter):
         self.line(f"var {old} = atomicLoad({ptr});")
         self.line("loop {")
         self.depth += 1
-        if op.op == "cas":
-            cmp = bits(self.val_as(op.cmp, t))
-            self.line(f"if ({old} != {cmp}) {{ break; }}")
-            self.line(f"let r = atomicCompareExchangeWeak({ptr}, {old}, {bits(val)});")
-        else:
-            new = self._rmw(op, t, back(old))
-            self.line(f"let r = atomicCompareExchangeWeak({ptr}, {old}, {bits(new)});")
+        cmp = bits(self.val_as(op.cmp, t))
+        self.line(f"if ({old} != {cmp}) {{ break; }}")
+        self.line(f"let r = atomicCompareExchangeWeak({ptr}, {old}, {bits(val)});")
         self.line("if (r.exchanged) { break; }")
         self.line(f"{old} = r.old_value;")
         self.depth -= 1

@@ -13,7 +13,8 @@ from .. import ir
 from ..ir import Block, Kernel, LocalArray, SharedArray, Var
 from .util import exits, read_counts
 
-_PURE = (ir.Assign, ir.Unary, ir.Binary, ir.Ternary, ir.Select, ir.Cast, ir.Extract, ir.Insert,
+_PURE = (ir.Assign, ir.Unary, ir.Binary, ir.Ternary, ir.Select, ir.Cast, ir.Bitcast, ir.Extract,
+         ir.Insert,
          ir.Load, ir.Meta, ir.Builtin, ir.Plane)
 _MAX_ROUNDS = 64
 

@@ -3,7 +3,7 @@
 No other unit can see a local array, so `old = atomic_OP(l, i, v)` is exactly
 
     %old = load $local[i]
-    %new = OP %old, v             (exchange: v; cas: select(eq %old, cmp), v, %old)
+    %new = OP %old, v             (exchange: v; cas: select(same bits(%old, cmp), v, %old))
     store $local[i] <- %new
 
 Doing it here, once, means no code generator needs atomics on private memory (WGSL and
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir import Block, Kernel, LocalArray
-from ..types import boolean
+from ..types import SCALARS, boolean, f32
 from .util import VarAlloc
 
 
@@ -49,10 +49,10 @@ def _rmw(op: ir.Atomic, alloc: VarAlloc) -> list:
     ops: list = [ir.Load(old, op.mem, op.index, loc)]
     if op.op == "exchange":
         new = op.value
-    elif op.op == "cas":
+    elif op.op == "cas":  # bits, as a compare-and-swap compares
         eq = alloc.new(boolean, "eq")
         new = alloc.new(t, "new")
-        ops += [ir.Binary(eq, "eq", old, op.cmp, loc), ir.Select(new, eq, op.value, old, loc)]
+        ops += [*same_bits(eq, old, op.cmp, alloc, loc), ir.Select(new, eq, op.value, old, loc)]
     else:  # add sub min max and or xor: the IR binary op of the same name
         new = alloc.new(t, "new")
         ops.append(ir.Binary(new, op.op, old, op.value, loc))
@@ -60,3 +60,23 @@ def _rmw(op: ir.Atomic, alloc: VarAlloc) -> list:
     if fresh and op.dst is not None:
         ops.append(ir.Assign(op.dst, old, loc))
     return ops
+
+
+def same_bits(dst: ir.Var, a: ir.Value, b: ir.Value, alloc: VarAlloc, loc=None) -> list:
+    """Ops leaving in bool `dst` whether a and b have the same bits: a compare-and-swap
+    compares bits, so -0.0 is not 0.0 and a NaN matches itself. (A half is compared through
+    its exact f32 widening.)"""
+    e = a.type.elem
+    if not e.is_float:
+        return [ir.Binary(dst, "eq", a, b, loc)]
+    ops: list = []
+    bits = []
+    for x in (a, b):
+        if e.bits < 32:
+            w = alloc.new(f32, "wide")
+            ops.append(ir.Cast(w, x, loc))
+            x = w
+        u = alloc.new(SCALARS[f"u{max(e.bits, 32)}"], "bits")
+        ops.append(ir.Bitcast(u, x, loc))
+        bits.append(u)
+    return [*ops, ir.Binary(dst, "eq", bits[0], bits[1], loc)]

@@ -6,6 +6,8 @@ print. In order:
 
     atomics    atomics on unit-private arrays as plain read-modify-writes (run_pipeline did
                it already; a kernel generated without the optimiser gets it here)
+    cas_loops  the read-modify-write atomics the target lacks as compare-and-swap loops
+               (passes.cas_loops)
     builtins   derived positions from the per-axis ones (passes.builtins)
     planes     plane ops with plane size 1 are their own value (passes.planes)
     meta       shape/stride reads down to constant-dimension slot reads (passes.meta)
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from ..ir import Kernel
 from ..verify import verify
 from .builtins import PRIMITIVE, lower_builtins
+from .cas_loops import Native, lower_rmw_atomics
 from .clone import clone_kernel
 from .legalise import promote_halves
 from .local_atomics import lower_local_atomics
@@ -39,17 +42,22 @@ class Lowering:
     builtins: the builtins it has a spelling for (at least the per-axis unit/cube positions
     and cube counts; the CUBE_DIM_* too unless every kernel it gets has a comptime cube dim).
     halves: the half-precision arithmetic it lacks, computed in f32 and rounded once.
+    atomics: which read-modify-write atomics it has; the others become CAS loops (a target
+    must have compare-and-swap itself, comparing bits for floats).
     """
 
     builtins: frozenset[str]
     # half type -> the ops computed in f32 (legalise.ALL: every inexact op)
     halves: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+    # (op, element type, space) -> whether the target has that atomic; None: all of them
+    atomics: Native | None = None
 
 
 PER_AXIS = PRIMITIVE | frozenset(f"CUBE_DIM_{a}" for a in _AXES)
 
 PASSES = (
     ("atomics", lambda k, low: lower_local_atomics(k)),
+    ("cas_loops", lambda k, low: lower_rmw_atomics(k, low.atomics)),
     ("builtins", lambda k, low: lower_builtins(k, low.builtins)),
     ("planes", lambda k, low: fold_unit_planes(k)),
     ("meta", lambda k, low: lower_meta(k)),

@@ -11,7 +11,7 @@ from ..types import Type
 # The fields holding the values an op reads (the same order as ir.reads).
 READ_FIELDS: dict[type, tuple[str, ...]] = {
     ir.Assign: ("src",), ir.Unary: ("a",), ir.Binary: ("a", "b"), ir.Ternary: ("a", "b", "c"),
-    ir.Select: ("cond", "a", "b"), ir.Cast: ("a",), ir.Extract: ("vec",),
+    ir.Select: ("cond", "a", "b"), ir.Cast: ("a",), ir.Bitcast: ("a",), ir.Extract: ("vec",),
     ir.Insert: ("vec", "value"), ir.Load: ("index",), ir.Store: ("index", "value"),
     ir.Meta: ("dim",), ir.Atomic: ("index", "value", "cmp"), ir.Plane: ("value", "lane"),
     ir.If: ("cond",), ir.Range: ("start", "end"),

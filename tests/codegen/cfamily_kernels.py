@@ -29,6 +29,7 @@ VARIANTS: dict[str, list[tuple[dict, dict, dict]]] = {
     "comptime_branches": [({}, {"MODE": m, "N": 4}, {}) for m in (0, 1)],
     "select_lines": [({}, {}, {"x": n, "out": n}) for n in (3, 4, 16)],
     "tree_sum": [({}, {"BLOCK": 64}, {})],
+    "cas_bits": [({"F": f32}, {}, {}), ({"F": f64}, {}, {})],
     "reverse_in_cube": [({}, {"BLOCK": 100}, {})],
     "gelu_kernel": [({}, {}, {"inp": n, "out": n}) for n in (1, 4, 8, 16)],
     "vector_add": [({}, {}, {"a": n, "b": n, "out": n}) for n in (1, 4, 16)],

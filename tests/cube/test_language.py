@@ -499,6 +499,36 @@ def test_atomics(rt):
     assert fsum.numpy()[0] == n * 0.5
 
 
+@cube(launch=True)
+def cas_bits(x: Array[F], cmp: Array[F], out: Array[F], lx: Array[F], lout: Array[F]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        out[i] = cb.atomic_cas(x, i, cmp[i], F(7.0))
+        loc = cb.LocalArray(F, 1)  # unit-private: lowered to a read-modify-write
+        loc[0] = lx[i]
+        lout[i] = cb.atomic_cas(loc, 0, cmp[i], F(7.0))
+        lx[i] = loc[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_atomic_cas_compares_bits(rt, dtype):
+    """A compare-and-swap compares bits, as every target's hardware does: -0.0 does not
+    match 0.0, and a NaN matches a NaN of the same bits (plain float == says otherwise)."""
+    mem = np.array([0.0, np.nan, 1.0, -0.0, np.inf, 2.0], dtype)
+    cmp = np.array([-0.0, np.nan, 1.0, 0.0, np.inf, 3.0], dtype)
+    same = mem.view(f"u{mem.itemsize}") == cmp.view(f"u{mem.itemsize}")
+    want = np.where(same, dtype(7.0), mem)
+    x, lx = rt.from_numpy(mem), rt.from_numpy(mem)
+    out, lout = rt.empty(6, dtype), rt.empty(6, dtype)
+    cas_bits.launch(rt, 1, 8, x=x, cmp=rt.from_numpy(cmp), out=out, lx=lx, lout=lout)
+    for got in (x, lx):
+        np.testing.assert_array_equal(got.numpy().view(f"u{mem.itemsize}"),
+                                      want.view(f"u{mem.itemsize}"))
+    for old in (out, lout):  # the old value, bit for bit
+        np.testing.assert_array_equal(old.numpy().view(f"u{mem.itemsize}"),
+                                      mem.view(f"u{mem.itemsize}"))
+
+
 # ---- plane ops -----------------------------------------------------------------------------
 
 @cube(launch=True)

@@ -13,6 +13,7 @@ from cube import Array, Comptime, Line, Tensor, bf16, f16, f32, i32, i64, u32
 from cube_ir import interpreter, ir
 from cube_ir.passes import clone_kernel, legalise
 from cube_ir.passes.builtins import PRIMITIVE, lower_builtins
+from cube_ir.passes.cas_loops import lower_rmw_atomics
 from cube_ir.passes.legalise import EXACT, promote_halves
 from cube_ir.passes.lowering import PASSES, PER_AXIS, Lowering, lower
 from cube_ir.passes.meta import lower_meta
@@ -266,3 +267,81 @@ def test_half_promotion_keeps_every_value(half, which, ps):
         if isinstance(op, (ir.Unary, ir.Binary, ir.Ternary)) and op.dst.type.elem == half:
             assert op.op in EXACT or (which != "all" and op.op not in HALF_SETS[which]), op
     _same(before, _run(lowered, args, 2, 8, ps))
+
+
+# ---- compare-and-swap loops (passes.cas_loops) -------------------------------------------------
+
+@cb.cube(launch=True)
+def rmw_atomics(x: Array[f32], acc: Array[f32], old: Array[f32], ints: Array[i32]):
+    i = cb.ABSOLUTE_POS
+    sh = cb.SharedMemory(f32, 4)
+    if cb.UNIT_POS == 0:
+        for k in range(4):
+            sh[k] = f32(0)
+    cb.sync_cube()
+    v = x[i]
+    old[i * 8 + 0] = cb.atomic_add(acc, 0, v)
+    old[i * 8 + 1] = cb.atomic_min(acc, 1, v)
+    old[i * 8 + 2] = cb.atomic_max(acc, 2, v)
+    old[i * 8 + 3] = cb.atomic_exchange(acc, 3, v)
+    old[i * 8 + 4] = cb.atomic_sub(sh, 0, v)
+    old[i * 8 + 5] = cb.atomic_max(sh, 1, v)
+    old[i * 8 + 6] = f32(cb.atomic_xor(ints, 0, i32(i)))
+    cb.atomic_add(acc, 4, v)  # result unused
+    cb.sync_cube()
+    if cb.UNIT_POS == 0:
+        acc[5 + cb.CUBE_POS * 2] = sh[0]
+        acc[6 + cb.CUBE_POS * 2] = sh[1]
+
+
+def test_cas_loops_keep_every_value():
+    k = rmw_atomics.ir()
+    x = np.random.default_rng(3).integers(-50, 50, 64).astype(np.float32)  # exact sums
+    acc = np.array([0, 1e9, -1e9, 0, 0, 0, 0, 0, 0], np.float32)
+    args = [x, acc, np.zeros(64 * 8, np.float32), np.zeros(1, np.int32)]
+    before = _run(k, args, 2, 32)
+    # plain Python: the order-free results
+    a = before[1]
+    assert a[0] == x.sum() and a[1] == x.min() and a[2] == x.max() and a[4] == x.sum()
+    assert a[5] == -x[:32].sum() and a[8] == max(0, x[32:].max())  # shared starts at 0
+    native_ints = lambda op, e, space: e == "i32"  # noqa: E731
+    lowered = clone_kernel(k)
+    assert lower_rmw_atomics(lowered, native_ints)
+    verify(lowered)
+    for op in ir.walk(lowered.body):
+        if isinstance(op, ir.Atomic):
+            assert op.op == "cas" or op.mem.type.elem == i32, op
+    _same(before, _run(lowered, args, 2, 32))
+    _same(before, _run(lower(k, Lowering(PER_AXIS, atomics=native_ints)), args, 2, 32))
+    assert not lower_rmw_atomics(clone_kernel(k), None)  # a target with all of them
+
+
+def test_bitcast_is_checked_and_keeps_bits():
+    from cube_ir.builder import Builder
+    from cube_ir.errors import IRError
+    from cube_ir.types import f16, f64, u16, u64, vec
+    for src, dst, ok in [(f32, u32, True), (f64, u64, True), (u32, f32, True),
+                         (vec(f32, 4), vec(u32, 4), True), (f16, u16, False),
+                         (f32, u64, False), (vec(f32, 4), u32, False)]:
+        b = Builder("bc")
+        x = b.scalar("x", src.elem) if src.lanes == 1 else None
+        v = b.var(src, "v")
+        b.assign(v, b.cast(b.scalar_param_value(x), src) if x is not None else
+                 ir.Const(1.5 if src.elem.is_float else 3, src))
+        d = b.var(dst, "d")
+        b.emit(ir.Bitcast(d, v))
+        o = b.array("o", dst)
+        b.store(o, ir.Const(0, u32), d)
+        if not ok:
+            with pytest.raises(IRError, match="bitcast"):
+                verify(b.finish())
+            continue
+        k = b.finish()
+        verify(k)
+        args = ([np.float32(-0.0) if src.elem == f32 else src.elem.np.type(3)]
+                if x is not None else [])
+        out = np.zeros(dst.lanes, dst.elem.np)
+        interpreter.run(k, 1, 1, [*args, out] if x is not None else [out])
+        want = (np.asarray([-0.0 if src.elem == f32 else 3] * src.lanes, src.elem.np)
+                if x is not None else np.full(src.lanes, 1.5, src.elem.np))
+        np.testing.assert_array_equal(out, want.view(dst.elem.np))
