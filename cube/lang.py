@@ -6,6 +6,7 @@ frontend emits IR instead (see cube/frontend/intrinsics.py)."""
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,26 +100,186 @@ def range(*args, unroll: bool = False):  # noqa: A001 - the kernel language's ra
 # ---- math (Python fallbacks for compile-time arguments) --------------------------------
 
 
-def sqrt(x): return math.sqrt(x)
-def rsqrt(x): return 1.0 / math.sqrt(x)
-def exp(x): return math.exp(x)
-def log(x): return math.log(x)
-def log1p(x): return math.log1p(x)
-def sin(x): return math.sin(x)
-def cos(x): return math.cos(x)
-def tanh(x): return math.tanh(x)
-def erf(x): return math.erf(x)
-def floor(x): return math.floor(x)
-def ceil(x): return math.ceil(x)
-def round(x): return builtins_round(x)  # noqa: A001
-def pow(x, y): return x ** y  # noqa: A001
-def fma(a, b, c): return a * b + c
-def clamp(x, lo, hi): return min(max(x, lo), hi)
-def select(cond, a, b): return a if cond else b
-def abs(x): return builtins_abs(x)  # noqa: A001
-def min(a, b): return builtins_min(a, b)  # noqa: A001
-def max(a, b): return builtins_max(a, b)  # noqa: A001
-def cast(x, t): return t(x)
+def sqrt(x):
+    """Square root of x, elementwise.
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.sqrt(x)
+
+
+def rsqrt(x):
+    """Reciprocal square root, 1 / sqrt(x).
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return 1.0 / math.sqrt(x)
+
+
+def exp(x):
+    """e raised to x.
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.exp(x)
+
+
+def log(x):
+    """Natural logarithm of x.
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.log(x)
+
+
+def log1p(x):
+    """log(1 + x), accurate for x near 0.
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.log1p(x)
+
+
+def sin(x):
+    """Sine of x (radians).
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.sin(x)
+
+
+def cos(x):
+    """Cosine of x (radians).
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.cos(x)
+
+
+def tanh(x):
+    """Hyperbolic tangent of x.
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.tanh(x)
+
+
+def erf(x):
+    """The error function of x.
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.erf(x)
+
+
+def floor(x):
+    """x rounded down to an integral value (in x's float type).
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.floor(x)
+
+
+def ceil(x):
+    """x rounded up to an integral value (in x's float type).
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return math.ceil(x)
+
+
+def round(x):  # noqa: A001
+    """x rounded to the nearest integral value, ties to even (as Python's `round`).
+
+    Unlike C's `round`, which rounds ties away from zero: `round(2.5)` is 2.0.
+
+    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
+    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
+    cast it first (`f32(i)`)."""
+    return builtins_round(x)
+
+
+def pow(x, y):  # noqa: A001
+    """x raised to the power y (`cb.pow(x, y)`, also `math.pow` and `x ** y`).
+
+    Used inside `@cube` kernels, per unit. The operands are promoted as in arithmetic and must
+    be floats (lines lane by lane); only `x ** n` with a constant integer exponent 0..4 also
+    works on integers (it becomes multiplications)."""
+    return x ** y
+
+
+def fma(a, b, c):
+    """a * b + c as one fused multiply-add (a single rounding where the target has one).
+
+    Used inside `@cube` kernels, per unit. The three operands are promoted to one type, which
+    must be a float type (scalars or lines)."""
+    return a * b + c
+
+
+def clamp(x, lo, hi):
+    """min(max(x, lo), hi): x limited to [lo, hi].
+
+    Used inside `@cube` kernels, per unit. Ints or floats, scalars or lines; the operands are
+    promoted to one type as in arithmetic (literals take the other operands' type)."""
+    return min(max(x, lo), hi)
+
+
+def select(cond, a, b):
+    """`a if cond else b` without branching: both a and b are evaluated.
+
+    Used inside `@cube` kernels, per unit. `cond` must be a bool; a and b are promoted to one
+    type. A choice between two literals is weak like a literal (it takes the type of what it
+    meets; alone it is i32, or f32 if either is a float). A compile-time `cond` picks its
+    operand at compile time. Use `x if c else y` when an operand must not be evaluated (a
+    read that may be out of bounds)."""
+    return a if cond else b
+
+
+def abs(x):  # noqa: A001
+    """Absolute value (also Python's `abs` and `math.fabs` in kernels).
+
+    Used inside `@cube` kernels, per unit, on ints and floats (scalars or lines; the result
+    has x's type). On an unsigned int it returns x."""
+    return builtins_abs(x)
+
+
+def min(a, b):  # noqa: A001
+    """The smaller of two or more values (Python's `min` means the same in kernels).
+
+    Used inside `@cube` kernels, per unit. Operands are promoted as in arithmetic (a signed
+    with an unsigned int, or an int with a float, is an error); lines compare lane by lane.
+    With more than two values they are folded left to right."""
+    return builtins_min(a, b)
+
+
+def max(a, b):  # noqa: A001
+    """The larger of two or more values (Python's `max` means the same in kernels).
+
+    Used inside `@cube` kernels, per unit. Operands are promoted as in arithmetic (a signed
+    with an unsigned int, or an int with a float, is an error); lines compare lane by lane.
+    With more than two values they are folded left to right."""
+    return builtins_max(a, b)
+
+
+def cast(x, t):
+    """x converted to the element or line type t (`cb.cast(x, f16)` is `f16(x)`).
+
+    Used inside `@cube` kernels, per unit. Float to int saturates at the target type's range
+    and truncates toward zero (`u8(300.5)` is 255, NaN is 0), identically on every target,
+    unlike C (undefined) and Python's unbounded `int()`. Int to int wraps; casting a line to
+    a scalar type converts each lane; a scalar cast to a line type is splat."""
+    return t(x)
 
 
 import builtins as _b  # noqa: E402
@@ -129,23 +290,129 @@ builtins_round, builtins_abs, builtins_min, builtins_max = _b.round, _b.abs, _b.
 # ---- memory, barriers, atomics, plane ops (kernel-only) --------------------------------
 
 
-def _kernel_only(name):
+def _kernel_only(name, doc=None):
     def f(*args, **kwargs):
         raise RuntimeError(f"cb.{name} can only be used inside a @cube function")
     f.__name__ = name
+    f.__doc__ = doc
     return f
 
 
-SharedMemory = _kernel_only("SharedMemory")
-LocalArray = _kernel_only("LocalArray")
-sync_cube = _kernel_only("sync_cube")
+def _doc(summary: str, *paragraphs: str) -> str:
+    """A docstring from a summary line and paragraphs, wrapped as if written in place."""
+    body = [textwrap.fill(" ".join(p.split()), 88, initial_indent="    ",
+                          subsequent_indent="    ", break_on_hyphens=False)
+            for p in paragraphs]
+    return "\n\n".join([summary, *body])
+
+
+SharedMemory = _kernel_only("SharedMemory", _doc(
+    "`cb.SharedMemory(T, n)`: n elements of T shared by the units of one cube.",
+    """Kernel-only (calling it outside a `@cube` function raises RuntimeError); CUDA's
+    `__shared__`, WGSL's `var<workgroup>`. T is an element type or a line type
+    (`Line[f32, 4]`); n must be a positive compile-time int (a literal or a `Comptime`
+    parameter). It is not initialised: write before reading, with `cb.sync_cube()` between
+    one unit's writes and another's reads. Indexing is checked like any memory
+    (out-of-bounds reads give 0, writes are dropped). Shared memory beyond the target's
+    limit is a `CapabilityError`."""))
+LocalArray = _kernel_only("LocalArray", _doc(
+    "`cb.LocalArray(T, n)`: n elements of T private to each unit.",
+    """Kernel-only (calling it outside a `@cube` function raises RuntimeError). T is an
+    element type or a line type; n must be a positive compile-time int. It is not
+    initialised. Indexing is checked (out-of-bounds reads give 0, writes are dropped)."""))
+sync_cube = _kernel_only("sync_cube", _doc(
+    "`cb.sync_cube()`: a barrier for the units of a cube.",
+    """Kernel-only. Each unit of the cube waits until all have reached it; shared-memory
+    writes made before it are visible to every unit after it. It must be reached by every
+    unit: a barrier under a condition that depends on `UNIT_POS`/`ABSOLUTE_POS` (or values
+    derived from them), or after an early `return` that depends on them, is a compile
+    error."""))
+
+_ATOMIC = """Kernel-only. `arr` is an array, tensor, shared memory or local array of scalar
+elements (not lines); `v` converts to its element type as a store does. Which (op, element
+type, memory space) a target supports is its capability table's to say: an unsupported one
+is a `CapabilityError` at compile time. In a checked kernel an out-of-bounds index changes
+nothing."""
+
+
+def _atomic_doc(op: str, what: str, ints: bool = False) -> str:
+    return _doc(f"`cb.atomic_{op}(arr, i, v)`: atomically {what}; returns the old `arr[i]`.",
+                _ATOMIC + (" Integer arrays only." if ints else ""))
+
+
+_PLANE = """A plane is a group of `PLANE_DIM` units that execute together (a warp or subgroup);
+`UNIT_POS_PLANE` is a unit's lane in it, and only the plane's active units (those executing
+the call) take part. The CPU runtime has a plane size of 1, so the plane is the unit
+itself; the wgpu runtimes use the device's subgroup size and then need a 1-D cube_dim or
+one whose x is a multiple of it. A target without plane operations refuses the call with a
+`CapabilityError`."""
+
+
+def _plane_doc(sig: str, what: str, detail: str) -> str:
+    return _doc(f"`cb.{sig}`: {what}", "Kernel-only. " + detail, _PLANE)
+
+
+_VALUE = "v is a numeric value or line (lane by lane; bool is refused)."
+_LANE = "v is a numeric value or line; the lane or mask is an integer (converted to u32)."
+_BOOL = "c is a bool (a number is compared with 0)."
+
+_DOCS = {
+    "atomic_add": _atomic_doc("add", "adds v to `arr[i]`"),
+    "atomic_sub": _atomic_doc("sub", "subtracts v from `arr[i]`"),
+    "atomic_min": _atomic_doc("min", "sets `arr[i]` to min(arr[i], v)"),
+    "atomic_max": _atomic_doc("max", "sets `arr[i]` to max(arr[i], v)"),
+    "atomic_and": _atomic_doc("and", "sets `arr[i]` to `arr[i] & v`", True),
+    "atomic_or": _atomic_doc("or", "sets `arr[i]` to `arr[i] | v`", True),
+    "atomic_xor": _atomic_doc("xor", "sets `arr[i]` to `arr[i] ^ v`", True),
+    "atomic_exchange": _atomic_doc("exchange", "stores v into `arr[i]`"),
+    "atomic_cas": _doc(
+        "`cb.atomic_cas(arr, i, cmp, v)`: atomic compare-and-swap; returns the old `arr[i]`.",
+        "Stores v into `arr[i]` if it equals cmp (the returned old value equals cmp exactly "
+        "when the swap happened); cmp converts like v. " + _ATOMIC),
+    "plane_sum": _plane_doc("plane_sum(v)", "the sum of v over the plane, in every unit.",
+                            _VALUE + " The order of the additions is the target's."),
+    "plane_prod": _plane_doc("plane_prod(v)", "the product of v over the plane, in every "
+                             "unit.", _VALUE),
+    "plane_max": _plane_doc("plane_max(v)", "the maximum of v over the plane, in every unit.",
+                            _VALUE),
+    "plane_min": _plane_doc("plane_min(v)", "the minimum of v over the plane, in every unit.",
+                            _VALUE),
+    "plane_all": _plane_doc("plane_all(c)", "whether c is true in every unit of the plane.",
+                            _BOOL + " Every unit gets the same bool."),
+    "plane_any": _plane_doc("plane_any(c)", "whether c is true in any unit of the plane.",
+                            _BOOL + " Every unit gets the same bool."),
+    "plane_broadcast": _plane_doc(
+        "plane_broadcast(v, lane)", "v of the unit at `lane`, in every unit.",
+        _LANE + " A lane outside the plane gives each unit its own v (at plane size 1 it is "
+        "always v)."),
+    "plane_shuffle": _plane_doc(
+        "plane_shuffle(v, src)", "v of the unit at lane `src` (each unit names its source).",
+        _LANE + " A source lane outside the plane gives the unit its own v."),
+    "plane_shuffle_xor": _plane_doc(
+        "plane_shuffle_xor(v, mask)", "v of the unit at lane `UNIT_POS_PLANE ^ mask`.",
+        _LANE + " The butterfly exchange of tree reductions; a lane outside the plane gives "
+        "the unit its own v."),
+    "plane_inclusive_sum": _plane_doc(
+        "plane_inclusive_sum(v)", "the sum of v over lanes 0..UNIT_POS_PLANE (a prefix sum).",
+        _VALUE + " At plane size 1 it is v."),
+    "plane_exclusive_sum": _plane_doc(
+        "plane_exclusive_sum(v)", "the sum of v over the lanes below UNIT_POS_PLANE.",
+        _VALUE + " Lane 0 gets 0; at plane size 1 it is always 0."),
+    "plane_inclusive_prod": _plane_doc(
+        "plane_inclusive_prod(v)", "the product of v over lanes 0..UNIT_POS_PLANE.",
+        _VALUE + " At plane size 1 it is v."),
+    "plane_exclusive_prod": _plane_doc(
+        "plane_exclusive_prod(v)", "the product of v over the lanes below UNIT_POS_PLANE.",
+        _VALUE + " Lane 0 gets 1; at plane size 1 it is always 1."),
+}
+
 ATOMICS = ("atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
            "atomic_xor", "atomic_exchange", "atomic_cas")
 PLANE = ("plane_sum", "plane_prod", "plane_max", "plane_min", "plane_all", "plane_any",
          "plane_broadcast", "plane_shuffle", "plane_shuffle_xor", "plane_inclusive_sum",
          "plane_exclusive_sum", "plane_inclusive_prod", "plane_exclusive_prod")
 for _n in ATOMICS + PLANE:
-    globals()[_n] = _kernel_only(_n)
+    globals()[_n] = _kernel_only(_n, _DOCS[_n])
 
 
 def is_type(x) -> bool:

@@ -127,6 +127,11 @@ def runtime(name: str | None = None, **options) -> Runtime:
 
 
 def available_runtimes() -> list[str]:
+    """The names of the runtimes that start on this machine, in `RUNTIMES` order.
+
+    Tries to start each known runtime (`cb.runtime(name)`; started ones are kept, so a later
+    `cb.runtime(name)` returns the same instance) and lists those that did not raise
+    `RuntimeUnavailable`. `cb.targets_table()` gives the reason for the others."""
     out = []
     for name in RUNTIMES:
         try:
@@ -172,6 +177,8 @@ def max_cube_count(rt: Runtime) -> tuple[int, int, int, str] | None:
 
 
 def target_info(name: str) -> TargetInfo:
+    """The code generator and features of the target called `name` ("ir", "llvm", "wgsl",
+    ...); an unknown name raises `RuntimeUnavailable` listing the known ones."""
     try:
         return TARGETS[name]
     except KeyError:

@@ -5,6 +5,10 @@ import cube as cb
 
 
 class Device:
+    """A device: a cube runtime named "cpu", "interp", "opencl", "cuda", "wgpu", ...
+
+    Get one with `dl.device(name)` (one instance per name; "cuda:0" means "cuda", the index
+    is ignored). It compares equal to its name. The runtime starts on first use (`rt`)."""
     __slots__ = ("name", "_rt")
 
     def __init__(self, name: str):
@@ -49,6 +53,7 @@ def set_default_device(name: str) -> None:
 
 
 def get(d=None) -> Device:
+    """The Device for `d`: a Device, a name, or None for the default device."""
     if isinstance(d, Device):
         return d
     name = default_device if d is None else str(d).split(":")[0]  # "cuda:0" -> "cuda"

@@ -21,6 +21,13 @@ _KDL_CPU = 1  # DLPack's device type for host memory
 
 
 class Tensor:
+    """An n-dimensional array on a device, with autograd; PyTorch-like.
+
+    Make tensors with `dl.tensor`, `dl.zeros`, `dl.randn`, ... rather than the constructor.
+    A tensor is a view (`shape`, element `strides`, `offset`) of a runtime buffer, or a lazy
+    value that elementwise ops build and compute, fused into one kernel, when a value is
+    needed. Attributes: `shape` (a tuple), `dtype`, `device`, `requires_grad`, `grad`. Its op
+    methods and operators (`t.exp()`, `a + b`, `t[i]`) are the functions of `dl.ops`."""
     __array_priority__ = 1000  # numpy_array + tensor -> Tensor.__radd__
 
     def __init__(self, buf, shape, strides, offset, dtype, device, node=None):
@@ -63,6 +70,7 @@ class Tensor:
     # ---- state -------------------------------------------------------------------------
     @property
     def is_lazy(self) -> bool:
+        """Whether t is an uncomputed elementwise expression (no storage yet)."""
         return self._buf is None
 
     def _materialise(self) -> Tensor:
@@ -85,32 +93,41 @@ class Tensor:
 
     @property
     def strides(self) -> tuple:
+        """The strides per dim, in elements (PyTorch's `stride()` as a property)."""
         return self._strides
 
     def stride(self, dim: int | None = None):
+        """The strides in elements: a tuple, or the stride of one `dim`."""
         return self._strides if dim is None else self._strides[shapes.norm_dim(dim, self.ndim)]
 
     def is_contiguous(self) -> bool:
+        """Whether t's elements are laid out row-major without gaps."""
         return shapes.is_contiguous(self.shape, self._strides)
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self.shape)
 
     def dim(self) -> int:
+        """The number of dims (as `ndim`)."""
         return len(self.shape)
 
     def numel(self) -> int:
+        """The number of elements."""
         return shapes.numel(self.shape)
 
     def size(self, dim: int | None = None):
+        """The shape as a tuple, or the size of one `dim` (negative dims count from the end)."""
         return self.shape if dim is None else self.shape[shapes.norm_dim(dim, self.ndim)]
 
     def element_size(self) -> int:
+        """The size of one element in bytes."""
         return self.dtype.itemsize
 
     @property
     def is_leaf(self) -> bool:
+        """Whether t was not produced by a recorded op (its `.grad` is kept by backward)."""
         return self._grad_fn is None
 
     def __len__(self) -> int:
@@ -120,7 +137,8 @@ class Tensor:
 
     # ---- host I/O ----------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """A host copy (bf16 is returned as float32)."""
+        """t's values as a new NumPy array (a host copy, even on the cpu device, unlike
+        PyTorch's shared-memory `numpy()`); bfloat16 is returned as float32."""
         recording.refuse("reading a tensor on the host (numpy, item, tolist, float)")
         self._materialise()
         if self.numel() == 0:
@@ -136,9 +154,11 @@ class Tensor:
         return host.from_storage(np.array(view), self.dtype)
 
     def tolist(self):
+        """t's values as (nested) Python lists; a 0-d tensor gives a scalar."""
         return self.numpy().tolist()
 
     def item(self):
+        """The value of a one-element tensor as a Python number (or bool)."""
         if self.numel() != 1:
             raise ValueError(f"item() needs a tensor of one element, got shape {self.shape}")
         return self.numpy().reshape(-1)[0].item()
@@ -211,4 +231,5 @@ class Tensor:
 
     @property
     def is_cpu(self) -> bool:
+        """Whether t is on the "cpu" device."""
         return self.device.name == "cpu"

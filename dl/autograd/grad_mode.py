@@ -8,10 +8,15 @@ _state = threading.local()
 
 
 def is_grad_enabled() -> bool:
+    """Whether ops record the autograd tape in this thread (True unless turned off)."""
     return getattr(_state, "on", True)
 
 
 def set_grad_enabled(on: bool) -> None:
+    """Turns recording of the autograd tape on or off for this thread.
+
+    Unlike PyTorch's, it is a plain function, not a context manager: use `dl.no_grad()` /
+    `dl.enable_grad()` for a block."""
     _state.on = bool(on)
 
 
@@ -36,8 +41,12 @@ class _Mode:
 
 
 class no_grad(_Mode):
+    """Context manager and decorator: ops inside do not record the tape (no gradients,
+    less memory); the previous mode is restored on exit. Per thread."""
     on = False
 
 
 class enable_grad(_Mode):
+    """Context manager and decorator: turns tape recording back on inside (e.g.
+    within a `no_grad` block); the previous mode is restored on exit. Per thread."""
     on = True

@@ -19,6 +19,10 @@ _FROM = {v: k for k, v in _NAMES.items()}
 
 
 def save_file(tensors: dict, path, metadata: dict | None = None) -> None:
+    """Writes a dict of tensors (name -> Tensor) to `path` in the safetensors format.
+
+    metadata: optional str -> str pairs stored in the header. Tensors are written in name
+    order, little-endian, without the `safetensors` package; bfloat16 keeps its raw bits."""
     header, blobs, off = {}, [], 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
@@ -41,6 +45,10 @@ def save_file(tensors: dict, path, metadata: dict | None = None) -> None:
 
 
 def load_file(path, device=None) -> dict:
+    """Reads a safetensors file into a dict of tensors (name -> Tensor) on `device`.
+
+    Supports F16, BF16, F32, F64, I32, I64 and BOOL; other dtypes raise ValueError. The
+    header's `__metadata__` is skipped."""
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < 8:
@@ -67,8 +75,10 @@ def load_file(path, device=None) -> dict:
 
 
 def save_module(module, path) -> None:
+    """Writes a module's state_dict to `path` (safetensors)."""
     save_file(module.state_dict(), path)
 
 
 def load_module(module, path, strict: bool = True):
+    """Loads a safetensors file into a module (`load_state_dict`); returns its result."""
     return module.load_state_dict(load_file(path), strict=strict)

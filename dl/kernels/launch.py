@@ -72,6 +72,11 @@ def record_compile() -> None:
 
 @contextmanager
 def count_kernels():
+    """Context manager counting kernel launches: `with dl.count_kernels() as c:`.
+
+    On exit `c.launches` is the number of kernels launched in the block, `c.compiles` the
+    fused kernels generated and `c.names` the launched kernels in order (a kernel-library
+    op counts as one launch named `lib.<op>`). Counters nest."""
     c = KernelCount()
     _active.append(c)
     try:

@@ -7,43 +7,65 @@ from .module import Module
 
 
 class ReLU(Module):
+    """ReLU module: max(x, 0) elementwise (`F.relu`)."""
+
     def forward(self, x):
+        """Applies relu to x."""
         return F.relu(x)
 
 
 class GELU(Module):
+    """GELU module; approximate="none" (erf) or "tanh" (`F.gelu`)."""
+
     def __init__(self, approximate: str = "none"):
         super().__init__()
         self.approximate = approximate
 
     def forward(self, x):
+        """Applies gelu to x."""
         return F.gelu(x, approximate=self.approximate)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return f"approximate='{self.approximate}'"
 
 
 class Sigmoid(Module):
+    """Sigmoid module: 1 / (1 + exp(-x)) elementwise."""
+
     def forward(self, x):
+        """Applies sigmoid to x."""
         return F.sigmoid(x)
 
 
 class Tanh(Module):
+    """Tanh module: tanh(x) elementwise."""
+
     def forward(self, x):
+        """Applies tanh to x."""
         return F.tanh(x)
 
 
 class SiLU(Module):
+    """SiLU module: x * sigmoid(x) elementwise."""
+
     def forward(self, x):
+        """Applies silu to x."""
         return F.silu(x)
 
 
 class Identity(Module):
+    """A module that returns its input."""
+
     def forward(self, x):
+        """Returns x itself."""
         return x
 
 
 class Dropout(Module):
+    """Dropout module: in training, zeros each element with probability p and scales
+    the rest by 1/(1-p); in eval mode the identity (`F.dropout`)."""
+
     def __init__(self, p: float = 0.5):
         super().__init__()
         if not 0.0 <= p <= 1.0:
@@ -51,34 +73,47 @@ class Dropout(Module):
         self.p = p
 
     def forward(self, x):
+        """x with dropout applied in training mode, x itself in eval mode."""
         return F.dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return f"p={self.p}"
 
 
 class MSELoss(Module):
+    """Mean squared error loss module; reduction "mean", "sum" or "none" (`F.mse_loss`)."""
+
     def __init__(self, reduction: str = "mean"):
         super().__init__()
         self.reduction = reduction
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of `input` against `target` (same shape)."""
         return F.mse_loss(input, target, self.reduction)
 
 
 class CrossEntropyLoss(Module):
+    """Cross-entropy loss module over logits (`F.cross_entropy`): reduction and
+    label_smoothing as PyTorch's; no `weight` or `ignore_index`."""
+
     def __init__(self, reduction: str = "mean", label_smoothing: float = 0.0):
         super().__init__()
         self.reduction, self.label_smoothing = reduction, label_smoothing
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of logits `input` (N, C, ...) against `target`: class indices
+        (N, ...) or class probabilities of input's shape."""
         return F.cross_entropy(input, target, self.reduction, self.label_smoothing)
 
 
 class Softmax(Module):
+    """Softmax module along `dim` (default: the last, unlike PyTorch's required dim)."""
+
     def __init__(self, dim: int = -1):
         super().__init__()
         self.dim = dim
 
     def forward(self, x):
+        """softmax(x) along the module's dim."""
         return F.softmax(x, self.dim)

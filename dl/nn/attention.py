@@ -11,6 +11,13 @@ from .module import Module
 
 
 class MultiheadAttention(Module):
+    """Multi-head attention with PyTorch's parameters (`in_proj_weight`, `in_proj_bias`,
+    `out_proj`), initialisation and masks; also `MultiHeadAttention`.
+
+    Inputs are (seq, batch, embed), or (batch, seq, embed) with batch_first=True.
+    Self-attention (query is key is value) projects q, k and v in one matmul. No
+    kdim/vdim, add_bias_kv or add_zero_attn."""
+
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  batch_first: bool = False, device=None, dtype=None):
         super().__init__()
@@ -34,8 +41,12 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
-        """Masks as PyTorch's: a bool `attn_mask` (L, S) or `key_padding_mask` (B, S) is True
-        where attention is *not* allowed; a float mask is added to the scores."""
+        """(output, attention weights or None) of query attending to key/value.
+
+        Masks as PyTorch's: a bool `attn_mask` (L, S) or `key_padding_mask` (B, S) is True
+        where attention is *not* allowed; a float mask is added to the scores. The weights
+        are averaged over the heads unless `average_attn_weights=False`; with
+        need_weights=False the second item is None."""
         self_attn = query is key and key is value
         if not self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
@@ -81,6 +92,13 @@ class MultiheadAttention(Module):
 
 
 class TransformerEncoderLayer(Module):
+    """A transformer encoder layer as PyTorch's: self-attention and a feed-forward block
+    (linear1, relu or gelu, linear2), each with dropout, residual and LayerNorm.
+
+    norm_first=False: post-norm (PyTorch's default), True: pre-norm. The activation runs
+    fused in linear1's matmul epilogue; activation takes only "relu" or "gelu" (no
+    callable)."""
+
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
@@ -110,6 +128,8 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(self.linear2(self.dropout(self.linear1(x))))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        """The layer's output for src (seq, batch, d_model), or (batch, seq, d_model) with
+        batch_first; masks as MultiheadAttention's."""
         x = src
         if self.norm_first:
             x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)

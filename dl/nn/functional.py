@@ -36,6 +36,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None) ->
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    """The mean squared error (input - target)**2, reduced by `reduction`: "mean",
+    "sum" or "none". input and target must have the same shape (no broadcasting)."""
     if input.shape != target.shape:
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
                          f"{target.shape} differ")

@@ -32,21 +32,29 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialises weight (kaiming_uniform, a=sqrt(5)) and bias (U(+-1/sqrt(in_features))),
+        as PyTorch's."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             b = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
             init.uniform_(self.bias, -b, b)
 
     def forward(self, x):
+        """x @ weight.T + bias (then the fused activation) over x's last dim."""
         return F.linear(x, self.weight, self.bias, act=self.act)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         act = f", act='{self.act}'" if self.act != "none" else ""
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}{act}")
 
 
 class Embedding(Module):
+    """A lookup table: row i of `weight` (num_embeddings, embedding_dim) for index i.
+
+    Weights are N(0, 1), as PyTorch's; no padding_idx or max_norm."""
+
     def __init__(self, num_embeddings: int, embedding_dim: int, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
@@ -54,18 +62,23 @@ class Embedding(Module):
         init.normal_(self.weight)
 
     def forward(self, idx):
+        """The rows of weight for the int tensor idx: shape (*idx.shape, embedding_dim)."""
         return F.embedding(idx, self.weight)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return f"{self.num_embeddings}, {self.embedding_dim}"
 
 
 class Flatten(Module):
+    """Flattens dims start_dim..end_dim (default: all but the batch dim) into one."""
+
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x):
+        """x.flatten(start_dim, end_dim)."""
         return x.flatten(self.start_dim, self.end_dim)
 
 
@@ -90,42 +103,60 @@ class Conv2d(Module):
             init.uniform_(self.bias, -1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in))
 
     def forward(self, x):
+        """The convolution of x (N, C, H, W): (N, out_channels, OH, OW)."""
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups, act=self.act)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding}")
 
 
 class MaxPool2d(Module):
+    """2-D max pooling over (N, C, H, W) inputs (`F.max_pool2d`); stride defaults to
+    kernel_size."""
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
         super().__init__()
         self.kernel_size, self.stride = kernel_size, stride
         self.padding, self.dilation = padding, dilation
 
     def forward(self, x):
+        """Max-pools x (N, C, H, W)."""
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool2d(Module):
+    """2-D average pooling over (N, C, H, W) inputs (`F.avg_pool2d`); stride defaults
+    to kernel_size."""
+
     def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
         self.count_include_pad = count_include_pad
 
     def forward(self, x):
+        """Average-pools x (N, C, H, W)."""
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
                             self.count_include_pad)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class BatchNorm2d(Module):
+    """Batch normalisation over the channels of (N, C, H, W) inputs, as PyTorch's.
+
+    Training: normalises with the batch statistics and updates the buffers running_mean,
+    running_var (unbiased) with `momentum`, and num_batches_tracked; eval: uses the running
+    statistics. affine adds weight and bias; momentum=None is not supported."""
+
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None):
@@ -145,6 +176,7 @@ class BatchNorm2d(Module):
             self.running_mean = self.running_var = None
 
     def forward(self, x):
+        """x (N, C, H, W) normalised per channel (batch or running statistics by mode)."""
         if x.ndim != 4:
             raise ValueError(f"BatchNorm2d takes (N, C, H, W), got shape {x.shape}")
         batch_stats = self.training or self.running_mean is None
@@ -154,10 +186,14 @@ class BatchNorm2d(Module):
                             batch_stats, self.momentum, self.eps)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
 
 
 class LayerNorm(Module):
+    """Layer normalisation over the last dims (normalized_shape), with optional
+    elementwise weight and bias, as PyTorch's."""
+
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None):
         super().__init__()
@@ -170,7 +206,9 @@ class LayerNorm(Module):
             else None
 
     def forward(self, x):
+        """x normalised over its last dims (`F.layer_norm`)."""
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
         return f"{self.normalized_shape}, eps={self.eps}"

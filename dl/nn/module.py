@@ -10,6 +10,11 @@ from .parameter import Parameter
 
 
 class Module:
+    """Base class of the layers: holds parameters, buffers and submodules, as PyTorch's.
+
+    Subclasses call `super().__init__()`, assign `Parameter`s, submodules and tensors
+    (through `register_buffer`) as attributes, and define `forward`; calling the module
+    calls `forward`. No hooks. `training` is True until `eval()`."""
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
@@ -44,35 +49,47 @@ class Module:
         object.__delattr__(self, name)
 
     def register_parameter(self, name: str, p: Parameter | None) -> None:
+        """Registers `p` (a Parameter, or None for an absent one) as the parameter
+        `name`."""
         self._parameters[name] = p
 
     def register_buffer(self, name: str, t: Tensor | None) -> None:
+        """Registers tensor `t` (or None) as the buffer `name`: state that is not a
+        parameter (running statistics), saved in state_dict and moved by `to`."""
         self._buffers[name] = t
 
     def add_module(self, name: str, m: Module | None) -> None:
+        """Registers submodule `m` (or None) under `name`."""
         self._modules[name] = m
 
     # ---- traversal -----------------------------------------------------------------------
     def named_modules(self, prefix: str = ""):
+        """Yields (name, module) for this module (name `prefix`) and every submodule,
+        depth first; names are dotted paths."""
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
                 yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
 
     def modules(self):
+        """Yields this module and every submodule, depth first."""
         for _, m in self.named_modules():
             yield m
 
     def named_children(self):
+        """Yields (name, module) for the direct submodules."""
         for name, m in self._modules.items():
             if m is not None:
                 yield name, m
 
     def children(self):
+        """Yields the direct submodules."""
         for _, m in self.named_children():
             yield m
 
     def named_parameters(self, prefix: str = "", recurse: bool = True):
+        """Yields (dotted name, Parameter) for the parameters of this module and
+        (with recurse) its submodules, each shared parameter once."""
         seen = set()
         mods = self.named_modules(prefix) if recurse else [(prefix, self)]
         for mp, m in mods:
@@ -82,38 +99,51 @@ class Module:
                     yield (f"{mp}.{name}" if mp else name), p
 
     def parameters(self, recurse: bool = True):
+        """Yields the parameters of this module and (with recurse) its submodules, each
+        once: what an optimiser takes."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = ""):
+        """Yields (dotted name, tensor) for the buffers of this module and its
+        submodules."""
         for mp, m in self.named_modules(prefix):
             for name, b in m._buffers.items():
                 if b is not None:
                     yield (f"{mp}.{name}" if mp else name), b
 
     def buffers(self):
+        """Yields the buffers of this module and its submodules."""
         for _, b in self.named_buffers():
             yield b
 
     # ---- modes, state --------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
+        """Sets training mode (mode=True) or evaluation mode on this module and all
+        submodules (Dropout, BatchNorm2d behave differently); returns self."""
         for m in self.modules():
             object.__setattr__(m, "training", mode)
         return self
 
     def eval(self) -> Module:
+        """Sets evaluation mode (`train(False)`); returns self."""
         return self.train(False)
 
     def zero_grad(self) -> None:
+        """Sets the `.grad` of every parameter to None."""
         for p in self.parameters():
             p.grad = None
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Sets `requires_grad` on every parameter; returns self."""
         for p in self.parameters():
             p.requires_grad = requires_grad
         return self
 
     def state_dict(self) -> OrderedDict:
+        """An ordered dict of dotted name -> tensor for every parameter and buffer,
+        detached (sharing storage with the module, as PyTorch's); loadable with
+        `load_state_dict` or `dl.save_file`."""
         out = OrderedDict()
         for name, p in self.named_parameters():
             out[name] = p.detach()
@@ -143,6 +173,9 @@ class Module:
         return missing, unexpected
 
     def to(self, *args, **kwargs) -> Module:
+        """Moves or casts every parameter and buffer in place (the arguments of
+        `Tensor.to`: a device and/or a dtype); returns self. Parameters are replaced by new
+        Parameter objects, so make the optimiser after `to`."""
         for m in self.modules():
             for name, p in m._parameters.items():
                 if p is not None:
@@ -155,12 +188,15 @@ class Module:
 
     # ---- calling -------------------------------------------------------------------------
     def forward(self, *args, **kwargs):
+        """Computes the module's output; subclasses define it. Call the module
+        (`m(x)`) rather than `forward`."""
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
+        """The text inside the module's repr's parentheses; subclasses override it."""
         return ""
 
     def __repr__(self) -> str:

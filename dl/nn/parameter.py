@@ -5,6 +5,8 @@ from ..tensor import Tensor
 
 
 class Parameter(Tensor):
+    """A tensor that a Module registers as a parameter: a leaf that requires grad
+    (unless `requires_grad=False`), sharing `data`'s storage (a lazy `data` is computed)."""
     def __init__(self, data: Tensor, requires_grad: bool = True):
         data = data.detach()._materialise()
         super().__init__(data._buf, data.shape, data._strides, data.offset, data.dtype,

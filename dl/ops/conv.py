@@ -124,6 +124,11 @@ def _pool_geo(kernel_size, stride, padding, dilation=1):
 
 @register("max_pool2d")
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
+    """2-D max pooling of an (N, C, H, W) float32/float64 tensor.
+
+    kernel_size, stride (default: kernel_size), padding, dilation: ints or pairs.
+    No ceil_mode or return_indices. Differentiable (to the
+    first maximum of each window)."""
     _float(x, "max_pool2d")
     kh, kw, sh, sw, ph, pw, dh, dw = _pool_geo(kernel_size, stride, padding, dilation)
     if not (is_grad_enabled() and x.requires_grad):
@@ -153,6 +158,10 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Te
 @register("avg_pool2d")
 def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0,
                count_include_pad: bool = True) -> Tensor:
+    """2-D average pooling of an (N, C, H, W) float32/float64 tensor.
+
+    kernel_size, stride (default: kernel_size), padding: ints or pairs; count_include_pad
+    as PyTorch's. No ceil_mode or divisor_override. Differentiable."""
     _float(x, "avg_pool2d")
     kh, kw, sh, sw, ph, pw, _, _ = _pool_geo(kernel_size, stride, padding)
     buf = counted("avg_pool2d", lib_pool.avg_pool2d, x.device.rt, operand(x), (kh, kw),

@@ -59,11 +59,18 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
 
 
 def from_numpy(arr: np.ndarray, device=None) -> Tensor:
+    """A tensor holding a copy of the NumPy array `arr` (its dtype kept), on `device`.
+
+    Unlike PyTorch's, it does not share memory with arr (use `dl.from_dlpack` for that)."""
     return tensor(arr, device=device)
 
 
 @register("full")
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of shape `size` (an int or a tuple) filled with fill_value.
+
+    The dtype defaults from the value: bool, int64 or float32. Lazy (a generator node: no
+    kernel of its own when used in an elementwise expression)."""
     shape = _shape(size if isinstance(size, (tuple, list)) else (size,))
     if dtype is None:
         dt = {0: dtypes.bool_, 1: dtypes.int64, 2: dtypes.default_float}[
@@ -77,11 +84,15 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
 
 @register("zeros")
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros of shape `size` (as arguments or a tuple); float32 unless
+    `dtype` is given. Lazy (see full)."""
     return full(_shape(size), 0, dtypes.get(dtype), device, requires_grad)
 
 
 @register("ones")
 def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones of shape `size` (as arguments or a tuple); float32 unless
+    `dtype` is given. Lazy (see full)."""
     return full(_shape(size), 1, dtypes.get(dtype), device, requires_grad)
 
 
@@ -96,21 +107,27 @@ def _like(x: Tensor, dtype, device):
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """zeros of x's shape, with x's dtype and device unless given."""
     dt, dev = _like(x, dtype, device)
     return full(x.shape, 0, dt, dev, requires_grad)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """ones of x's shape, with x's dtype and device unless given."""
     dt, dev = _like(x, dtype, device)
     return full(x.shape, 1, dt, dev, requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of x's shape filled with fill_value, with x's dtype and device
+    unless given."""
     dt, dev = _like(x, dtype, device)
     return full(x.shape, fill_value, dt, dev, requires_grad)
 
 
 def empty_like(x, dtype=None, device=None) -> Tensor:
+    """Uninitialised storage of x's shape, with x's dtype and device unless
+    given (no kernel)."""
     dt, dev = _like(x, dtype, device)
     return Tensor._empty(x.shape, dt, dev)
 
@@ -118,6 +135,11 @@ def empty_like(x, dtype=None, device=None) -> Tensor:
 @register("arange")
 def arange(start, end=None, step=1, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
+    """Values from start (inclusive) to end (exclusive) by step, 1-D.
+
+    `arange(n)` is 0..n-1. int64 when start, end and step are ints, else float32 (unless
+    `dtype`); float ranges are computed in float64 where the device has it, as PyTorch does.
+    Lazy (a generator node)."""
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -140,6 +162,7 @@ def arange(start, end=None, step=1, dtype=None, device=None,
 @register("eye")
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
+    """The n x m identity matrix (m defaults to n); float32 unless `dtype`. Lazy."""
     dt = dtypes.get(dtype)
     t = elementwise("eye", [], [], dt, device=_device.get(device),
                     shape=(int(n), int(n if m is None else m)))
@@ -169,10 +192,12 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -
 
 
 def rand_like(x, generator=None, dtype=None, device=None) -> Tensor:
+    """rand of x's shape, with x's dtype and device unless given."""
     dt, dev = _like(x, dtype, device)
     return rand(*x.shape, generator=generator, dtype=dt, device=dev)
 
 
 def randn_like(x, generator=None, dtype=None, device=None) -> Tensor:
+    """randn of x's shape, with x's dtype and device unless given."""
     dt, dev = _like(x, dtype, device)
     return randn(*x.shape, generator=generator, dtype=dt, device=dev)

@@ -30,6 +30,11 @@ def _acc(x: Tensor) -> Tensor:
 
 @register("index_select", method=True)
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries of x at positions `index` along `dim`.
+
+    index: a 1-D int32/int64 tensor; the result has x's shape with dim's size replaced by
+    len(index) (a copy). Differentiable (the gradient is scattered back, repeated indices
+    accumulating). Also `t.index_select(dim, index)`."""
     idx = _check_index(index, "index_select")
     if idx.ndim != 1:
         raise ValueError(f"index_select needs a 1-D index, got shape {idx.shape}")
@@ -57,6 +62,11 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 @register("gather", method=True)
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (likewise for other dims).
+
+    index: an int32/int64 tensor of x's rank, no larger than x outside `dim`; the result has
+    index's shape. Differentiable (the gradient is scattered back, accumulating). Also
+    `t.gather(dim, index)`."""
     idx = _check_index(index, "gather")
     d = shapes.norm_dim(dim, x.ndim)
     if idx.ndim != x.ndim:
@@ -85,6 +95,10 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 @register("cat", "concat", "concatenate")
 def cat(tensors, dim: int = 0) -> Tensor:
+    """The tensors joined along an existing `dim` (their shapes agree elsewhere).
+
+    The result has their promoted dtype. Empty 1-D tensors of shape (0,) are skipped (as
+    PyTorch's legacy rule). Registered also as `concat` and `concatenate`. Differentiable."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat needs at least one tensor")
@@ -112,6 +126,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 
 @register("stack")
 def stack(tensors, dim: int = 0) -> Tensor:
+    """The tensors (all of one shape) joined along a new `dim`."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack needs at least one tensor")

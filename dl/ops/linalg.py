@@ -87,6 +87,12 @@ def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none",
 
 @register("matmul", method=True, dunder="__matmul__", rdunder="__rmatmul__")
 def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """The matrix product a @ b, with NumPy/PyTorch semantics.
+
+    1-D operands are promoted to a row (a) or a column (b) and the added dim removed; leading
+    (batch) dims broadcast. Both operands must be float tensors of the same dtype on the same
+    device (no promotion; integer matmul is not supported, unlike PyTorch's).
+    float16/bfloat16 multiply in float32. Differentiable. Also `a.matmul(b)` and `a @ b`."""
     _check(a, b, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: both operands need at least one dimension")
@@ -107,6 +113,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 @register("mm", "bmm", method=("mm", "bmm"))
 def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors (mm) or two 3-D batches (bmm); also
+    `dl.bmm`, `a.mm(b)`, `a.bmm(b)`. Unlike PyTorch, either name takes either rank."""
     if a.ndim != b.ndim or a.ndim not in (2, 3):
         raise ValueError(f"mm/bmm take two 2-D or two 3-D tensors, got {a.shape}, {b.shape}")
     return matmul(a, b)

@@ -17,11 +17,18 @@ def _mix(x: int) -> int:
 
 
 class Generator:
+    """A source of keys for the counter-based RNG (`dl.rand`, `dl.randn`, dropout).
+
+    Each call that draws numbers takes a fresh key; the numbers are a hash of (key, element
+    index) computed inside the kernel, so a seed gives the same numbers on every runtime
+    (but not PyTorch's numbers). Pass one as `generator=` or use the default one
+    (`dl.manual_seed`)."""
     def __init__(self, seed: int = 0):
         self._lock = threading.Lock()
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> Generator:
+        """Restarts this generator's sequence of keys from `seed`; returns self."""
         self.seed = int(seed)
         self._counter = 0
         return self
@@ -40,4 +47,6 @@ default_generator = Generator(0)
 
 
 def manual_seed(seed: int) -> Generator:
+    """Seeds the default generator (rand, randn, dropout without a `generator=`)
+    and returns it."""
     return default_generator.manual_seed(seed)

@@ -118,6 +118,11 @@ def _expand_grad(g: Tensor, x: Tensor, dims) -> Tensor:
 
 @register("sum", method=True)
 def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A001
+    """The sum of x's elements over `dim` (an int, a tuple, or None: all dims).
+
+    keepdim keeps the reduced dims with size 1; `dtype` casts x first. Integer and bool
+    tensors sum in int64 (as PyTorch); float16/bfloat16 accumulate in float32. A lazy x is
+    summed as it is computed (one kernel). Differentiable. Also `t.sum()`."""
     if dtype is not None:
         x = x.to(dtype)
     dims = _dims(x, dim)
@@ -129,6 +134,10 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
 
 @register("mean", method=True)
 def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """The mean of x over `dim` (an int, a tuple, or None: all dims).
+
+    Float tensors only (a TypeError otherwise, as PyTorch); `dtype` casts x first. The mean
+    of no elements is nan. Differentiable. Also `t.mean()`."""
     if dtype is not None:
         x = x.to(dtype)
     if not x.dtype.is_float:
@@ -141,7 +150,11 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 
 @register("prod", method=True)
 def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """The gradient is out / x: an input element that is exactly 0 gets a nan gradient."""
+    """The product of x's elements over `dim` (an int, a tuple, or None: all dims).
+
+    keepdim, dtype and result dtypes as in sum (integer and bool tensors give int64).
+    The gradient is out / x: an input element that is exactly 0 gets a nan gradient (PyTorch
+    handles zeros). Also `t.prod()`."""
     if dtype is not None:
         x = x.to(dtype)
     dims = _dims(x, dim)
@@ -164,6 +177,10 @@ def _amax(op: str):
             record(y, "a" + op, (x,), back)
         return y
     fn.__name__ = "a" + op
+    fn.__doc__ = (f"The {op}imum of x over `dim` (an int, a tuple, or None: all dims), in x's "
+                  f"dtype (bool\n    gives int64).\n\n    keepdim keeps the reduced dims with "
+                  f"size 1. The gradient is shared evenly between\n    tied extremes, as "
+                  f"PyTorch's. Also `t.a{op}()`.")
     return fn
 
 
@@ -196,6 +213,10 @@ def _arg(op: str):
             idx = idx.reshape(ks)
         return idx
     fn.__name__ = op
+    fn.__doc__ = (f"The index of the {op[3:]}imum of x along `dim` (None: of the flattened "
+                  f"x).\n\n    Ties give the lowest index. int64, or int32 on devices "
+                  f"without 64-bit ints (the wgpu\n    runtimes). keepdim keeps the dim with "
+                  f"size 1. Not differentiable. Also `t.{op}()`.")
     return fn
 
 
@@ -205,8 +226,12 @@ argmin = register("argmin", method=True)(_arg("argmin"))
 
 def _max_min(op: str):
     def fn(x: Tensor, dim=None, keepdim: bool = False):
-        """No dim: the extreme value (gradient shared between ties). With dim: (values,
-        indices), the gradient going to the index (PyTorch's rule)."""
+        """The maximum (max) or minimum (min) of x.
+
+        No dim: the extreme value over all elements (the gradient shared between ties). With
+        dim: a (values, indices) named tuple along dim (ties: the lowest index), the gradient
+        going to the index (PyTorch's rule). Also `t.max()` / `t.min()`. Unlike PyTorch,
+        `max(a, b)` of two tensors is not this op: use `maximum`."""
         if dim is None:
             return (amax if op == "max" else amin)(x)
         d = shapes.norm_dim(dim, (x.ndim or 1))
@@ -236,8 +261,12 @@ min = register("min", method=True)(_max_min("min"))  # noqa: A001
 @register("var", method=True)
 def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
-    """Two passes, both reductions fused: the mean, then the squares of (x - mean) summed
-    on read. Differentiable through those ops."""
+    """The variance of x over `dim` (an int, a tuple, or None: all dims).
+
+    Divides by n - correction (1: the unbiased estimate, PyTorch's default; `unbiased`
+    overrides it as in older PyTorch); nan where n <= correction. Two passes, both fused
+    reductions: the mean, then the squares of (x - mean) summed on read. Differentiable
+    through those ops. Also `t.var()`."""
     if unbiased is not None:
         correction = int(unbiased)
     dims = _dims(x, dim)
@@ -250,6 +279,8 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
 @register("std", method=True)
 def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
+    """The standard deviation of x over `dim`: sqrt(var(x, ...)), with var's
+    arguments. Differentiable. Also `t.std()`."""
     return var(x, dim, keepdim, correction, unbiased).sqrt()
 
 

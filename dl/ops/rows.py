@@ -52,17 +52,28 @@ def _softmax(x: Tensor, dim: int, log: bool) -> Tensor:
 
 @register("softmax", method=True)
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim` (default: the last), computed stably.
+
+    Float tensors only (float16/bfloat16 through float32); no `dtype` argument. Differentiable.
+    Also `t.softmax(dim)`."""
     return _softmax(x, dim, False)
 
 
 @register("log_softmax", method=True)
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """log(softmax(x)) along `dim` (default: the last), computed stably.
+
+    Float tensors only. Differentiable. Also `t.log_softmax(dim)`."""
     return _softmax(x, dim, True)
 
 
 @register("layer_norm")
 def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Layer normalisation over the last dims, those of normalized_shape.
+
+    (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance, as PyTorch's.
+    weight and bias (of normalized_shape) are optional. Float tensors only. Differentiable."""
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if x.shape[x.ndim - len(ns):] != ns:
         raise ValueError(f"layer_norm: normalized_shape {ns} is not the end of {x.shape}")

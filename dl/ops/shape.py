@@ -25,6 +25,8 @@ def _dims(args) -> tuple:
 
 @register("contiguous", method=True)
 def contiguous(x: Tensor) -> Tensor:
+    """x if it is contiguous (or lazy), else a contiguous copy (one kernel).
+    Differentiable. Also `t.contiguous()`."""
     if x.is_lazy or x.is_contiguous():
         return x
     y = Tensor._lazy(Node("identity", (x,), (x.dtype.compute,), x.dtype, x.shape), x.device)
@@ -34,12 +36,16 @@ def contiguous(x: Tensor) -> Tensor:
 
 @register("clone", method=True)
 def clone(x: Tensor) -> Tensor:
+    """A copy of x in new storage (lazy: computed with the graph it belongs to).
+    Differentiable, as PyTorch's (the gradient flows back to x). Also `t.clone()`."""
     y = elementwise("identity", [x], [x.dtype.compute], x.dtype)
     return record(y, "clone", (x,), lambda g: (g,))
 
 
 @register("detach", method=True)
 def detach(x: Tensor) -> Tensor:
+    """x without its autograd history: a tensor sharing x's storage (or lazy value)
+    that does not require grad. Also `t.detach()`."""
     if x.is_lazy:
         return Tensor._lazy(x._node, x.device)
     return Tensor(x._buf, x.shape, x._strides, x.offset, x.dtype, x.device)
@@ -47,6 +53,11 @@ def detach(x: Tensor) -> Tensor:
 
 @register("reshape", "view", method=("reshape", "view"))
 def reshape(x: Tensor, *shape) -> Tensor:
+    """x with a new shape (sizes as arguments or a tuple; one may be -1).
+
+    A view sharing x's storage when its strides allow (PyTorch's rule), else a contiguous
+    copy. Registered also as `view`, which likewise copies where PyTorch's `view` would
+    raise. Differentiable. Also `t.reshape(...)`, `t.view(...)`."""
     shape = shapes.infer_shape(_dims(shape), x.numel())
     if shape == x.shape:
         return x
@@ -61,6 +72,8 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 @register("flatten", method=True)
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """x with dims start_dim..end_dim (inclusive) merged into one; a 0-d tensor
+    gives shape (1,). A view when the strides allow (see reshape). Also `t.flatten()`."""
     if x.ndim == 0:
         return reshape(x, 1)
     s, e = shapes.norm_dim(start_dim, x.ndim), shapes.norm_dim(end_dim, x.ndim)
@@ -69,6 +82,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 @register("permute", method=True)
 def permute(x: Tensor, *dims) -> Tensor:
+    """A view of x with its dims reordered: dims (as arguments or a tuple) is a
+    permutation of 0..ndim-1; negative dims count from the end. Differentiable. Also
+    `t.permute(...)`."""
     dims = tuple(shapes.norm_dim(d, x.ndim) for d in _dims(dims))
     if sorted(dims) != list(range(x.ndim)):
         raise ValueError(f"permute dims {dims} are not a permutation of 0..{x.ndim - 1}")
@@ -82,6 +98,8 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 @register("transpose", "swapaxes", method=True)
 def transpose(x: Tensor, dim0: int = 0, dim1: int = 1) -> Tensor:
+    """A view of x with dims dim0 and dim1 swapped (x itself below rank 2).
+    Registered also as `swapaxes`. Differentiable. Also `t.transpose(dim0, dim1)`."""
     if x.ndim < 2:
         return x
     d = list(range(x.ndim))
@@ -92,6 +110,8 @@ def transpose(x: Tensor, dim0: int = 0, dim1: int = 1) -> Tensor:
 
 @register("t", method=True)
 def t(x: Tensor) -> Tensor:
+    """The transpose of a tensor of rank <= 2 (a view; rank 0 and 1 are returned as
+    they are). Also `t.t()`; see `t.T` and `t.mT` for other ranks."""
     if x.ndim > 2:
         raise ValueError(f"t() expects a tensor of rank <= 2, got shape {x.shape}")
     return transpose(x, 0, 1)
@@ -99,6 +119,9 @@ def t(x: Tensor) -> Tensor:
 
 @register("squeeze", method=True)
 def squeeze(x: Tensor, dim=None) -> Tensor:
+    """A view of x without size-1 dims: all of them (dim None), or those among
+    `dim` (an int or a tuple; dims of another size are kept, as PyTorch's). Differentiable.
+    Also `t.squeeze()`."""
     if dim is None:
         keep = [d for d in range(x.ndim) if x.shape[d] != 1]
     else:
@@ -112,6 +135,8 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
 
 @register("unsqueeze", method=True)
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """A view of x with a size-1 dim inserted at position `dim` (-1: at the
+    end). Differentiable. Also `t.unsqueeze(dim)`."""
     d = shapes.norm_dim(dim, x.ndim + 1)
     st = x._strides[d] * x.shape[d] if d < x.ndim else 1
     y = x._view(x.shape[:d] + (1,) + x.shape[d:], x._strides[:d] + (st,) + x._strides[d:],
@@ -122,6 +147,9 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
 
 @register("expand", method=True)
 def expand(x: Tensor, *size) -> Tensor:
+    """A view of x broadcast to `size` (as arguments or a tuple) without copying:
+    size-1 dims repeat with stride 0, new leading dims may be added, -1 keeps a dim's size.
+    The gradient is summed back to x's shape. Also `t.expand(...)`."""
     size = _dims(size)
     if len(size) < x.ndim:
         raise ValueError(f"expand: the target {tuple(size)} has fewer dims than the tensor's "
@@ -141,15 +169,19 @@ def expand(x: Tensor, *size) -> Tensor:
 
 @register("expand_as", method=True)
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """x expanded to `other`'s shape (see expand). Also `t.expand_as(other)`."""
     return expand(x, *other.shape)
 
 
 @register("broadcast_to", method=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
+    """x expanded to `shape` (see expand). Also `t.broadcast_to(shape)`."""
     return expand(x, *shape)
 
 
 def broadcast_tensors(*xs):
+    """The tensors expanded to their common broadcast shape (NumPy rules),
+    as a tuple of views."""
     shape = shapes.broadcast_shapes(*(x.shape for x in xs))
     return tuple(expand(x, *shape) for x in xs)
 
@@ -198,6 +230,9 @@ def _index_view(x: Tensor, idx):
 
 @register("getitem", dunder="__getitem__")
 def getitem(x: Tensor, idx) -> Tensor:
+    """`x[idx]`: basic indexing is a view (ints, slices with a positive step,
+    None, ...); a 1-D or n-D integer tensor picks rows along dim 0 (a copy). Boolean masks
+    are not supported (use where). Differentiable."""
     if isinstance(idx, Tensor):
         if idx.dtype is dtypes.bool_:
             raise IndexError("boolean mask indexing is not supported (its shape depends on "
@@ -217,6 +252,9 @@ def getitem(x: Tensor, idx) -> Tensor:
 
 @register("setitem", dunder="__setitem__")
 def setitem(x: Tensor, idx, value) -> None:
+    """`x[idx] = value`: writes value (a tensor broadcast to the indexed view, or
+    a scalar) into x's storage, in place. Refused on a tensor that requires grad while grad
+    mode is on (wrap it in dl.no_grad())."""
     if x.requires_grad and is_grad_enabled():
         raise RuntimeError("in-place assignment to a tensor that requires grad (wrap it in "
                            "dl.no_grad())")
@@ -264,22 +302,33 @@ def _reads(value: Tensor, dst: Tensor) -> bool:
 
 @register("zero_", method=True)
 def zero_(x: Tensor) -> Tensor:
+    """Fills x with zeros in place and returns x. Also `t.zero_()`."""
     return assign(x, 0)
 
 
 @register("fill_", method=True)
 def fill_(x: Tensor, value) -> Tensor:
+    """Fills x with `value` (a scalar, or a tensor broadcast to x's shape) in place
+    and returns x. Also `t.fill_(value)`."""
     return assign(x, value)
 
 
 @register("copy_", method=True)
 def copy_(x: Tensor, src) -> Tensor:
+    """Copies src (a tensor broadcast to x's shape, converted to x's dtype and
+    device, or a scalar) into x in place and returns x. Not recorded for autograd. Also
+    `t.copy_(src)`."""
     return assign(x, src)
 
 
 # ---- conversions ---------------------------------------------------------------------------
 @register("to", method=True)
 def to(x: Tensor, *args, dtype=None, device=None) -> Tensor:
+    """x on another device and/or with another dtype; x itself when nothing changes.
+
+    Positional arguments are recognised as a device (a Device, or a runtime name such as
+    "cpu", "cuda:0") or a dtype (anything else); or pass `dtype=`/`device=`. A device change
+    copies through the host. Differentiable. Also `t.to(...)`."""
     for a in args:
         if isinstance(a, str) and a.split(":")[0] not in {d.name for d in dtypes.ALL} \
                 or isinstance(a, _device.Device):
@@ -306,6 +355,7 @@ def _caster(name, dt):
     def fn(x):
         return cast(x, dt)
     fn.__name__ = name
+    fn.__doc__ = f"`t.{name}()`: t cast to {dt.name}; t itself if it has that dtype (see cast)."
     return register(name, method=True)(fn)
 
 
@@ -318,16 +368,21 @@ float_, double, half, bfloat16, int_, long, bool_ = (
 
 @register("cpu", method=True)
 def cpu(x: Tensor) -> Tensor:
+    """x on the "cpu" device (x itself if already there). Also `t.cpu()`."""
     return to(x, device="cpu")
 
 
 @register("type_as", method=True)
 def type_as(x: Tensor, other: Tensor) -> Tensor:
+    """x cast to other's dtype. Also `t.type_as(other)`."""
     return cast(x, other.dtype)
 
 
 @register("requires_grad_", method=True)
 def requires_grad_(x: Tensor, requires_grad: bool = True) -> Tensor:
+    """Sets whether autograd records ops on x (a leaf; in place) and returns
+    x. Only float tensors can require grad; a lazy x is computed first. Also
+    `t.requires_grad_()`."""
     if x._grad_fn is not None and not requires_grad:
         raise RuntimeError("requires_grad_(False) on a non-leaf tensor")
     if requires_grad and not x.dtype.is_float:
@@ -339,16 +394,24 @@ def requires_grad_(x: Tensor, requires_grad: bool = True) -> Tensor:
 
 @register("backward", method=True)
 def backward(x: Tensor, gradient=None, retain_graph: bool = False) -> None:
+    """Backpropagates from x, accumulating into the `.grad` of the leaves that
+    require grad.
+
+    gradient: the gradient of x (may be omitted for a one-element x, as in PyTorch).
+    The graph walked is freed unless `retain_graph=True`. No higher-order gradients.
+    Also `t.backward()`."""
     _backward(x, gradient, retain_graph)
 
 
 @tensor_method("T", prop=True)
 def _T(x: Tensor) -> Tensor:
+    """`t.T`: t with all dims reversed (a view)."""
     return permute(x, *reversed(range(x.ndim)))
 
 
 @tensor_method("mT", prop=True)
 def _mT(x: Tensor) -> Tensor:
+    """`t.mT`: t with its last two dims swapped (a view; batched matrix transpose)."""
     return transpose(x, -2, -1)
 
 

@@ -10,6 +10,8 @@ from .optimizer import Optimizer
 
 
 class Adam(Optimizer):
+    """Adam (PyTorch's update rule): betas, eps, L2 weight decay added to the
+    gradient, maximize. No amsgrad, foreach or capturable options."""
     decoupled = False  # AdamW decays the weights directly instead of through the gradient
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
@@ -67,6 +69,8 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
+    """AdamW: Adam with decoupled weight decay (the parameter is scaled by
+    1 - lr * weight_decay each step; default weight_decay 1e-2, as PyTorch's)."""
     decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,

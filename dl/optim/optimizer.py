@@ -12,6 +12,11 @@ from ..tensor import Tensor
 
 
 class Optimizer:
+    """Base class of the optimisers: parameter groups, per-parameter state, zero_grad.
+
+    params: an iterable of parameters, or of dicts (parameter groups: {"params": [...],
+    "lr": ...}) whose settings override `defaults`. Subclasses implement `_step`. Each
+    parameter's update runs as one kernel."""
     def __init__(self, params, defaults: dict):
         params = list(params)
         if not params:
@@ -28,6 +33,8 @@ class Optimizer:
         self._plan: list | None = None
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Sets every parameter's `.grad` to None (set_to_none is accepted for
+        PyTorch compatibility; gradients are always set to None)."""
         for g in self.param_groups:
             for p in g["params"]:
                 p.grad = None
@@ -68,6 +75,9 @@ class Optimizer:
         materialise(values, targets)
 
     def step(self):
+        """Updates every parameter that has a `.grad` by one step of the rule (no grad
+        recorded). Under `dl.capture` it re-runs at every replay, reading the current learning
+        rates and step counts. No `closure` argument."""
         # a step reads host state that changes from step to step (step counts, the learning
         # rate): under dl.capture it runs again at every replay instead of being frozen, or,
         # when every parameter took its single-kernel path, only its kernels run again with
@@ -115,6 +125,9 @@ class Optimizer:
         raise NotImplementedError
 
     def state_dict(self) -> dict:
+        """{"state": per-parameter state by index, "param_groups": the groups' settings}.
+
+        There is no load_state_dict."""
         ids = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
         return {"state": {ids[k]: dict(v) for k, v in self.state.items() if k in ids},
                 "param_groups": [{k: v for k, v in g.items() if k != "params"}

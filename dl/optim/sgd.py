@@ -7,6 +7,8 @@ from .optimizer import Optimizer
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov momentum and
+    weight decay (PyTorch's update rule and defaults, lr=1e-3; maximize ascends)."""
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False):
         if nesterov and (momentum <= 0 or dampening != 0):
