@@ -164,10 +164,26 @@ def _validate(tool: T.Tool, arch: str, sources: list,
                 pending.append(rest)
         elif len(batch) == 1:
             results[batch[0][0]] = r.error or "failed"
+        elif len(batch) > 2 and _broken_tool(tool, arch, batch, wd / f"{arch}-probe{n}"):
+            # the tool fails whatever it gets (an architecture it lacks, a missing header):
+            # one verdict for all, not a bisection that runs it twice per kernel
+            results.update(dict.fromkeys((label for label, _ in batch), r.error or "failed"))
         else:
             half = len(batch) // 2
             pending += [batch[:half], batch[half:]]
     return results, time.perf_counter() - start
+
+
+def _broken_tool(tool: T.Tool, arch: str, batch: list, wd: Path) -> bool:
+    """Whether the first and the last kernel of a failed batch each fail alone with an
+    error that names no kernel."""
+    for i, probe in enumerate((batch[:1], batch[-1:])):
+        sub = wd / str(i)
+        sub.mkdir(parents=True, exist_ok=True)
+        r = tool.validate(probe, arch, sub)
+        if r.ok or r.failed or r.skipped:
+            return False
+    return True
 
 
 def check(items: list[Item], targets: list[str] | tuple[str, ...] = DEFAULT_TARGETS,

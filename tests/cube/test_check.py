@@ -197,3 +197,21 @@ def test_a_device_without_f16_skips_f16_wgsl(monkeypatch, capsys, user_file):
     assert _cells(out, "scale[F=f16,x:4,out:4]", ["wgsl"])["wgsl"] == \
         "skipped (the wgpu adapter lacks shader-f16)"
     assert _cells(out, "scale[F=f32]", ["wgsl"])["wgsl"] == "ok"
+
+
+def test_a_tool_that_fails_on_everything_is_one_verdict(monkeypatch, capsys, user_file):
+    """A tool failing whatever it is given (here: clang++ without the shim's directory)
+    fails every kernel once, without running per kernel; the exit status is 1."""
+    if not _installed("msl"):
+        pytest.skip(f"msl: {tools.tools()['msl'].missing()}")
+    monkeypatch.setattr(tools, "SHIM", tools.SHIM.parent / "no_such_dir")
+    calls = []
+    real = tools.run_all
+    monkeypatch.setattr(tools, "run_all", lambda cmds, *a, **k: calls.append(cmds) or
+                        real(cmds, *a, **k))
+    rc = cli.main(["check", user_file, "--targets", "msl"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert _cells(out, "scale[F=f32]", ["msl"])["msl"] == "FAIL"
+    assert "metal_stdlib" in out  # clang's error: the header is not found
+    assert len(calls) == 3  # the batch, then the first and the last kernel alone
