@@ -281,6 +281,8 @@ class CubeFunction:
 
     # ---- introspection -----------------------------------------------------------------
     def source_info(self) -> FunctionSource:
+        """The kernel's source as captured when it was decorated (file, first line, text),
+        parsed on first use; error messages quote it."""
         if self._src is None:
             self._src = function_source(self.fn, self._captured)
         return self._src
@@ -291,9 +293,12 @@ class CubeFunction:
         return self._captured.sha256 if self._captured is not None else None
 
     def signature(self) -> inspect.Signature:
+        """The Python signature of the decorated function."""
         return inspect.signature(self.fn)
 
     def annotations(self) -> dict:
+        """The parameters' annotations (Array[...], Tensor[...], Comptime[...], element
+        types), evaluated once."""
         if self._annotations is None:
             try:
                 self._annotations = inspect.get_annotations(self.fn, eval_str=True)
@@ -588,6 +593,9 @@ class CubeFunction:
         return Signature(tuple(params), tuple(ct), self.checked, self.nowrap)
 
     def ir(self, *, optimise: bool = True, plane_size: int = 1, **kwargs) -> ir.Kernel:
+        """The kernel's IR for one specialisation, as `cube dump --target ir` prints it:
+        kwargs give argument types, type variables (`F=f16`), comptime values and `ranks=`;
+        `optimise=False` skips the pass pipeline."""
         sig = self._sig_from_kwargs(kwargs)
         try:
             return self.build_ir(sig, Target("ir", plane_size, None), optimise)
