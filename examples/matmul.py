@@ -39,6 +39,10 @@ def matmul(a: Array[f32], b: Array[f32], c: Array[f32], m: u32, n: u32, k: u32,
         c[row * n + col] = acc
 
 
+# the specialisations `cube check` builds (docs/check.md)
+CUBE_CHECK = {matmul: [dict(comptime={"TILE": 8}), dict(comptime={"TILE": 16})]}
+
+
 def run(rt, m: int = 67, n: int = 45, k: int = 53, tile: int = 8) -> float:
     rng = np.random.default_rng(3)
     a = rng.standard_normal((m, k)).astype(np.float32)

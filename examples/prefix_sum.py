@@ -28,6 +28,10 @@ def block_scan(x: Array[i32], out: Array[i32], BLOCK: Comptime[int]):
         out[i] = incl + totals[plane]
 
 
+# the specialisations `cube check` builds (docs/check.md)
+CUBE_CHECK = {block_scan: [dict(comptime={"BLOCK": 256})]}
+
+
 def run(rt, n: int = 5000, block: int = 256) -> None:
     x = np.random.default_rng(5).integers(-50, 50, n).astype(np.int32)
     dx = rt.from_numpy(x)

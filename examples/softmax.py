@@ -44,6 +44,10 @@ def softmax_rows(x: Array[f32], out: Array[f32], cols: u32, BLOCK: Comptime[int]
         out[base + j] = cb.exp(x[base + j] - row_max) * inv
 
 
+# the specialisations `cube check` builds (docs/check.md)
+CUBE_CHECK = {softmax_rows: [dict(comptime={"BLOCK": 128})]}
+
+
 def run(rt, rows: int = 37, cols: int = 1000, block: int = 128) -> float:
     x = np.random.default_rng(2).standard_normal((rows, cols)).astype(np.float32) * 4
     dx = rt.from_numpy(x)

@@ -8,12 +8,8 @@ and is compiled for the codegen-only targets (cuda, hip, msl) by their real comp
 test asserts against the table itself, not through conftest's skip of refused kernels."""
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import typing
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +18,7 @@ import cube as cb
 from codegen.cfamily import emit_source
 from cube import UNIT_POS, Array, Comptime, cube, f16, f32, f64, i32, i64
 from cube.capabilities import check, table_for
+from cube.check import tools
 from cube.errors import CompileError, CubeError
 from cube.frontend.translator import Target
 from cube.targets import TARGETS
@@ -384,17 +381,14 @@ def test_i64_constants_that_fold_away_are_accepted():
 
 # ---- codegen-only targets: the real compilers ------------------------------------------
 
-def _tool(name: str) -> str:
-    path = shutil.which(name) or (f"/usr/local/bin/{name}"
-                                  if os.path.exists(f"/usr/local/bin/{name}") else None)
-    if path is None:
+def _tool(name: str) -> None:
+    if tools.find_tool(name) is None:
         pytest.skip(f"{name} is not installed")
-    return path
 
 
-def _matrix_tu(target: str) -> str:
-    """Every matrix kernel for `target` in one translation unit; asserts each kernel the
-    table supports is generated and each it refuses is a CompileError."""
+def _matrix_sources(target: str) -> list[tuple[str, str]]:
+    """(label, source) of every matrix kernel for `target`; asserts each kernel the table
+    supports is generated and each it refuses is a CompileError."""
     info = TARGETS[target]
     tgt = Target(target, info.features.plane_size, info.features)
     caps = table_for(tgt)
@@ -403,7 +397,7 @@ def _matrix_tu(target: str) -> str:
     for k, t in ((int64_math, "i64"), (int64_index, "i64"), (float64_math, "f64"),
                  (float16_math, "f16"), (neg_index, None), (neg_index_unchecked, None)):
         jobs.append((k.__name__, k, {}, {}, t is None or caps.has_type(t)))
-    includes, parts = [], []
+    out = []
     for i, (label, k, tv, ct, ok) in enumerate(jobs):
         sig = k.signature_from_types(type_vars=tv, comptime=ct)
         try:
@@ -414,44 +408,19 @@ def _matrix_tu(target: str) -> str:
             continue
         assert ok, f"{target}: the table refuses {label}, but it compiled"
         kern.name = f"{label}_{i}"
-        text = emit_source(kern, target).text
-        includes += [ln for ln in text.splitlines()
-                     if ln.startswith("#include") and ln not in includes]
-        body = "\n".join(ln for ln in text.splitlines()
-                         if not ln.startswith(("#include", "using namespace")))
-        using = "using namespace metal;\n" if target == "msl" else ""
-        parts.append(f"namespace cube_k{i} {{\n{using}{body}\n}}")
-    return "\n".join(includes + parts) + "\n"
+        out.append((label, emit_source(kern, target).text))
+    return out
 
 
-def _compile(cmd: list[str], src: Path, env: dict | None = None) -> None:
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, **(env or {})})
-    assert r.returncode == 0, f"{' '.join(cmd)} failed on {src}:\n{r.stderr[-6000:]}"
-
-
-def test_cuda_matrix_compiles(tmp_path):
-    nvcc = _tool("nvcc")
-    src = tmp_path / "matrix.cu"
-    src.write_text(_matrix_tu("cuda"))
-    _compile([nvcc, "-ptx", "-arch=sm_80", str(src), "-o", str(tmp_path / "m.ptx")], src)
-
-
-def test_hip_matrix_compiles(tmp_path):
-    hipcc = _tool("hipcc")
-    src = tmp_path / "matrix.hip"
-    src.write_text(_matrix_tu("hip"))
-    _compile([hipcc, "--genco", "--offload-arch=gfx90a", "-x", "hip", str(src), "-o",
-              str(tmp_path / "m.co")], src, {"HIP_PLATFORM": "amd"})
-
-
-def test_msl_matrix_passes_clang_with_the_metal_shim(tmp_path):
-    clang = _tool("clang++")
-    src = tmp_path / "matrix.metal.cpp"
-    src.write_text(_matrix_tu("msl"))
-    shim = Path(__file__).parents[1] / "codegen" / "metal_shim"
-    _compile([clang, "-std=c++17", "-fsyntax-only", "-Wno-unknown-attributes",
-              "-Werror=return-type", "-I", str(shim), str(src)], src)
+@pytest.mark.parametrize("target,tool,arch", [("cuda", "nvcc", "sm_80"),
+                                              ("hip", "hipcc", "gfx90a"),
+                                              ("msl", "clang++", "")])
+def test_matrix_compiles_with_the_real_tool(target, tool, arch, tmp_path):
+    """nvcc (CUDA), hipcc (HIP), clang++ against the Metal shim (MSL): cube check's runners."""
+    _tool(tool)
+    run = getattr(tools, target)(_matrix_sources(target), arch, tmp_path)
+    assert run.ok, f"{target}: {run.error}\n" + "\n".join(
+        f"{label}: {err}" for label, err in run.failed.items())
 
 
 @pytest.mark.parametrize("target", ["wgsl", "spirv", "opencl", "llvm"])
