@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -17,15 +16,10 @@ def _load_kernel(spec: str):
     if ":" not in spec:
         raise CubeError(f"expected FILE.py:KERNEL, got '{spec}'")
     path, name = spec.rsplit(":", 1)
-    p = Path(path)
-    if not p.exists():
+    if not Path(path).exists():
         raise CubeError(f"no such file: {path}")
-    sys.path.insert(0, str(p.resolve().parent))
-    mod_name = f"_cube_dump_{p.stem}"
-    mspec = importlib.util.spec_from_file_location(mod_name, p)
-    module = importlib.util.module_from_spec(mspec)
-    sys.modules[mod_name] = module
-    mspec.loader.exec_module(module)
+    from .check import load_module
+    module = load_module(path)
     from .kernel import CubeFunction
     obj = getattr(module, name, None)
     if not isinstance(obj, CubeFunction):

@@ -100,113 +100,89 @@ def range(*args, unroll: bool = False):  # noqa: A001 - the kernel language's ra
 # ---- math (Python fallbacks for compile-time arguments) --------------------------------
 
 
-def sqrt(x):
-    """Square root of x, elementwise.
 
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+_FLOAT_MATH = ("Used inside `@cube` kernels, per unit; takes a float value or line (f16, "
+               "bf16, f32, f64; lines lane by lane) and gives its type. An integer argument "
+               "is a compile error: cast it first (`f32(i)`).")
+
+
+def _float_math(fn):
+    """Adds the float math functions' shared paragraph to fn's one-line docstring."""
+    fn.__doc__ = f"{fn.__doc__}\n\n{_FLOAT_MATH}"
+    return fn
+
+
+@_float_math
+def sqrt(x):
+    """Square root of x, elementwise."""
     return math.sqrt(x)
 
 
+@_float_math
 def rsqrt(x):
-    """Reciprocal square root, 1 / sqrt(x).
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """Reciprocal square root, 1 / sqrt(x)."""
     return 1.0 / math.sqrt(x)
 
 
+@_float_math
 def exp(x):
-    """e raised to x.
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """e raised to x."""
     return math.exp(x)
 
 
+@_float_math
 def log(x):
-    """Natural logarithm of x.
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """Natural logarithm of x."""
     return math.log(x)
 
 
+@_float_math
 def log1p(x):
-    """log(1 + x), accurate for x near 0.
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """log(1 + x), accurate for x near 0."""
     return math.log1p(x)
 
 
+@_float_math
 def sin(x):
-    """Sine of x (radians).
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """Sine of x (radians)."""
     return math.sin(x)
 
 
+@_float_math
 def cos(x):
-    """Cosine of x (radians).
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """Cosine of x (radians)."""
     return math.cos(x)
 
 
+@_float_math
 def tanh(x):
-    """Hyperbolic tangent of x.
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """Hyperbolic tangent of x."""
     return math.tanh(x)
 
 
+@_float_math
 def erf(x):
-    """The error function of x.
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """The error function of x."""
     return math.erf(x)
 
 
+@_float_math
 def floor(x):
-    """x rounded down to an integral value (in x's float type).
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """x rounded down to an integral value (in x's float type)."""
     return math.floor(x)
 
 
+@_float_math
 def ceil(x):
-    """x rounded up to an integral value (in x's float type).
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    """x rounded up to an integral value (in x's float type)."""
     return math.ceil(x)
 
 
+@_float_math
 def round(x):  # noqa: A001
     """x rounded to the nearest integral value, ties to even (as Python's `round`).
 
-    Unlike C's `round`, which rounds ties away from zero: `round(2.5)` is 2.0.
-
-    Used inside `@cube` kernels, per unit; takes a float value or line (f16, bf16, f32,
-    f64; lines lane by lane) and gives its type. An integer argument is a compile error:
-    cast it first (`f32(i)`)."""
+    Unlike C's `round`, which rounds ties away from zero: `round(2.5)` is 2.0."""
     return builtins_round(x)
 
 

@@ -19,9 +19,9 @@ compilers propagate."""
 from __future__ import annotations
 
 from .. import ir
-from ..ir import Block, Const, Kernel, Var
+from ..ir import Const, Kernel, Var
 from ..types import u32
-from .util import VarAlloc
+from .util import VarAlloc, rewrite
 
 XYZ = "XYZ"
 # The builtins every target must read natively: positions per axis have no formula.
@@ -43,7 +43,10 @@ def lower_builtins(kernel: Kernel, native: frozenset[str]) -> bool:
     for op in reads:
         d.value(op.name)
     kernel.body[:0] = d.prologue
-    _replace(kernel.body, d.vars)
+    vals = d.vars
+    rewrite(kernel.body, lambda op: [ir.Assign(op.dst, vals[op.name], op.loc)]
+            if isinstance(op, ir.Builtin) and op.name in vals and vals[op.name] is not op.dst
+            else None)
     return True
 
 
@@ -113,11 +116,3 @@ class _Deriver:
 def _fold(op: str, a: int, b: int) -> int:
     r = {"add": a + b, "mul": a * b, "rem": a % b if b else 0}[op]
     return r & 0xFFFFFFFF
-
-
-def _replace(block: Block, vals: dict) -> None:
-    for i, op in enumerate(block):
-        for child in ir.child_blocks(op):
-            _replace(child, vals)
-        if isinstance(op, ir.Builtin) and op.name in vals and vals[op.name] is not op.dst:
-            block[i] = ir.Assign(op.dst, vals[op.name], op.loc)

@@ -20,7 +20,7 @@ from .. import ir
 from ..ir import Block, Kernel
 from ..types import boolean
 from .local_atomics import same_bits
-from .util import VarAlloc
+from .util import VarAlloc, rewrite
 
 Native = Callable[[str, str, str], bool]  # (op, element type name, space) -> native?
 
@@ -35,23 +35,13 @@ def lower_rmw_atomics(kernel: Kernel, native: Native | None) -> bool:
     `native` says the target lacks; True if any was. None: the target has them all."""
     if native is None:
         return False
-    return _block(kernel.body, native, VarAlloc(kernel))
+    alloc = VarAlloc(kernel)
 
-
-def _block(block: Block, native: Native, alloc: VarAlloc) -> bool:
-    changed, out = False, Block()
-    for op in block:
-        for child in ir.child_blocks(op):
-            changed |= _block(child, native, alloc)
-        if (isinstance(op, ir.Atomic) and op.op != "cas"
+    def lacking(op) -> bool:
+        return (isinstance(op, ir.Atomic) and op.op != "cas"
                 and not isinstance(op.mem, ir.LocalArray)
-                and not native(op.op, op.mem.type.elem.name, space_of(op.mem))):
-            out.extend(_loop(op, alloc))
-            changed = True
-        else:
-            out.append(op)
-    block[:] = out
-    return changed
+                and not native(op.op, op.mem.type.elem.name, space_of(op.mem)))
+    return rewrite(kernel.body, lambda op: _loop(op, alloc) if lacking(op) else None)
 
 
 def _loop(op: ir.Atomic, alloc: VarAlloc) -> list:

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .. import ir
-from ..ir import Block, Const, Kernel
+from ..ir import Const, Kernel
 from ..types import f32, with_elem
-from .util import VarAlloc
+from .util import VarAlloc, rewrite
 
 EXACT = frozenset("neg abs min max floor ceil round clamp".split())
 ARITH_PLANE = frozenset("sum prod inclusive_sum exclusive_sum inclusive_prod exclusive_prod"
@@ -35,7 +35,8 @@ def promote_halves(kernel: Kernel, promote: Mapping[str, frozenset[str] | None])
     inexact one). True if anything changed."""
     if not promote:
         return False
-    return _block(kernel.body, promote, VarAlloc(kernel))
+    alloc = VarAlloc(kernel)
+    return rewrite(kernel.body, lambda op: _in_f32(op, alloc) if _wanted(op, promote) else None)
 
 
 def _wanted(op, promote) -> bool:
@@ -49,20 +50,6 @@ def _wanted(op, promote) -> bool:
         case ir.Plane(op=o):
             return o in ARITH_PLANE and (ops is ALL or o in ops)
     return False
-
-
-def _block(block: Block, promote, alloc: VarAlloc) -> bool:
-    changed, out = False, Block()
-    for op in block:
-        for child in ir.child_blocks(op):
-            changed |= _block(child, promote, alloc)
-        if _wanted(op, promote):
-            out.extend(_in_f32(op, alloc))
-            changed = True
-        else:
-            out.append(op)
-    block[:] = out
-    return changed
 
 
 def _in_f32(op, alloc: VarAlloc) -> list:

@@ -14,30 +14,16 @@ and writes nothing, as a guarded atomic does)."""
 from __future__ import annotations
 
 from .. import ir
-from ..ir import Block, Kernel, LocalArray
+from ..ir import Kernel, LocalArray
 from ..types import SCALARS, boolean, f32
-from .util import VarAlloc
+from .util import VarAlloc, rewrite
 
 
 def lower_local_atomics(kernel: Kernel) -> bool:
     """Rewrite every Atomic on a LocalArray in place; True if any was found."""
     alloc = VarAlloc(kernel)
-    return _block(kernel.body, alloc)
-
-
-def _block(block: Block, alloc: VarAlloc) -> bool:
-    changed = False
-    out = Block()
-    for op in block:
-        for child in ir.child_blocks(op):
-            changed |= _block(child, alloc)
-        if isinstance(op, ir.Atomic) and isinstance(op.mem, LocalArray):
-            out.extend(_rmw(op, alloc))
-            changed = True
-        else:
-            out.append(op)
-    block[:] = out
-    return changed
+    return rewrite(kernel.body, lambda op: _rmw(op, alloc) if isinstance(op, ir.Atomic)
+                   and isinstance(op.mem, LocalArray) else None)
 
 
 def _rmw(op: ir.Atomic, alloc: VarAlloc) -> list:

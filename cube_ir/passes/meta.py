@@ -11,34 +11,21 @@ select chain of its own."""
 from __future__ import annotations
 
 from .. import ir
-from ..ir import Block, Const, Kernel
+from ..ir import Const, Kernel
 from ..types import boolean, u32
-from .util import VarAlloc
+from .util import VarAlloc, rewrite
 
 
 def lower_meta(kernel: Kernel) -> bool:
     alloc = VarAlloc(kernel)
-    return _block(kernel.body, alloc)
+    return rewrite(kernel.body, lambda op: _lower(op, alloc) if isinstance(op, ir.Meta)
+                   and not printable(op) else None)
 
 
 def printable(op: ir.Meta) -> bool:
     """What a target is left to print."""
     return op.what == "len" or (isinstance(op.dim, Const) and 0 <= int(op.dim.value)
                                 < op.mem.rank)
-
-
-def _block(block: Block, alloc: VarAlloc) -> bool:
-    changed, out = False, Block()
-    for op in block:
-        for child in ir.child_blocks(op):
-            changed |= _block(child, alloc)
-        if isinstance(op, ir.Meta) and not printable(op):
-            out.extend(_lower(op, alloc))
-            changed = True
-        else:
-            out.append(op)
-    block[:] = out
-    return changed
 
 
 def _lower(op: ir.Meta, alloc: VarAlloc) -> list:

@@ -7,24 +7,15 @@ path (and a target without plane ops runs every kernel specialised for plane siz
 from __future__ import annotations
 
 from .. import ir
-from ..ir import Block, Const, Kernel
+from ..ir import Const, Kernel
+from .util import rewrite
 
 
 def fold_unit_planes(kernel: Kernel) -> bool:
     if kernel.plane_size != 1:
         return False
-    return _block(kernel.body)
-
-
-def _block(block: Block) -> bool:
-    changed = False
-    for i, op in enumerate(block):
-        for child in ir.child_blocks(op):
-            changed |= _block(child)
-        if isinstance(op, ir.Plane):
-            block[i] = ir.Assign(op.dst, _own(op), op.loc)
-            changed = True
-    return changed
+    return rewrite(kernel.body, lambda op: [ir.Assign(op.dst, _own(op), op.loc)]
+                   if isinstance(op, ir.Plane) else None)
 
 
 def _own(op: ir.Plane):

@@ -83,6 +83,23 @@ class VarAlloc:
         return v
 
 
+def rewrite(block: Block, fn: Callable) -> bool:
+    """Replace, children first, every op for which fn(op) gives a list of ops (None: keep
+    the op) by that list, through nested blocks; True if any was."""
+    changed, out = False, Block()
+    for op in block:
+        for child in ir.child_blocks(op):
+            changed |= rewrite(child, fn)
+        new = fn(op)
+        if new is None:
+            out.append(op)
+        else:
+            out.extend(new)
+            changed = True
+    block[:] = out
+    return changed
+
+
 def exits(block: Block) -> bool:
     """True if running `block` always leaves it through break/continue/return."""
     for op in block:
