@@ -58,34 +58,35 @@ def host_cpu_name() -> str:
     return llvm.get_host_cpu_name()
 
 
+def _optimise(tm, text: str):
+    """The module of LLVM IR `text`, verified and run through the -O3 pipeline for the host
+    CPU (vectorisers and unrolling on); the caller holds LOCK."""
+    mod = llvm.parse_assembly(text)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
 def compile_object(text: str) -> bytes:
     """LLVM IR text -> optimised (-O3, host CPU) object code."""
     tm = _init()
     with LOCK:
-        mod = llvm.parse_assembly(text)
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        mod.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-        return tm.emit_object(mod)
+        return tm.emit_object(_optimise(tm, text))
 
 
 def optimised_ir(text: str) -> str:
-    """The -O3 IR for a module (for inspection and tests)."""
+    """The optimised IR of a module, as compile_object optimises it (for inspection and
+    tests)."""
     tm = _init()
     with LOCK:
-        mod = llvm.parse_assembly(text)
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-        return str(mod)
+        return str(_optimise(tm, text))
 
 
 def looks_like_object(obj: bytes) -> bool:
