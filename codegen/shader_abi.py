@@ -16,7 +16,7 @@ multiple of 4 bytes.
 from __future__ import annotations
 
 from cube_ir.layout import ParamSlots
-from cube_ir.passes.legalise import ALL, ARITH_PLANE
+from cube_ir.passes.legalise import ALL, ARITH_PLANE, NARROW
 from cube_ir.passes.lowering import PER_AXIS, Lowering
 from cube_ir.types import Scalar
 
@@ -27,7 +27,8 @@ META_BINDING = 0
 # arithmetic and f16's transcendentals, fma, pow and plane sums/products are done in f32
 F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma".split()) | ARITH_PLANE
 LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
-                                "ABSOLUTE_POS_Z"}, halves={"bf16": ALL, "f16": F16_VIA_F32})
+                                "ABSOLUTE_POS_Z"}, halves={"bf16": ALL, "f16": F16_VIA_F32},
+                    narrow=NARROW)  # 8/16-bit ints live in i32/u32 registers
 
 
 def binding(s: ParamSlots) -> int:

@@ -92,10 +92,8 @@ def binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
     if wide(t):
         return lanewise(em, _bt(t) if o in FCMP else t,
                         lambda x, y: binary(em, o, t.elem, x, y), (t, a), (t, b))
-    r = _binary(em, o, t, a, b)
-    if o in FCMP or t.elem.is_float:
-        return r
-    return wrap(em, t, r) if o in ("add", "sub", "mul", "div", "rem", "shl") else r
+    # (8/16-bit results that could leave their range arrive in 32 bits: passes.legalise)
+    return _binary(em, o, t, a, b)
 
 
 def _binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
@@ -177,8 +175,7 @@ def unary(em: Emitter, o: str, t: Type, a: int) -> int:
     e = t.elem
     if e.is_float and o != "not":
         return _unary(em, o, t, a)
-    r = _unary(em, o, t, a)
-    return wrap(em, t, r) if o in ("neg", "bitnot", "abs") else r
+    return _unary(em, o, t, a)
 
 
 def ternary(em: Emitter, o: str, t: Type, a: int, b: int, c: int) -> int:
@@ -442,8 +439,8 @@ def _plane(em: Emitter, op: ir.Plane) -> int:
     def arith(lt: Type, v: int) -> int:
         if op.op in ("max", "min"):
             return m.op(name, em.t(lt), scope, GROUP_OP[op.op], v)
-        # narrow ints wrap once at the end (halves accumulate in f32: passes.legalise)
-        return wrap(em, lt, m.op(name, em.t(lt), scope, GROUP_OP[op.op], v))
+        # (narrow ints and halves accumulate in 32 bits: passes.legalise)
+        return m.op(name, em.t(lt), scope, GROUP_OP[op.op], v)
     if wide(t):
         return lanewise(em, t, lambda v: arith(t.elem, v), (t, x))
     return arith(t, x)

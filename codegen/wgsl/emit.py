@@ -456,8 +456,8 @@ class Emitter(StructuredEmitter):
             v = self.val(op.value, ln)
             if exact:
                 r = f"{fn}({v})"
-            else:  # narrow ints wrap once at the end (halves accumulate in f32: legalise)
-                r = self.x.wrap(lt, f"{fn}({v})")
+            else:  # (narrow ints and halves accumulate in 32 bits: passes.legalise)
+                r = f"{fn}({v})"
             self.assign(d, r, ln)
 
 

@@ -60,25 +60,26 @@ class Expr:
                 return f"({a} != {b})"
             raise Unsupported(f"{op} on bool is not supported by the wgsl target")
         zero = k(0, t)
+        # (8/16-bit results that could leave their range arrive in 32 bits: passes.legalise)
         if op in ("add", "sub", "mul"):
-            return self.wrap(t, f"({a} {ARITH[op]} {b})")
+            return f"({a} {ARITH[op]} {b})"
         if op in ("and", "or", "xor"):
             return f"({a} {ARITH[op]} {b})"
         if op in ("min", "max"):
             return f"{op}({a}, {b})"
         if op in ("div", "rem"):
-            return self.wrap(t, f"select({a} {ARITH[op]} {b}, {zero}, {b} == {zero})")
+            return f"select({a} {ARITH[op]} {b}, {zero}, {b} == {zero})"
         if op in ("shl", "shr"):
             ut = with_elem(t, u32)
             n = f"({reg(ut)}({b}) & {k(e.bits - 1, ut)})"
-            return self.wrap(t, f"({a} {'<<' if op == 'shl' else '>>'} {n})")
+            return f"({a} {'<<' if op == 'shl' else '>>'} {n})"
         if op == "pow":
             s = reg(t.elem)
             fname = prelude.int_pow(s, e.is_signed, self.helpers)
             if not isinstance(t, Vec):
-                return self.wrap(t, f"{fname}({a}, {b})")
+                return f"{fname}({a}, {b})"
             lanes = ", ".join(f"{fname}({a}[{i}], {b}[{i}])" for i in range(t.lanes))
-            return self.wrap(t, f"{reg(t)}({lanes})")
+            return f"{reg(t)}({lanes})"
         raise Unsupported(f"int {op}")
 
     def _float_binary(self, op: str, t: Type, a: str, b: str) -> str:
@@ -97,14 +98,14 @@ class Expr:
         if op == "not":
             return f"(!{a})" if e.is_bool else f"({a} == {k(0, t)})"
         if op == "bitnot":
-            return f"(!{a})" if e.is_bool else self.wrap(t, f"(~{a})")
+            return f"(!{a})" if e.is_bool else f"(~{a})"
         if op == "neg":
             if e.is_float or e.is_signed:
-                return self.wrap(t, f"(-{a})")
-            return self.wrap(t, f"({k(0, t)} - {a})")
+                return f"(-{a})"
+            return f"({k(0, t)} - {a})"
         if op == "abs":
             if e.is_float or e.is_signed:
-                return self.wrap(t, f"abs({a})")
+                return f"abs({a})"
             return a
         if not e.is_float:
             raise Unsupported(f"{op} on {t}")

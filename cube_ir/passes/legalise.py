@@ -1,4 +1,6 @@
-"""Half-precision arithmetic a target does not have is computed in f32 and rounded once.
+"""Arithmetic on types a target has no registers for, done in a wider type and cast back.
+
+Halves: half-precision arithmetic a target does not have is computed in f32 and rounded once.
 
 bf16 has no arithmetic on any target we emit, and f16 has none in C for every device (CUDA
 without cuda_fp16.h, PoCL, MSL's float vectors), or only some (shader and LLVM
@@ -21,7 +23,7 @@ from collections.abc import Mapping
 
 from .. import ir
 from ..ir import Const, Kernel
-from ..types import f32, with_elem
+from ..types import SCALARS, f32, with_elem
 from .util import VarAlloc, rewrite
 
 EXACT = frozenset("neg abs min max floor ceil round clamp".split())
@@ -74,6 +76,65 @@ def _in_f32(op, alloc: VarAlloc) -> list:
             new = ir.Binary(r, op.op, widen(op.a), widen(op.b), loc)
         case ir.Ternary():
             new = ir.Ternary(r, op.op, widen(op.a), widen(op.b), widen(op.c), loc)
+        case ir.Plane():
+            new = ir.Plane(r, op.op, widen(op.value), op.lane, loc)
+    return [*ops, new, ir.Cast(d, r, loc)]
+
+
+# ---- narrow integers ---------------------------------------------------------------------------
+
+# the ops whose result can leave an 8/16-bit type (and, or, xor, min, max, shr and compares
+# cannot); shift counts are taken modulo the narrow width first, as the IR says
+LEAVE_RANGE = frozenset("add sub mul div rem shl pow neg bitnot abs".split())
+NARROW = frozenset({"i8", "i16", "u8", "u16"})
+
+
+def promote_narrow_ints(kernel: Kernel, types: frozenset[str]) -> bool:
+    """8/16-bit integer arithmetic in `types` (a target with 32-bit registers only) done in
+    i32/u32 and cast back, which wraps: the emitter's part is the casts."""
+    if not types:
+        return False
+    alloc = VarAlloc(kernel)
+    return rewrite(kernel.body, lambda op: _in_32(op, alloc) if _narrow(op, types) else None)
+
+
+def _narrow(op, types) -> bool:
+    d = getattr(op, "dst", None)
+    if d is None or d.type.elem.name not in types:
+        return False
+    match op:
+        case ir.Unary(op=o) | ir.Binary(op=o):
+            return o in LEAVE_RANGE
+        case ir.Plane(op=o):
+            return o in ARITH_PLANE
+    return False
+
+
+def _in_32(op, alloc: VarAlloc) -> list:
+    d, loc = op.dst, op.loc
+    e = d.type.elem
+    wide = with_elem(d.type, SCALARS["i32" if e.is_signed else "u32"])
+    ops: list = []
+
+    def widen(x):
+        if x is None or x.type.elem != e:
+            return x
+        if isinstance(x, Const):
+            return Const(x.value, with_elem(x.type, wide.elem))
+        w = alloc.new(with_elem(x.type, wide.elem), x.name)
+        ops.append(ir.Cast(w, x, loc))
+        return w
+
+    r = alloc.new(wide, d.name)
+    match op:
+        case ir.Unary():
+            new = ir.Unary(r, op.op, widen(op.a), loc)
+        case ir.Binary(op="shl"):
+            count = alloc.new(op.b.type, "count")  # modulo the narrow width, first
+            ops.append(ir.Binary(count, "and", op.b, Const(e.bits - 1, op.b.type), loc))
+            new = ir.Binary(r, "shl", widen(op.a), widen(count), loc)
+        case ir.Binary():
+            new = ir.Binary(r, op.op, widen(op.a), widen(op.b), loc)
         case ir.Plane():
             new = ir.Plane(r, op.op, widen(op.value), op.lane, loc)
     return [*ops, new, ir.Cast(d, r, loc)]

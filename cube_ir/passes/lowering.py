@@ -12,6 +12,7 @@ print. In order:
     planes     plane ops with plane size 1 are their own value (passes.planes)
     meta       shape/stride reads down to constant-dimension slot reads (passes.meta)
     halves     f16/bf16 arithmetic the target lacks in f32, rounded once (passes.legalise)
+    narrow     8/16-bit int arithmetic that can leave its range in i32/u32, cast back (wraps)
     verify     the lowered kernel is still well-typed and well-scoped (barrier placement is
                the frontend's and run_pipeline's to check: these passes add no control flow)
 
@@ -27,7 +28,7 @@ from ..verify import verify
 from .builtins import PRIMITIVE, lower_builtins
 from .cas_loops import Native, lower_rmw_atomics
 from .clone import clone_kernel
-from .legalise import promote_halves
+from .legalise import promote_halves, promote_narrow_ints
 from .local_atomics import lower_local_atomics
 from .meta import lower_meta
 from .planes import fold_unit_planes
@@ -51,6 +52,8 @@ class Lowering:
     halves: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
     # (op, element type, space) -> whether the target has that atomic; None: all of them
     atomics: Native | None = None
+    # 8/16-bit int types it has no registers for (computed in 32 bits and cast back)
+    narrow: frozenset[str] = frozenset()
 
 
 PER_AXIS = PRIMITIVE | frozenset(f"CUBE_DIM_{a}" for a in _AXES)
@@ -62,6 +65,7 @@ PASSES = (
     ("planes", lambda k, low: fold_unit_planes(k)),
     ("meta", lambda k, low: lower_meta(k)),
     ("halves", lambda k, low: promote_halves(k, low.halves)),
+    ("narrow", lambda k, low: promote_narrow_ints(k, low.narrow)),
 )
 
 

@@ -345,3 +345,51 @@ def test_bitcast_is_checked_and_keeps_bits():
         want = (np.asarray([-0.0 if src.elem == f32 else 3] * src.lanes, src.elem.np)
                 if x is not None else np.full(src.lanes, 1.5, src.elem.np))
         np.testing.assert_array_equal(out, want.view(dst.elem.np))
+
+
+# ---- narrow ints in 32 bits (passes.legalise) ------------------------------------------------
+
+@cb.cube(launch=True)
+def narrow_ops(x: Array[Line[F, 2]], y: Array[Line[F, 2]], s: Array[Line[F, 2]],
+               out: Array[Line[F, 2]], n: Comptime[int]):
+    i = cb.ABSOLUTE_POS
+    a = x[i]
+    b = y[i]
+    o = i * n
+    out[o + 0] = a + b
+    out[o + 1] = a - b * b
+    out[o + 2] = a // b
+    out[o + 3] = a % b
+    out[o + 4] = a << s[i]
+    out[o + 5] = a >> s[i]
+    out[o + 6] = -a
+    out[o + 7] = ~a
+    out[o + 8] = cb.abs(a)
+    out[o + 9] = cb.plane_sum(a)
+    out[o + 10] = cb.plane_inclusive_sum(b)
+    out[o + 11] = a * b * a
+
+
+@pytest.mark.parametrize("t", [cb.i8, cb.i16, cb.u8, cb.u16], ids=str)
+@pytest.mark.parametrize("ps", [1, 4])
+def test_narrow_int_promotion_keeps_every_value(t, ps):
+    from cube_ir.passes.legalise import LEAVE_RANGE, promote_narrow_ints
+    k = narrow_ops.ir(F=t, n=12, plane_size=ps)
+    info = np.iinfo(t.np)
+    rng = np.random.default_rng(11)
+    x = rng.integers(info.min, info.max, 32, endpoint=True).astype(t.np)
+    x[:4] = [info.min, info.max, info.min, 0]
+    y = rng.integers(info.min, info.max, 32, endpoint=True).astype(t.np)
+    y[y == 0] = 1
+    if info.min < 0:
+        y[:2] = -1  # MIN // -1 wraps
+    s = rng.integers(0, 40, 32).astype(t.np)  # counts past the width: modulo it
+    args = [x, y, s, np.zeros(32 * 12, t.np)]
+    before = _run(k, args, 2, 8, ps)
+    lowered = clone_kernel(k)
+    assert promote_narrow_ints(lowered, frozenset({t.name}))
+    verify(lowered)
+    for op in ir.walk(lowered.body):
+        if isinstance(op, (ir.Unary, ir.Binary)) and op.dst.type.elem == t:
+            assert op.op not in LEAVE_RANGE, op
+    _same(before, _run(lowered, args, 2, 8, ps))
