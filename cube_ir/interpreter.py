@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import ir
 from .errors import IRError
-from .types import Scalar, Type, bf16
+from .types import Scalar, Type, bf16, u32
 
 # A loop still running after this many iterations is taken to be infinite.
 MAX_LOOP_ITERATIONS = 1 << 20
@@ -292,16 +293,28 @@ def _scalar_atomic(op: str, old, v, cmp, e: Scalar):
 
 # ---- memories ------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Packed:
+    """A packed buffer's argument (cube_ir.passes.packing): its u32 words, and its length,
+    shape and strides in elements, which is what the kernel's metadata reads."""
+
+    words: np.ndarray
+    length: int
+    shape: tuple | None = None
+    strides: tuple | None = None
+
+
 class _Mem:
     """A memory as one flat storage; unit u's instance starts at base[u] (shared: per cube,
     local: per unit, params: 0). bf16 params hold raw uint16 bits."""
 
-    __slots__ = ("data", "size", "base", "bits16", "mem", "shape", "strides")
+    __slots__ = ("data", "size", "base", "bits16", "mem", "shape", "strides", "length")
 
     def __init__(self, mem, data: np.ndarray, size: int, base, bits16: bool = False,
-                 shape: tuple = (), strides: tuple = ()):
+                 shape: tuple = (), strides: tuple = (), length: int | None = None):
         self.mem, self.data, self.size, self.base = mem, data, size, base
         self.bits16, self.shape, self.strides = bits16, shape, strides
+        self.length = size if length is None else length  # what `len` reads
 
     def decode(self, raw):
         return bf16_bits_to_f32(raw) if self.bits16 else raw
@@ -368,6 +381,13 @@ class _Machine:
             self.scalars[id(p)] = _const_array(a, p.type)
             return
         shape = strides = None
+        if isinstance(a, Packed):
+            if p.type != u32 or a.words.dtype != np.uint32:
+                raise TypeError(f"packed argument {p.name} must be u32 words of a u32 "
+                                f"parameter")
+            self.mems[id(p)] = _Mem(p, a.words.reshape(-1), a.words.size, None, False,
+                                    a.shape or (a.length,), a.strides or (1,), a.length)
+            return
         if isinstance(a, tuple):
             a, shape, strides = a
         if not isinstance(a, np.ndarray):
@@ -592,7 +612,7 @@ class _Machine:
         if mem is None:
             raise IRError(f"{op.what} of {op.mem!r}, which has no storage", op.loc)
         if op.what == "len":
-            r = np.asarray(mem.size)
+            r = np.asarray(mem.length)
         elif op.what in ("shape", "stride"):
             table = np.asarray(mem.shape if op.what == "shape" else mem.strides, np.int64)
             d = np.asarray(self.val(op.dim)).astype(np.int64)
@@ -762,5 +782,6 @@ def _noop(op, m, full) -> None:
     pass
 
 
-__all__ = ["MAX_LOOP_ITERATIONS", "bf16_bits_to_f32", "f32_to_bf16_bits", "round_bf16", "run"]
+__all__ = ["MAX_LOOP_ITERATIONS", "Packed", "bf16_bits_to_f32", "f32_to_bf16_bits", "round_bf16",
+           "run"]
 

@@ -19,7 +19,7 @@ from cube_ir import ir
 from cube_ir.layout import SHADER, Layout, layout
 from cube_ir.types import Type, Vec, u32
 
-from ..shader_abi import binding, is_packed
+from ..shader_abi import binding
 from .module import Module
 
 FUNCTION, INPUT, UNIFORM, WORKGROUP, STORAGE = 7, 1, 2, 4, 12
@@ -63,7 +63,7 @@ class Emitter:
                        if isinstance(op, (ir.Store, ir.Atomic))}
         self.vars: dict[int, int] = {}
         # id(mem) -> (var id, storage class, elem type id, layout); layout is "whole" (one
-        # element per line), "lanes" (one scalar per lane) or "packed" (u32 words)
+        # element per line) or "lanes" (one scalar per lane)
         self.mems: dict[int, tuple] = {}
         self.loops: list[tuple[int, int]] = []  # (merge, continue)
         self.builtin_vars: dict[str, int] = {}
@@ -201,9 +201,8 @@ class Emitter:
                 continue
             t, e = p.type, p.type.elem
             _check(t)
-            if is_packed(e):
-                elem, how, size = m.int(32, False), "packed", 4
-            elif id(p) in self.atomic:
+            # (a buffer of a type SPIR-V cannot address arrives as u32 words: passes.packing)
+            if id(p) in self.atomic:
                 elem, how, size = self._atomic_elem(t), "whole", 4
             elif isinstance(t, Vec) and t.lanes in (2, 4):
                 elem, how, size = self.t(t), "whole", e.bits // 8 * t.lanes

@@ -10,7 +10,6 @@ from cube_ir.types import Type, Vec, boolean, f32, i32, u32, with_elem
 
 from .emit import (
     BARRIER_SEM,
-    FUNCTION,
     SCOPE_DEVICE,
     SCOPE_WG,
     STORAGE,
@@ -535,57 +534,6 @@ def _lane_index(em: Emitter, mem, i: ir.Value, lanes: int, j: int) -> int:
     return m.op("IAdd", em.t(u32), m.op("IMul", em.t(u32), idx, em.u(lanes)), em.u(j))
 
 
-def _packed_geometry(e) -> tuple[int, int]:
-    bits = 8 if e.is_bool else e.bits
-    return 32 // bits, bits
-
-
-def _packed_load(em: Emitter, mem, idx: int) -> int:
-    """Element idx (a u32 id) of a packed buffer as its register value."""
-    m, e = em.m, mem.type.elem
-    per, bits = _packed_geometry(e)
-    ut = em.t(u32)
-    p, _ = _ptr(em, mem, m.op("UDiv", ut, idx, em.u(per)))
-    if id(mem) in em.stored:  # written through atomics: naga makes the words atomic
-        word = m.op("AtomicLoad", ut, p, em.u(SCOPE_DEVICE), em.u(0))
-    else:
-        word = m.op("Load", ut, p)
-    sh = m.op("IMul", ut, m.op("UMod", ut, idx, em.u(per)), em.u(bits))
-    raw = m.op("BitwiseAnd", ut, m.op("ShiftRightLogical", ut, word, sh),
-               em.u((1 << bits) - 1))
-    if e.is_bool:
-        return m.op("INotEqual", m.bool(), raw, em.u(0))
-    if e.name == "bf16":
-        return m.op("Bitcast", em.t(e), m.op("ShiftLeftLogical", ut, raw, em.u(16)))
-    if e.is_signed:
-        return wrap(em, e, m.op("Bitcast", em.t(i32), raw))
-    return raw
-
-
-def _packed_store(em: Emitter, mem, idx: int, x: int) -> None:
-    """Register value x into element idx of a packed buffer: clear, then set its bits
-    (two atomics, so units writing neighbouring elements of a word never collide)."""
-    m, e = em.m, mem.type.elem
-    per, bits = _packed_geometry(e)
-    ut = em.t(u32)
-    mask = (1 << bits) - 1
-    if e.is_bool:
-        raw = m.op("Select", ut, x, em.u(1), em.u(0))
-    elif e.name == "bf16":
-        raw = m.op("ShiftRightLogical", ut, m.op("Bitcast", ut, x), em.u(16))
-    else:
-        raw = m.op("BitwiseAnd", ut, x if em.t(e) == ut else m.op("Bitcast", ut, x),
-                   em.u(mask))
-    sh = m.op("IMul", ut, m.op("UMod", ut, idx, em.u(per)), em.u(bits))
-    word = m.op("UDiv", ut, idx, em.u(per))
-    scope, sem = em.u(SCOPE_DEVICE), em.u(0)
-    p, _ = _ptr(em, mem, word)
-    m.op("AtomicAnd", ut, p, scope, sem, m.op("Not", ut, m.op("ShiftLeftLogical", ut,
-                                                                em.u(mask), sh)))
-    p, _ = _ptr(em, mem, word)
-    m.op("AtomicOr", ut, p, scope, sem, m.op("ShiftLeftLogical", ut, raw, sh))
-
-
 def _load(em: Emitter, d: ir.Var, mem, i: ir.Value) -> None:
     m, t = em.m, mem.type
     if isinstance(mem, ir.Param) and mem.kind == "scalar":
@@ -597,10 +545,7 @@ def _load(em: Emitter, d: ir.Var, mem, i: ir.Value) -> None:
         xs = []
         for j in range(n):
             idx = _lane_index(em, mem, i, n, j)
-            if how == "packed":
-                xs.append(_packed_load(em, mem, idx))
-            else:
-                xs.append(m.op("Load", em.t(t.elem), _ptr(em, mem, idx)[0]))
+            xs.append(m.op("Load", em.t(t.elem), _ptr(em, mem, idx)[0]))
         x = build(em, t, xs) if isinstance(t, Vec) else xs[0]
         em.write(d, cast(em, t, d.type, x))
         return
@@ -622,10 +567,7 @@ def _store(em: Emitter, mem, i: ir.Value, v: ir.Value) -> None:
         xs = lanes(em, t, x) if isinstance(t, Vec) else [x]
         for j in range(n):
             idx = _lane_index(em, mem, i, n, j)
-            if how == "packed":
-                _packed_store(em, mem, idx, xs[j])
-            else:
-                m.emit("code", "Store", _ptr(em, mem, idx)[0], xs[j])
+            m.emit("code", "Store", _ptr(em, mem, idx)[0], xs[j])
         return
     p, sc = _ptr(em, mem, i)
     if id(mem) in em.atomic:
@@ -645,13 +587,7 @@ def _atomic(em: Emitter, op: ir.Atomic) -> None:
     e = t.elem
     p, sc = _ptr(em, op.mem, op.index)
     val = em.val_as(op.value, t)
-    if sc == FUNCTION:  # a unit-private array: plain read-modify-write
-        old = m.op("Load", em.t(t), p)
-        new = _rmw(em, op, t, old, val)
-        m.emit("code", "Store", p, new)
-        if op.dst is not None:
-            em.write(op.dst, cast(em, t, op.dst.type, old))
-        return
+    # (atomics on unit-private arrays are plain read-modify-writes: passes.local_atomics)
     it = em._atomic_elem(t)
     scope, sem = em.u(SCOPE_WG if sc != STORAGE else SCOPE_DEVICE), em.u(0)
     if op.op == "cas":
@@ -677,15 +613,6 @@ def _atomic(em: Emitter, op: ir.Atomic) -> None:
     old = m.op(name, it, p, scope, sem, val)
     if op.dst is not None:
         em.write(op.dst, cast(em, t, op.dst.type, old))
-
-
-def _rmw(em: Emitter, op: ir.Atomic, t: Type, old: int, val: int) -> int:
-    if op.op == "exchange":
-        return val
-    if op.op == "cas":
-        eq = binary(em, "eq", t, old, em.val_as(op.cmp, t))
-        return em.m.op("Select", em.t(t), eq, val, old)
-    return binary(em, op.op, t, old, val)
 
 
 __all__ = ["binary", "cast", "emit_op", "unary"]

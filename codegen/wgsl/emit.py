@@ -8,7 +8,7 @@ from cube_ir import ir
 from cube_ir.layout import SHADER, Layout, layout
 from cube_ir.types import Type, Vec, u32, with_elem
 
-from ..shader_abi import binding, is_packed
+from ..shader_abi import binding
 from ..structured import StructuredEmitter
 from .expr import Expr, k
 from .types import Unsupported, lit, reg, scalar, wide
@@ -102,8 +102,7 @@ class Emitter(StructuredEmitter):
         t = p.type
         e = t.elem
         scalar(e)  # raises for types the target lacks
-        if is_packed(e, self.f16):
-            return "atomic<u32>" if id(p) in self.stored else "u32"
+        # (a buffer of a type WGSL cannot address arrives as u32 words: passes.packing)
         if id(p) in self.atomic:
             return self._atomic_elem(t)
         if isinstance(t, Vec) and t.lanes in (2, 4):
@@ -257,11 +256,7 @@ class Emitter(StructuredEmitter):
             self._assign_conv(d, t, r)
             return
         e = t.elem
-        if is_packed(e, self.f16):
-            vals = [self._packed_load(m, f"({idx} * {t.lanes}u + {j}u)" if t.lanes > 1
-                                      else idx) for j in range(t.lanes)]
-            self._assign_lanes(d, t, vals)
-        elif id(m) in self.atomic:
+        if id(m) in self.atomic:
             r = f"atomicLoad(&{name}[{idx}])"
             self._assign_conv(d, t, f"bitcast<f32>({r})" if e.is_float else r)
         elif not isinstance(t, Vec) or t.lanes in (2, 4):
@@ -291,41 +286,6 @@ class Emitter(StructuredEmitter):
         else:
             self._assign_conv(d, t, f"{reg(t)}({', '.join(vals)})")
 
-    def _packed_load(self, m: ir.Param, idx: str) -> str:
-        e = m.type.elem
-        name = self.names[id(m)]
-        per = 32 // e.bits if not e.is_bool else 4
-        bits = 32 // per
-        i = self.tmp(idx)
-        word = f"{name}[{i} / {per}u]"
-        if id(m) in self.stored:
-            word = f"atomicLoad(&{word})"
-        raw = f"(({word} >> (({i} % {per}u) * {bits}u)) & {(1 << bits) - 1}u)"
-        if e.is_bool:
-            return f"({raw} != 0u)"
-        if e.name == "bf16":
-            return f"bitcast<f32>({raw} << 16u)"
-        if e.is_signed:
-            return f"((bitcast<i32>({raw}) << {32 - bits}u) >> {32 - bits}u)"
-        return raw
-
-    def _packed_store(self, m: ir.Param, idx: str, v: str) -> None:
-        e = m.type.elem
-        name = self.names[id(m)]
-        per = 32 // e.bits if not e.is_bool else 4
-        bits = 32 // per
-        mask = (1 << bits) - 1
-        if e.is_bool:
-            raw = f"select(0u, 1u, {v})"
-        elif e.name == "bf16":
-            raw = f"(bitcast<u32>({v}) >> 16u)"
-        else:
-            raw = f"(u32({v}) & {mask}u)"
-        i = self.tmp(idx)
-        sh = self.tmp(f"({i} % {per}u) * {bits}u")
-        self.line(f"atomicAnd(&{name}[{i} / {per}u], ~({mask}u << {sh}));")
-        self.line(f"atomicOr(&{name}[{i} / {per}u], {raw} << {sh});")
-
     def _store(self, m, i: ir.Value, v: ir.Value) -> None:
         t = m.type
         idx = self._index(i)
@@ -339,12 +299,7 @@ class Emitter(StructuredEmitter):
                 self.line(f"{name}[{idx}] = {val};")
             return
         e = t.elem
-        if is_packed(e, self.f16):
-            for j in range(t.lanes):
-                lv = self._lane_value(v, t, j)
-                self._packed_store(m, f"({idx} * {t.lanes}u + {j}u)" if t.lanes > 1 else idx,
-                                   lv)
-        elif id(m) in self.atomic:
+        if id(m) in self.atomic:
             val = self.val_as(v, t)
             val = f"bitcast<u32>({val})" if e.is_float else val
             self.line(f"atomicStore(&{name}[{idx}], {val});")

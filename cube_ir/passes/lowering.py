@@ -13,6 +13,7 @@ print. In order:
     meta       shape/stride reads down to constant-dimension slot reads (passes.meta)
     halves     f16/bf16 arithmetic the target lacks in f32, rounded once (passes.legalise)
     narrow     8/16-bit int arithmetic that can leave its range in i32/u32, cast back (wraps)
+    packing    buffers of types the target cannot address as u32 words (passes.packing)
     verify     the lowered kernel is still well-typed and well-scoped (barrier placement is
                the frontend's and run_pipeline's to check: these passes add no control flow)
 
@@ -20,10 +21,11 @@ Each pass keeps the kernel runnable by the interpreter, and the tests run it aft
 (tests/cube_ir/test_lowering.py), so a pass is checked on its own."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..ir import Kernel
+from ..types import Scalar
 from ..verify import verify
 from .builtins import PRIMITIVE, lower_builtins
 from .cas_loops import Native, lower_rmw_atomics
@@ -31,6 +33,7 @@ from .clone import clone_kernel
 from .legalise import promote_halves, promote_narrow_ints
 from .local_atomics import lower_local_atomics
 from .meta import lower_meta
+from .packing import pack_storage
 from .planes import fold_unit_planes
 
 _AXES = "XYZ"
@@ -54,6 +57,8 @@ class Lowering:
     atomics: Native | None = None
     # 8/16-bit int types it has no registers for (computed in 32 bits and cast back)
     narrow: frozenset[str] = frozenset()
+    # element types whose buffers it reads and writes as u32 words (None: it addresses all)
+    packed: Callable[[Scalar], bool] | None = None
 
 
 PER_AXIS = PRIMITIVE | frozenset(f"CUBE_DIM_{a}" for a in _AXES)
@@ -66,6 +71,7 @@ PASSES = (
     ("meta", lambda k, low: lower_meta(k)),
     ("halves", lambda k, low: promote_halves(k, low.halves)),
     ("narrow", lambda k, low: promote_narrow_ints(k, low.narrow)),
+    ("packing", lambda k, low: pack_storage(k, low.packed)),
 )
 
 

@@ -393,3 +393,56 @@ def test_narrow_int_promotion_keeps_every_value(t, ps):
         if isinstance(op, (ir.Unary, ir.Binary)) and op.dst.type.elem == t:
             assert op.op not in LEAVE_RANGE, op
     _same(before, _run(lowered, args, 2, 8, ps))
+
+
+# ---- packed storage (passes.packing) ------------------------------------------------------------
+
+@cb.cube(launch=True)
+def packed_io(a: Array[cb.i8], b: Array[Line[cb.u16, 2]], flags: Array[cb.bool_],
+              h: Array[Line[bf16, 4]], t: Tensor[cb.i8], out: Array[i32]):
+    i = cb.ABSOLUTE_POS
+    if i < a.len():
+        a[i] = a[i] * cb.i8(3) - cb.i8(1)  # neighbours share a word: no lost bytes
+        flags[i] = not flags[i]
+        out[i] = i32(a[i]) + i32(flags[i]) * 1000 + i32(t[i]) * 7 + i32(t.shape(0))
+    if i < b.len():
+        b[i] = b[i] + cb.u16(65535)  # wraps
+        h[i] = h[i] * bf16(2.5)
+        out[i + 64] = i32(a.len()) + i32(b.len()) * 100
+
+
+def _words(x: np.ndarray) -> np.ndarray:
+    raw = np.ascontiguousarray(x).view(np.uint8).reshape(-1)
+    padded = np.zeros(-(-raw.size // 4) * 4, np.uint8)
+    padded[:raw.size] = raw
+    return padded.view(np.uint32).copy()
+
+
+def test_packed_storage_keeps_every_value():
+    from cube_ir.interpreter import Packed
+    from cube_ir.passes.packing import pack_storage
+    k = packed_io.ir(ranks={"t": 1})
+    rng = np.random.default_rng(5)
+    n = 37  # not a multiple of 4: the last word is partial
+    a = rng.integers(-128, 127, n).astype(np.int8)
+    b = rng.integers(0, 65535, 2 * 9).astype(np.uint16)
+    flags = rng.integers(0, 2, n).astype(np.bool_)
+    h = interpreter.f32_to_bf16_bits(rng.uniform(-4, 4, 4 * 9).astype(np.float32))
+    t = rng.integers(-128, 127, n).astype(np.int8)
+    args = [a, b, flags, h, t, np.zeros(128, np.int32)]
+    before = _run(k, args, 2, 32)
+    # plain NumPy for what the kernel does
+    np.testing.assert_array_equal(before[0], (a * 3 - 1).astype(np.int8))
+    np.testing.assert_array_equal(before[2], ~flags)
+    lowered = clone_kernel(k)
+    assert pack_storage(lowered, lambda e: e.bits < 32 or e.is_bool)
+    verify(lowered)
+    assert all(p.type == u32 for p in lowered.params if p.name != "out")
+    packed = [Packed(_words(x), len(x) // ln, (len(x) // ln,) if p.kind == "tensor" else None)
+              for x, ln, p in zip(args[:5], (1, 2, 1, 4, 1), k.params)]
+    words = [p.words for p in packed]
+    out = args[5].copy()
+    interpreter.run(lowered, 2, 32, [*packed, out])
+    for x, w in zip(before[:5], words):  # the same bytes
+        np.testing.assert_array_equal(w.view(np.uint8)[:x.nbytes], x.view(np.uint8))
+    np.testing.assert_array_equal(out, before[5])
