@@ -104,5 +104,10 @@ def test_custom_function_and_registry_extension():
     y.backward(dl.ones(4))
     close(x.grad, torch.tensor(3 * a * a))
     dl.ops.register("cube3")(lambda t: Cube.apply(t))
-    dl.ops.add_method("cube3")
-    np.testing.assert_allclose(dl.tensor(a).cube3().numpy(), a ** 3, rtol=1e-6)
+    try:
+        dl.ops.add_method("cube3")
+        np.testing.assert_allclose(dl.tensor(a).cube3().numpy(), a ** 3, rtol=1e-6)
+    finally:  # the extension must not outlive the test (it has no docstring, say)
+        dl.ops.OPS.pop("cube3", None)
+        if "cube3" in vars(dl.Tensor):
+            delattr(dl.Tensor, "cube3")
