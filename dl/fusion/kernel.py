@@ -55,7 +55,7 @@ class _Ctx:
 
 def build(s: Structure, dtypes: dict) -> ir.Kernel:
     """`dtypes` maps dtype names to DTypes (the structure holds names to stay hashable)."""
-    b = Builder("dl_fused")
+    b = Builder("dl_fused", checked=False, nowrap=True)  # the host sized every index
     r = s.rank
     outs = [b.tensor(f"out{k}", dtypes[dt].cube, r) for k, (_, dt, _) in enumerate(s.outs)]
     leaves, n_p, out_off, leaf_off, consts = _params(b, s, dtypes, len(outs))
@@ -194,7 +194,7 @@ def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0,
     row u % rows into out[u] (a (chunks, rows) partial; a mean's is scaled by 1/r): for
     a strided reduced axis, where one unit's walk over all of r left the cache lines it
     shares with its neighbours before they came to read them."""
-    b = Builder("dl_fused_reduce")
+    b = Builder("dl_fused_reduce", checked=False, nowrap=True)
     at = dtypes[acc].cube
     out = b.array("out0", at)
     shape_ref = b.tensor("shape", at, s.rank)  # carries the graph's (permuted) shape
