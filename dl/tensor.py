@@ -137,21 +137,39 @@ class Tensor:
 
     # ---- host I/O ----------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """t's values as a new NumPy array (a host copy, even on the cpu device, unlike
-        PyTorch's shared-memory `numpy()`); bfloat16 is returned as float32."""
+        """t's values as a NumPy array; on the host devices (cpu, interp) it shares t's memory,
+        as PyTorch's `numpy()` does.
+
+        Host devices: no copy. The array has t's shape and (in bytes) strides, so a transposed
+        or sliced tensor gives a strided view; writes through t (`t.zero_()`, `t.copy_(u)`,
+        `t[i] = v`, an optimizer step) are seen in the array and writes into the array are
+        seen by t. The array keeps the storage alive after t is gone, and the storage is not
+        reused for other tensors while the array (or a view of it) lives. Take `.copy()` for a
+        snapshot.
+        A lazy tensor is computed first; a 0-d tensor gives a 0-d array.
+        Exceptions, which return a new array (a copy): bfloat16, which NumPy lacks, comes back
+        as float32 (PyTorch raises there), tensors on other devices (opencl, wgpu, cuda) are
+        copied to the host, and an empty tensor gives a new empty array.
+        Unlike PyTorch, a tensor that requires grad is allowed (no `.detach()` needed): the
+        array shares the values, and writes into it bypass autograd."""
         recording.refuse("reading a tensor on the host (numpy, item, tolist, float)")
         self._materialise()
         if self.numel() == 0:
             return np.zeros(self.shape, host.from_storage(np.zeros(0, self.dtype.storage_np),
                                                           self.dtype).dtype)
-        # host runtimes' memory is read in place (the view is copied below); others copy
-        flat = getattr(self._buf, "array", None)
-        if flat is None:
-            flat = self._buf.numpy().reshape(-1)
+        share = getattr(self._buf, "share", None)  # host runtimes: zero-copy
+        if share is not None and self.dtype is not dtypes.bfloat16:
+            return share(self.offset, self.shape, self._strides)
+        # bf16 widens into a new array; other runtimes copy the buffer to the host first
+        flat = self._buf.array if share is not None else self._buf.numpy().reshape(-1)
+        if share is None and self.offset == 0 and flat.size == self.numel() \
+                and self.is_contiguous():
+            return host.from_storage(flat.reshape(self.shape), self.dtype)  # already a copy
         item = flat.itemsize
         view = np.lib.stride_tricks.as_strided(
             flat[self.offset:], self.shape, tuple(s * item for s in self._strides))
-        return host.from_storage(np.array(view), self.dtype)
+        return host.from_storage(view, self.dtype) if self.dtype is dtypes.bfloat16 \
+            else np.array(view)
 
     def tolist(self):
         """t's values as (nested) Python lists; a 0-d tensor gives a scalar."""
@@ -173,8 +191,12 @@ class Tensor:
         return bool(self.item())
 
     def __array__(self, dtype=None, copy=None):
+        """`np.asarray(t)`: `t.numpy()` (shared memory on host devices); `copy=True` (as
+        `np.array(t)` asks) or a dtype change gives a copy."""
         a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+        if copy:
+            return np.array(a, dtype=dtype, copy=True)
+        return a if dtype is None else a.astype(dtype, copy=False)
 
     # ---- DLPack ------------------------------------------------------------------------
     # Export: a NumPy view with the tensor's shape, strides and offset over its buffer's
@@ -198,13 +220,11 @@ class Tensor:
             raise BufferError("bfloat16 cannot be exported through NumPy's DLPack; use "
                               ".float()")
         self._materialise()
-        self._buf.pin()  # the view outlives our bookkeeping: its memory must never be reused
-        flat = self._buf.array
-        item = flat.itemsize
         if self.numel() == 0:
-            return np.zeros(self.shape, flat.dtype)
-        return np.lib.stride_tricks.as_strided(flat[self.offset:], self.shape,
-                                               tuple(s * item for s in self._strides))
+            return np.zeros(self.shape, self.dtype.storage_np)
+        # shares the memory and holds it: it stays out of the buffer pool while the exported
+        # array lives (a DLPack consumer holds the array until its deleter runs)
+        return self._buf.share(self.offset, self.shape, self._strides)
 
     # ---- misc --------------------------------------------------------------------------
     def __repr__(self) -> str:

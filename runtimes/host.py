@@ -3,8 +3,10 @@
 Big allocations come from a per-runtime caching pool (runtimes/pool.py): a fresh NumPy array
 of megabytes is fresh pages from the kernel, and their first touch (a page fault each 4 KiB)
 cost a training step more than some of its matmuls. A pooled buffer and every view of it
-share one `Block`, which goes back to the pool when the last of them is gone; memory handed
-out of the runtime's control (a zero-copy export) is `pin`ned, never to be reused."""
+share one `Block`, which goes back to the pool when the last of them is gone. A NumPy array
+that shares the memory (`HostBuffer.share`: dl's `Tensor.numpy()` and DLPack export) holds the
+`Block` too, so the memory is not reused while any such array (or a view of it, or a DLPack
+consumer of it) is alive; `pin` keeps a block out of the pool for good."""
 from __future__ import annotations
 
 import threading
@@ -16,6 +18,7 @@ from .buffer import (
     as_elem,
     as_shape,
     elem_of_dtype,
+    is_contiguous,
     row_major_strides,
     storage_array,
 )
@@ -50,10 +53,42 @@ class HostBuffer(Buffer):
         return self.array, False
 
     def pin(self) -> None:
-        """The memory is now shared outside the runtime (a NumPy view, DLPack): it must not
-        return to the pool when the buffer goes."""
+        """The memory is now shared outside the runtime for good: it must never return to the
+        pool (`share` is the finer way: its arrays hold the block only while they live)."""
         if self._block is not None:
             self._block.pool = None
+
+    def share(self, offset: int, shape: tuple, strides: tuple) -> np.ndarray:
+        """A writable NumPy array of the elements at `offset` (in elements) with this shape and
+        element strides, sharing this buffer's memory (no copy): writes through either side
+        are seen by the other. The array keeps the memory alive, and a pooled block goes back
+        to the pool only once this buffer, its views and every array sharing it are gone.
+        The view must lie inside the allocation (not checked)."""
+        flat, item = self.array, self.dtype.itemsize
+        n = 1
+        for d in shape:
+            n *= d
+        contiguous = is_contiguous(shape, strides) if shape else True
+        if self._block is None:  # plain NumPy memory: the base chain keeps it alive
+            if contiguous:
+                return flat[offset:offset + n].reshape(shape)
+            return np.lib.stride_tricks.as_strided(flat[offset:], shape,
+                                                   tuple(s * item for s in strides))
+        return np.asarray(_Shared(self._block, self.ptr + offset * item, shape,
+                                  None if contiguous else tuple(s * item for s in strides),
+                                  self.dtype.str))
+
+
+class _Shared:
+    """The base of an array `HostBuffer.share` makes over pooled memory: it holds the `Block`
+    (so the memory stays out of the pool while the array lives) and describes the view."""
+
+    __slots__ = ("__array_interface__", "block")
+
+    def __init__(self, block: Block, ptr: int, shape: tuple, strides, typestr: str):
+        self.block = block
+        self.__array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
+                                    "strides": strides, "version": 3}
 
 
 _pool_lock = threading.Lock()

@@ -1,7 +1,9 @@
 """DLPack import for host tensors, zero-copy: NumPy's `from_dlpack` gives a view of the
 producer's memory (e.g. a PyTorch CPU tensor); the tensor wraps the flat extent of that view
 without copying, so writes through either side are seen by the other. (Export is
-`Tensor.__dlpack__`, dl/tensor.py.)"""
+`Tensor.__dlpack__`, dl/tensor.py: zero-copy as well, through the same shared NumPy view as
+`Tensor.numpy()`, which holds the tensor's pooled memory out of the pool until the consumer
+releases it.)"""
 from __future__ import annotations
 
 import numpy as np
