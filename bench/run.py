@@ -90,14 +90,26 @@ def copy(a: Array[Line[f32]], out: Array[Line[f32]]):
 
 
 def bench_launch_overhead(rt) -> dict:
+    """A cached 3-argument launch beside a numba @njit call on the same arrays (the issue's
+    goal: at most 3x numba), timed in turns (`paired_medians`), and np.add for scale."""
     x = rt.from_numpy(np.ones(1, np.float32))
     y = rt.from_numpy(np.ones(1, np.float32))
     o = rt.empty_like(x)
+    inner = 2000
+
+    def loop(fn):
+        def run():
+            for _ in range(inner):
+                fn()
+        return run
+
     call = lambda: add3.launch(rt, cube_count=1, cube_dim=1, a=x, b=y, out=o)  # noqa: E731
-    ours = median_time(call, repeat=21, warmup=100, inner=2000)
-    xa, ya, oa = np.ones(1, np.float32), np.ones(1, np.float32), np.empty(1, np.float32)
-    npy = median_time(lambda: np.add(xa, ya, out=oa), repeat=21, warmup=100, inner=2000)
-    out = {"ours_us": ours * 1e6, "numpy_add_us": npy * 1e6, "goal_us": 5.0}
+    # numba gets the very arrays the launch reads and writes (host runtimes); else copies
+    xa, ya, oa = (getattr(b, "array", None) for b in (x, y, o))
+    if xa is None:
+        xa, ya, oa = np.ones(1, np.float32), np.ones(1, np.float32), np.empty(1, np.float32)
+    fns = {"ours": call, "numpy_add": lambda: np.add(xa, ya, out=oa)}
+    out: dict = {"goal": "at most 3x numba"}
     try:
         import numba
 
@@ -106,11 +118,15 @@ def bench_launch_overhead(rt) -> dict:
             for i in range(c.size):
                 c[i] = a[i] + b[i]
         nb_add(xa, ya, oa)
-        out["numba_us"] = median_time(lambda: nb_add(xa, ya, oa), repeat=21, warmup=100,
-                                      inner=2000) * 1e6
-        out["ratio_vs_numba"] = out["ours_us"] / out["numba_us"]
+        fns["numba"] = lambda: nb_add(xa, ya, oa)
     except ImportError:
-        out["numba_us"] = None
+        out["numba"] = "numba not installed"
+    med = paired_medians([loop(f) for f in fns.values()], repeat=21, warmup=3, block=3)
+    for name, t in zip(fns, med):
+        out[f"{name}_us"] = t / inner * 1e6
+    out.setdefault("numba_us", None)
+    if out["numba_us"]:
+        out["ratio_vs_numba"] = out["ours_us"] / out["numba_us"]
     return out
 
 
@@ -338,9 +354,10 @@ def to_markdown(res: dict) -> str:
         f"Runtime `{res['runtime']}`; Python {m['python']}, NumPy {m['numpy']}; "
         f"{res['date']}. Medians after warm-up. Command: `python bench/run.py`.", "",
         "| benchmark | ours | peer | ratio | goal |", "|---|---|---|---|---|",
-        f"| launch overhead, cache hit, 3 args | {lo['ours_us']:.2f} µs | numba "
-        f"{lo.get('numba_us') or float('nan'):.2f} µs / np.add {lo['numpy_add_us']:.2f} µs | "
-        f"{lo.get('ratio_vs_numba', float('nan')):.2f}x numba | ≤ 5 µs |",
+        f"| launch overhead, cache hit, 3 args | {lo['ours_us']:.2f} µs | "
+        + (f"numba {lo['numba_us']:.2f} µs" if lo.get("numba_us") else "numba not installed")
+        + f" / np.add {lo['numpy_add_us']:.2f} µs | "
+        f"{lo.get('ratio_vs_numba', float('nan')):.2f}x numba | ≤ 3x numba |",
         f"| cold compile to first result | {cc['ours_cold_ms']:.1f} ms | numba "
         f"{cc.get('numba_cold_ms', float('nan')):.1f} ms | "
         f"{cc.get('ratio_cold_vs_numba', float('nan')):.2f}x | ≤ 50 ms |",

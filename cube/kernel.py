@@ -8,6 +8,7 @@ import operator
 import os
 import threading
 import typing
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -266,6 +267,7 @@ class CubeFunction:
         self._annotations: dict | None = None
         self._plan: list | None = None
         self._hot: dict = {}
+        self._fast: dict = {}  # fast key -> bound launcher (see _fast_path)
         self._lock = threading.Lock()
         self.compiles = 0  # specialisations built in this process (tests read it)
 
@@ -373,6 +375,8 @@ class CubeFunction:
         try:
             if entry is None or not _fresh(entry):  # a global it read was rebound: stale
                 entry = self._specialise(rt, args, tuple(key), extra)
+            if not extra and len(args) == len(plan):
+                _bind_fast(self, rt, args, entry)
             exe, names, max_dim, checks, _, _, count_limit = entry
             for n, lo, hi, t in checks:
                 if not lo <= args[n] <= hi:  # False for nan too: _check_scalar decides
@@ -403,7 +407,16 @@ class CubeFunction:
                                 f"rename it")
         self._plan = [(name, _ARRAY if kind == _MEM and spec.kind == "array" else kind)
                       for name, kind, spec in specs]
+        if not any(n.startswith("_cb_") for n, _ in self._plan):
+            self.launch = _dispatcher(self, self._plan)  # the instance's: the class's is
+            # the general path it falls back on
         return self._plan
+
+    def _launch_miss(self, rt, cube_count, cube_dim, extra: tuple, rest: dict, vals: tuple):
+        """The generated launch's fallback: the general path, with the arguments by name."""
+        args = {n: v for (n, _), v in zip(self._plan, vals) if v is not _MISSING_ARG}
+        args.update(rest)
+        return CubeFunction.launch(self, rt, cube_count, cube_dim, *extra, **args)
 
     def _specialise(self, rt, args: dict, key, extra: tuple = ()):
         if extra:
@@ -627,6 +640,232 @@ class CubeFunction:
             else:
                 tvars[k] = v
         return self.signature_from_types(types, tvars, comptime, ranks=ranks)
+
+
+# ---- the cached launch's fast path ---------------------------------------------------------
+#
+# After its first call a kernel's `launch` is a function generated for its parameters
+# (`_launcher`): keyword-only parameters (no dict), a key of the runtime and per argument a
+# token cached on the buffer object (`_cube_sig`: for runtime, element type and line size,
+# which never change for a buffer or line view; a view copies it with the rest of its
+# attributes), one dict lookup of the bound launcher for that key (`_bound`: per
+# specialisation, with the checks of the general path's cache hit inline) and one call of
+# the executable. Where the executable can prepare a launch (`prepare`, the CPU), the last
+# launch of each specialisation is kept with what it was made of, and the instance's
+# `launch` becomes that specialisation's own function, whose first lines compare the call
+# with it: the same runtime, a grid given as the same int or the same tuple object, the same
+# buffer objects (weak references) and scalar objects, no recording active and every global
+# the kernel read still bound as it was: then the prepared launch runs and nothing else.
+# Whatever the generated code does not handle (a first launch, extra or missing arguments,
+# unhashable comptime values, a stale kernel, a strided view for an Array) goes to the
+# general `CubeFunction.launch`, which raises the LaunchErrors and registers the bound
+# launcher for the next call.
+
+class _MissingArg:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing argument>"
+
+
+_MISSING_ARG = _MissingArg()
+_SIGS: dict = {}  # (runtime, element type, line size) -> its token (hashed by identity)
+
+
+def _buffer_sig(a) -> object:
+    """What of a buffer argument the fast key holds (with the rank for Tensor parameters;
+    contiguity is checked for Array ones): a token per (runtime, element type, line size),
+    set on the object the first time."""
+    t = (a.rt, a.elem.name, a.line_size)
+    sig = _SIGS.get(t)
+    if sig is None:
+        sig = _SIGS.setdefault(t, object())
+    try:
+        a._cube_sig = sig
+    except AttributeError:  # slots or a read-only object: the general path every time
+        pass
+    return sig
+
+
+def _fast_key(rt, plan, vals) -> tuple:
+    key = [rt]
+    for (_, kind), a in zip(plan, vals):
+        if kind == _ARRAY or kind == _MEM:
+            sig = getattr(a, "_cube_sig", None)  # (not __dict__: that builds the dict)
+            key.append(_buffer_sig(a) if sig is None else sig)
+            if kind == _MEM:
+                key.append(len(a.shape))
+        elif kind == _SCALAR:
+            key.append(type(a))
+        else:
+            key.append(a)
+    return tuple(key)
+
+
+def _launcher_src(plan: list, hit: str = "") -> str:
+    """The source of a kernel's generated `launch`: `hit` (a specialisation's check of its
+    last launch) first, then the key lookup and the bound launcher, else the general path."""
+    names = [n for n, _ in plan]
+    key = ["rt"]
+    for n, kind in plan:  # a buffer seen for the first time gets its token here
+        if kind == _ARRAY:
+            key.append(f"(_cb_getattr({n}, '_cube_sig', None) or _cb_sig({n}))")
+        elif kind == _MEM:
+            key += [f"(_cb_getattr({n}, '_cube_sig', None) or _cb_sig({n}))",
+                    f"len({n}.shape)"]
+        elif kind == _SCALAR:
+            key.append(f"type({n})")
+        else:
+            key.append(n)
+    params = "".join(f", {n}=_cb_M" for n in names)
+    vals = "".join(f"{n}, " for n in names)
+    return f"""
+def launch(rt=None, cube_count=None, cube_dim=None, *_cb_extra{params}, **_cb_rest):{hit}
+    try:
+        _cb_f = _cb_fast.get(({', '.join(key)}))
+    except Exception:
+        _cb_f = None
+    try:
+        if _cb_f is None or _cb_extra or _cb_rest or not _cb_f(cube_count, cube_dim, {vals}):
+            _cb_miss(rt, cube_count, cube_dim, _cb_extra, _cb_rest, ({vals}))
+    except _cb_CubeError as e:
+        raise e.with_traceback(None) from None
+"""
+
+
+def _launcher_env(cf: CubeFunction) -> dict:
+    return {"_cb_M": _MISSING_ARG, "_cb_fast": cf._fast, "_cb_miss": cf._launch_miss,
+            "_cb_CubeError": CubeError, "_cb_getattr": getattr, "_cb_sig": _buffer_sig}
+
+
+def _dispatcher(cf: CubeFunction, plan: list):
+    env = _launcher_env(cf)
+    exec(compile(_launcher_src(plan), f"<cube launch {cf.__name__}>", "exec"), env)
+    fn = env["launch"]
+    fn.__doc__ = CubeFunction.launch.__doc__
+    return fn
+
+
+def _bind_fast(cf: CubeFunction, rt, args: dict, entry: tuple) -> None:
+    """Register the bound launcher of entry under the fast key of these arguments."""
+    plan = cf._plan
+    try:
+        key = _fast_key(rt, plan, [args[n] for n, _ in plan])
+        f = cf._fast.get(key)
+        if f is None or f.entry is not entry:
+            cf._fast[key] = _bound(cf, rt, plan, entry)
+    except Exception:  # unhashable comptime values, odd arguments: the general path
+        pass
+
+
+def _bound(cf: CubeFunction, rt, plan: list, entry: tuple):
+    """The launcher of one specialisation: what the general path checks on a cache hit,
+    inline: the globals read (stale: False, the general path recompiles), contiguity of
+    Array arguments (False: the general path refuses), scalar ranges and the grid; and,
+    where the executable prepares launches, its own `launch` (see above)."""
+    exe, names, max_dim, checks, watched, exact, count_limit = entry
+    prepare = getattr(exe, "prepare", None)
+    env = {**_launcher_env(cf), "_cb_exe": exe, "_cb_launch": exe.launch,
+           "_cb_rec": recording, "_cb_rt": rt, "_cb_prepare": prepare, "_cb_cf": cf,
+           "_cb_last": [(_MISSING,) * (3 + len(plan))], "_cb_ref": weakref.ref,
+           "_cb_int": int, "_cb_tuple": tuple, "_cb_dim3": _dim3, "_cb_bad_dim": _bad_dim,
+           "_cb_bad_count": _bad_count, "_cb_within": _within, "_cb_contiguous": contiguous,
+           "_cb_check_scalar": _check_scalar, "_cb_limit": count_limit, "_cb_maxd": max_dim,
+           "_cb_cx": _U32 if count_limit is None else count_limit[0]}
+    stale = []
+    for j, (get, d, snap) in enumerate(watched):
+        env[f"_cb_g{j}"], env[f"_cb_d{j}"], env[f"_cb_s{j}"] = get, d, snap
+        stale.append(f"_cb_g{j}(_cb_d{j}) != _cb_s{j}")
+    for j, (d, n, o) in enumerate(exact):
+        env[f"_cb_o{j}"] = o
+        if isinstance(d, _Cell):
+            env[f"_cb_c{j}"] = d.cell
+            stale.append(f"_cb_c{j}.cell_contents is not _cb_o{j}")
+        else:
+            env[f"_cb_e{j}"], env[f"_cb_n{j}"] = d, n
+            stale.append(f"_cb_e{j}.get(_cb_n{j}, _cb_M) is not _cb_o{j}")
+    stale_expr = " or ".join(stale) or "False"
+    lines = [f"if not ({n}.contiguous or _cb_contiguous({n})):\n        return False"
+             for n, kind in plan if kind == _ARRAY]
+    for j, (n, lo, hi, t) in enumerate(checks):
+        env[f"_cb_lo{j}"], env[f"_cb_hi{j}"], env[f"_cb_t{j}"] = lo, hi, t
+        lines.append(f"if not _cb_lo{j} <= {n} <= _cb_hi{j}:\n"
+                     f"        _cb_check_scalar({n!r}, _cb_t{j}, {n})")
+    checks_src = "".join("    " + ln + "\n" for ln in lines)
+    args = ", ".join(names)
+    mems = [kind in (_ARRAY, _MEM) for _, kind in plan]
+    keep = "".join(f", {'_cb_ref(' if m else ''}{n}{')' if m else ''}"
+                   for (n, _), m in zip(plan, mems))
+    if prepare is None:
+        run = f"_cb_launch(_cb_cc, _cb_cd, [{args}])"
+    else:
+        run = f"""_cb_p = _cb_prepare(_cb_cc, _cb_cd, [{args}])
+        if _cb_p is None:
+            _cb_launch(_cb_cc, _cb_cd, [{args}])
+        else:
+            _cb_p()
+            if (type(cube_count) is _cb_int or type(cube_count) is _cb_tuple) and (
+                    type(cube_dim) is _cb_int or type(cube_dim) is _cb_tuple):
+                try:
+                    _cb_last[0] = (cube_count, cube_dim, _cb_p{keep})
+                except TypeError:  # no weak references to an argument
+                    pass
+                else:
+                    _cb_cf.launch = launch"""
+    src = f"""
+def bound(cube_count, cube_dim, {''.join(n + ', ' for n, _ in plan)}):
+    try:
+        if {stale_expr}:
+            return False
+    except Exception:
+        return False
+{checks_src}    if type(cube_dim) is int and 0 < cube_dim <= _cb_maxd:
+        _cb_cd = (cube_dim, 1, 1)
+        _cb_units = cube_dim
+    else:
+        _cb_cd = _cb_dim3(cube_dim, "cube_dim")
+        _cb_units = _cb_cd[0] * _cb_cd[1] * _cb_cd[2]
+        if _cb_units > _cb_maxd or min(_cb_cd) < 1:
+            raise _cb_bad_dim(_cb_cd, _cb_maxd, _cb_rt)
+    if type(cube_count) is int and 0 < cube_count <= _cb_cx and \\
+            cube_count * _cb_units <= {_U32}:
+        _cb_cc = (cube_count, 1, 1)
+    else:
+        _cb_cc = _cb_dim3(cube_count, "cube_count")
+        if min(_cb_cc) < 1 or _cb_cc[0] * _cb_cc[1] * _cb_cc[2] * _cb_units > {_U32} or (
+                _cb_limit is not None and not _cb_within(_cb_cc, _cb_limit)):
+            if min(_cb_cc) == 0:
+                return True
+            raise _cb_bad_count(_cb_cc, _cb_cd, _cb_limit, _cb_rt)
+    if _cb_rec.active is None:
+        {run}
+    else:
+        _cb_rec.launch(_cb_exe, _cb_cc, _cb_cd, [{args}])
+    return True
+"""
+    if prepare is not None:
+        same = "".join(f" and _cb_L[{3 + j}]{'()' if m else ''} is {n}"
+                       for j, ((n, _), m) in enumerate(zip(plan, mems)))
+        src += _launcher_src(plan, f"""
+    _cb_L = _cb_last[0]
+    if rt is _cb_rt and (cube_count is _cb_L[0] or type(cube_count) is _cb_int and
+                         cube_count == _cb_L[0]) and (
+            cube_dim is _cb_L[1] or type(cube_dim) is _cb_int and cube_dim == _cb_L[1]) \\
+            {same} and not _cb_extra and not _cb_rest and _cb_rec.active is None:
+        try:
+            _cb_stale = {stale_expr}
+        except Exception:
+            _cb_stale = True
+        if not _cb_stale:
+            _cb_L[2]()
+            return""")
+    name = getattr(getattr(exe, "kernel", None), "name", cf.__name__)
+    exec(compile(src, f"<cube bound launch {name}>", "exec"), env)
+    fn = env["bound"]
+    fn.entry = entry
+    if prepare is not None:
+        env["launch"].__doc__ = CubeFunction.launch.__doc__
+    return fn
 
 
 def _resolve_tv(t, tv: dict, name: str) -> Type:

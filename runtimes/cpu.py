@@ -6,13 +6,16 @@ process with the same key loads the object without code generation or optimisati
 
 The launch hot path is one generated Python function per executable that packs the argument
 block (cube_ir.layout's spec LLVM, with the statements of runtimes.args' packing plan: one
-`struct.pack`) and calls the kernel through ctypes
-(which releases the GIL). Small launches run on the calling thread; big ones are split
-into chunks of cubes over a persistent thread pool (see SERIAL_UNITS for the policy).
+`struct.pack`) and calls the kernel through cffi's ABI mode (~0.3 us a call where ctypes
+takes twice that; both release the GIL). `prepare` returns a launch to repeat (cube.kernel
+keeps the last one per specialisation and reruns it when a call passes the same objects).
+Small launches run on the calling thread; big ones are split into chunks of cubes over a
+persistent thread pool (see SERIAL_UNITS for the policy).
 """
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -46,6 +49,19 @@ CACHE_FORMAT = f"cpu-obj-3-scev{cpu_jit.SCEV_CHECKS}"
 _FUNC = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64)
 _PAR_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.c_int64)
+try:  # cffi's ABI mode calls the serial entry in ~0.3 us where ctypes takes ~0.6 us
+    import cffi
+    _ffi = cffi.FFI()
+except ImportError:  # pragma: no cover - cffi is a dependency; ctypes does the same job
+    _ffi = None
+
+
+def _serial_entry(address: int, cfunc):
+    """The kernel's serial entry (blob, first cube, cubes) as the cheapest callable: cffi
+    (the GIL released, as ctypes does), or the ctypes function without cffi."""
+    if _ffi is None:
+        return cfunc
+    return _ffi.cast("void(*)(char *, int64_t, int64_t)", address)
 
 
 class CpuRuntime(HostMemoryMixin, Runtime):
@@ -129,11 +145,19 @@ class CpuExecutable(Executable):
         self._loaded = loaded  # keeps the machine code alive
         self.cfunc = _FUNC(loaded.address)
         self.cfunc_par = _PAR_FUNC(loaded.par_address)
+        self.serial = _serial_entry(loaded.address, self.cfunc)
         self.layout, self.nslots = lay, lay.nslots
         self.stack_fixed, self.stack_per_unit = stack_fixed, stack_per_unit
-        self.launch = _make_launcher(self, kernel, Packer(lay, kernel.name))
+        self.launch, self.prepare = _make_launcher(self, kernel, Packer(lay, kernel.name))
 
     def launch(self, cube_count, cube_dim, args) -> None:  # replaced per instance
+        raise NotImplementedError
+
+    def prepare(self, cube_count, cube_dim, args):  # replaced per instance
+        """The checks and argument block of launch(cube_count, cube_dim, args), and that
+        launch as a callable of no arguments, to run it now and again while every buffer in
+        args is alive (None for an empty grid). One cube is a direct call of the kernel;
+        more go through the same thread/pool policy as `launch`, decided at each call."""
         raise NotImplementedError
 
 
@@ -147,22 +171,24 @@ _HEADER = dict(zip(GRID, ("cx", "cy", "cz", "dx", "dy", "dz")))
 
 
 def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, packer: Packer):
-    """A launch function specialised on the kernel's parameters (built once, by exec).
+    """The launch and prepare functions specialised on the kernel's parameters (built once,
+    by exec).
 
     The argument block is one `struct.pack` of all slots (the packing plan's statements)
-    into a fresh bytes object, passed by pointer (ctypes `c_char_p`): no per-launch ctypes
-    objects, no lock, and concurrent launches of one executable cannot interfere."""
-    env = {**packer.env, "call": exe.cfunc, "call_par": exe.cfunc_par,
+    into a fresh bytes object, passed by pointer: no per-launch C objects, no lock, and
+    concurrent launches of one executable cannot interfere. `prepare` packs and checks the
+    same and returns the launch as a callable (`partial(call, blob, 0, 1)` for one cube on
+    this thread, else `run` with the block), for a caller that repeats it."""
+    env = {**packer.env, "call": exe.serial, "call_par": exe.cfunc_par,
            "machine_code": exe._loaded,  # alive while the launch function is
            "errors": ERRORS, "bad": _bad_launch(kernel, packer), "LaunchError": LaunchError,
            "pool": cpu_pool.pool, "MAXU": MAX_UNITS, "SMALL": SERIAL_UNITS,
            "BIG": PARALLEL_UNITS, "PAR_SECONDS": PARALLEL_SECONDS, "clock": time.perf_counter,
-           "cost": [-1.0],
+           "cost": [-1.0], "partial": functools.partial,
            "CALLER_UNITS": _caller_max_units(exe.stack_fixed, exe.stack_per_unit)}
     header = tuple(_HEADER[h] for h in packer.layout.spec.header)
     body = "\n".join("        " + ln for ln in packer.statements(header=header))
-    src = f"""
-def launch(cube_count, cube_dim, args):
+    check = f"""(cube_count, cube_dim, args):
     try:
         cx, cy, cz = cube_count
         dx, dy, dz = cube_dim
@@ -177,7 +203,8 @@ def launch(cube_count, cube_dim, args):
     if total > MAXU:
         raise LaunchError(f"launch of {kernel.name}: {{total}} units exceed the u32 "
                           f"positions (at most {{MAXU}})")
-    if units > CALLER_UNITS:
+"""
+    policy = """    if units > CALLER_UNITS:
         pool().run(call_par, blob, ncubes, False)
     elif ncubes == 1 or (total < SMALL and 0.0 <= total * cost[0] < 0.1 * PAR_SECONDS):
         call(blob, 0, ncubes)
@@ -192,6 +219,13 @@ def launch(cube_count, cube_dim, args):
         p.run(call_par, blob, ncubes)
         cost[0] = 0.5 * (cost[0] + max(clock() - t - p.overhead, 0.0) * p.size / total)
 """
+    src = (f"def launch{check}{policy}\n"
+           f"def run(blob, ncubes, units, total):\n{policy}\n"
+           f"def prepare{check}"
+           """    if ncubes == 1 and units <= CALLER_UNITS:
+        return partial(call, blob, 0, 1)
+    return partial(run, blob, ncubes, units, total)
+""")
     if kernel.cube_dim is not None:  # specialised on it: the loops were built for this size
         env["CUBE_DIM"] = tuple(kernel.cube_dim)
         src = src.replace("{dim_check}", f"""
@@ -200,7 +234,7 @@ def launch(cube_count, cube_dim, args):
                           f"the {{CUBE_DIM}} the kernel was compiled for")""")
     src = src.replace("{dim_check}", "")
     exec(compile(src, f"<cpu launch {kernel.name}>", "exec"), env)
-    return env["launch"]
+    return env["launch"], env["prepare"]
 
 
 def _bad_launch(kernel: ir.Kernel, packer: Packer):
