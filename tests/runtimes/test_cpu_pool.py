@@ -78,7 +78,7 @@ def test_workers_asleep_past_their_spin_wake_for_the_next_job(exe):
 def test_native_workers_where_they_can_run():
     p = cpu_pool.pool()
     _check(RT.compile(_scale_kernel()), 1 << 21, 0.5)  # big enough to start the pool
-    assert p._started
+    assert p._started and p.ready(timeout=60)
     if sys.platform.startswith("linux") and os.uname().machine == "x86_64" \
             and os.environ.get("CUBE_CPU_POOL", "native") != "python" and p.size > 1:
         assert p._native is not None and len(p._native_threads) == p.size - 1
@@ -94,7 +94,10 @@ def test_python_queue_fallback():
         exe = RT.compile(_scale_kernel())
         for k in range(20):
             _check(exe, 60_000 + k, float(k))
-        assert cpu_pool.pool()._native is None and cpu_pool.pool()._threads
+        p = cpu_pool.pool()
+        assert p.ready(timeout=60)
+        _check(exe, 60_000, 1.0)
+        assert p._native is None and p._threads
         print("ok")
     """).format(here=str(Path(__file__).parent))
     env = {**os.environ, "CUBE_CPU_POOL": "python", "PYTHONPATH": str(ROOT)}
