@@ -357,7 +357,8 @@ def to_markdown(res: dict) -> str:
         f"| launch overhead, cache hit, 3 args | {lo['ours_us']:.2f} µs | "
         + (f"numba {lo['numba_us']:.2f} µs" if lo.get("numba_us") else "numba not installed")
         + f" / np.add {lo['numpy_add_us']:.2f} µs | "
-        f"{lo.get('ratio_vs_numba', float('nan')):.2f}x numba | ≤ 3x numba |",
+        + (f"{lo['ratio_vs_numba']:.2f}x numba" if "ratio_vs_numba" in lo else "–")
+        + " | ≤ 3x numba |",
         f"| cold compile to first result | {cc['ours_cold_ms']:.1f} ms | numba "
         f"{cc.get('numba_cold_ms', float('nan')):.1f} ms | "
         f"{cc.get('ratio_cold_vs_numba', float('nan')):.2f}x | ≤ 50 ms |",

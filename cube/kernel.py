@@ -653,7 +653,7 @@ class CubeFunction:
 # the executable. Where the executable can prepare a launch (`prepare`, the CPU), the last
 # launch of each specialisation is kept with what it was made of, and the instance's
 # `launch` becomes that specialisation's own function, whose first lines compare the call
-# with it: the same runtime, a grid given as the same int or the same tuple object, the same
+# with it: the same runtime, the same grid (the same object, or equal ints), the same
 # buffer objects (weak references) and scalar objects, no recording active and every global
 # the kernel read still bound as it was: then the prepared launch runs and nothing else.
 # Whatever the generated code does not handle (a first launch, extra or missing arguments,
@@ -846,11 +846,18 @@ def bound(cube_count, cube_dim, {''.join(n + ', ' for n, _ in plan)}):
     if prepare is not None:
         same = "".join(f" and _cb_L[{3 + j}]{'()' if m else ''} is {n}"
                        for j, ((n, _), m) in enumerate(zip(plan, mems)))
+        def grid(v: str, k: int) -> str:
+            """v gives the grid of the last launch: the same object, an equal int, or an
+            equal tuple of ints (it has 1 to 3 entries, as the last one: [0], [-1] and
+            [len // 2] are all of them; equal is not enough: (1.0,) == (True,) == (1,))"""
+            last = f"_cb_L[{k}]"
+            return (f"({v} is {last} or type({v}) is _cb_int and {v} == {last} or "
+                    f"type({v}) is _cb_tuple and {v} == {last} and type({v}[0]) is _cb_int "
+                    f"and type({v}[-1]) is _cb_int and type({v}[len({v}) // 2]) is _cb_int)")
         src += _launcher_src(plan, f"""
     _cb_L = _cb_last[0]
-    if rt is _cb_rt and (cube_count is _cb_L[0] or type(cube_count) is _cb_int and
-                         cube_count == _cb_L[0]) and (
-            cube_dim is _cb_L[1] or type(cube_dim) is _cb_int and cube_dim == _cb_L[1]) \\
+    if rt is _cb_rt and {grid("cube_count", 0)} \\
+            and {grid("cube_dim", 1)} \\
             {same} and not _cb_extra and not _cb_rest and _cb_rec.active is None:
         try:
             _cb_stale = {stale_expr}

@@ -252,3 +252,22 @@ def test_parameter_names_of_the_generated_code_take_the_general_path(rt):
     assert "launch" not in vars(k)
     with pytest.raises(cb.LaunchError, match="'_cb_rest' must be a number"):
         k.launch(rt, cube_count=1, cube_dim=4, _cb_f=out, _cb_rest=None)
+
+
+def test_equal_grids_of_other_types_after_a_repeat(rt):
+    """A repeat takes a grid equal to the last one only when it holds ints: (1.0,), (True,)
+    and 8.0 compare equal to (1,) and 8 but are refused as ever."""
+    x = rt.from_numpy(np.arange(8, dtype=np.float32))
+    out = rt.zeros(8, np.float32)
+    for _ in range(3):  # new tuples each time, equal to the last
+        axpy.launch(rt, cube_count=(int("1"),), cube_dim=(8, int("1")), x=x, out=out, a=1.0)
+    np.testing.assert_array_equal(out.numpy(), 3 * np.arange(8))
+    for cc, cd, match in [((1.0,), (8, 1), "cube_count takes ints"),
+                          ((True,), (8, 1), "cube_count takes ints"),
+                          ((1,), (8.0, 1), "cube_dim takes ints"),
+                          ((1,), (8, True), "cube_dim takes ints"),
+                          ((1,), 8.0, "cube_dim takes ints")]:
+        with pytest.raises(cb.LaunchError, match=match):
+            axpy.launch(rt, cube_count=cc, cube_dim=cd, x=x, out=out, a=1.0)
+    axpy.launch(rt, cube_count=(np.int64(1),), cube_dim=(8, 1), x=x, out=out, a=1.0)
+    np.testing.assert_array_equal(out.numpy(), 4 * np.arange(8))
