@@ -55,8 +55,9 @@ def bench_mlp(device, repeat):
     ref = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
                               torch.nn.Linear(512, 512), torch.nn.ReLU(),
                               torch.nn.Linear(512, 10))
-    ours = nn.Sequential(nn.Linear(784, 512, act="relu"), nn.Identity(),
-                         nn.Linear(512, 512, act="relu"), nn.Identity(), nn.Linear(512, 10))
+    # written as a torch user writes it: nn.ReLU() modules, no act= hints (issue 15)
+    ours = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                         nn.Linear(512, 10))
     ours.to(device)
     _copy_weights(ours, ref, device)
     rng = np.random.default_rng(0)
