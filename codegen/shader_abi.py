@@ -22,14 +22,6 @@ from cube_ir.types import Scalar
 
 NATIVE_32 = frozenset({"f32", "i32", "u32"})
 META_BINDING = 0
-# the builtins both shader languages have: per-axis ids, the local invocation index and the
-# global invocation id (everything else is lowered in IR, passes.lowering); bf16 has no
-# arithmetic and f16's transcendentals, fma, pow and plane sums/products are done in f32
-F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma".split()) | ARITH_PLANE
-LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
-                                "ABSOLUTE_POS_Z"}, halves={"bf16": ALL, "f16": F16_VIA_F32},
-                    narrow=NARROW,  # 8/16-bit ints live in i32/u32 registers
-                    packed=lambda e: is_packed(e))
 
 
 def binding(s: ParamSlots) -> int:
@@ -37,8 +29,19 @@ def binding(s: ParamSlots) -> int:
     return 1 + s.buffer
 
 
-def is_packed(e: Scalar, f16: bool = True) -> bool:
-    """Stored as bytes inside u32 words (the shader has no type of that width)."""
-    if e.name in NATIVE_32 or (e.name == "f16" and f16):
+def is_packed(e: Scalar) -> bool:
+    """Stored as bytes inside u32 words (the shader has no type of that width; f16 is a
+    type where the adapter has shader-f16, and refused where it has not)."""
+    if e.name in NATIVE_32 or e.name == "f16":
         return False
     return e.bits < 32 or e.is_bool
+
+
+# the builtins both shader languages have: per-axis ids, the local invocation index and the
+# global invocation id (everything else is lowered in IR, passes.lowering); bf16 has no
+# arithmetic and f16's transcendentals, fma, pow and plane sums/products are done in f32
+F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma".split()) | ARITH_PLANE
+LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
+                                "ABSOLUTE_POS_Z"}, halves={"bf16": ALL, "f16": F16_VIA_F32},
+                    narrow=NARROW,  # 8/16-bit ints live in i32/u32 registers
+                    packed=is_packed)

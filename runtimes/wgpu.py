@@ -229,7 +229,7 @@ class WgpuRuntime(Runtime):
     # ---- kernels -----------------------------------------------------------------------
     def generate(self, kernel: ir.Kernel) -> str:
         from codegen.wgsl import emit_module
-        return emit_module(kernel, f16=self.has_f16).text
+        return emit_module(kernel).text
 
     def _shader(self, kernel: ir.Kernel, key: str | None):
         """(shader code for create_shader_module, readable source) via the disk cache."""

@@ -31,10 +31,11 @@ class WgslModule:
     entry: str = "main"
 
 
-def emit_module(kernel: ir.Kernel, f16: bool = True) -> WgslModule:
-    # (without shader-f16 the capability table refuses f16 before any code is generated)
+def emit_module(kernel: ir.Kernel) -> WgslModule:
+    # (f16 is a register type: without shader-f16 the capability table refuses it before any
+    # code is generated)
     kernel = lower(kernel, WGSL_LOWERING)
-    text, abi = emit(kernel, f16=f16, plane_size=kernel.plane_size)
+    text, abi = emit(kernel, plane_size=kernel.plane_size)
     return WgslModule(text, abi)
 
 

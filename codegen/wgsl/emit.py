@@ -27,9 +27,8 @@ def _ident(name: str) -> str:
 class Emitter(StructuredEmitter):
     LOOP = "loop {"
 
-    def __init__(self, kernel: ir.Kernel, f16: bool = True, plane_size: int = 1):
+    def __init__(self, kernel: ir.Kernel, plane_size: int = 1):
         super().__init__(kernel)
-        self.f16 = f16
         self.plane = plane_size
         self.abi: Layout = layout(kernel.params, SHADER)
         self.helpers: dict[str, str] = {}
@@ -416,8 +415,8 @@ class Emitter(StructuredEmitter):
             self.assign(d, r, ln)
 
 
-def emit(kernel: ir.Kernel, f16: bool = True, plane_size: int = 1) -> tuple[str, Layout]:
-    em = Emitter(kernel, f16, plane_size)
+def emit(kernel: ir.Kernel, plane_size: int = 1) -> tuple[str, Layout]:
+    em = Emitter(kernel, plane_size)
     return em.run(), em.abi
 
 

@@ -50,7 +50,7 @@ def test_every_kernel_compiles_as_wgsl(corpus):
             continue
         if k.plane_size > 1 and rt.plane_size == 1:
             continue  # the device has no subgroups
-        text = emit_wgsl(k, f16=rt.has_f16).text
+        text = emit_wgsl(k).text
         try:
             rt.device.create_shader_module(code=text)
         except Exception as e:
