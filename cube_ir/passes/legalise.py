@@ -38,7 +38,8 @@ def promote_halves(kernel: Kernel, promote: Mapping[str, frozenset[str] | None])
     if not promote:
         return False
     alloc = VarAlloc(kernel)
-    return rewrite(kernel.body, lambda op: _in_f32(op, alloc) if _wanted(op, promote) else None)
+    return rewrite(kernel.body,
+                   lambda op: _in_wider(op, f32, alloc) if _wanted(op, promote) else None)
 
 
 def _wanted(op, promote) -> bool:
@@ -54,21 +55,23 @@ def _wanted(op, promote) -> bool:
     return False
 
 
-def _in_f32(op, alloc: VarAlloc) -> list:
+def _in_wider(op, elem, alloc: VarAlloc, pre: tuple = ()) -> list:
+    """op (Unary, Binary, Ternary or Plane) computed in `elem`: its operands of the dst's
+    element type widened by exact casts, the result cast back (which rounds or wraps).
+    `pre`: ops the caller already wrote for its operands."""
     d, loc = op.dst, op.loc
-    wide = with_elem(d.type, f32)
-    ops: list = []
+    ops: list = list(pre)
 
     def widen(x):
         if x is None or x.type.elem != d.type.elem:  # a plane op's lane, say
             return x
-        if isinstance(x, Const):
-            return Const(x.value, with_elem(x.type, f32))  # a half constant is exact in f32
-        w = alloc.new(with_elem(x.type, f32), x.name)
+        if isinstance(x, Const):  # exact in the wider type
+            return Const(x.value, with_elem(x.type, elem))
+        w = alloc.new(with_elem(x.type, elem), x.name)
         ops.append(ir.Cast(w, x, loc))
         return w
 
-    r = alloc.new(wide, d.name)
+    r = alloc.new(with_elem(d.type, elem), d.name)
     match op:
         case ir.Unary():
             new = ir.Unary(r, op.op, widen(op.a), loc)
@@ -111,30 +114,10 @@ def _narrow(op, types) -> bool:
 
 
 def _in_32(op, alloc: VarAlloc) -> list:
-    d, loc = op.dst, op.loc
-    e = d.type.elem
-    wide = with_elem(d.type, SCALARS["i32" if e.is_signed else "u32"])
-    ops: list = []
-
-    def widen(x):
-        if x is None or x.type.elem != e:
-            return x
-        if isinstance(x, Const):
-            return Const(x.value, with_elem(x.type, wide.elem))
-        w = alloc.new(with_elem(x.type, wide.elem), x.name)
-        ops.append(ir.Cast(w, x, loc))
-        return w
-
-    r = alloc.new(wide, d.name)
-    match op:
-        case ir.Unary():
-            new = ir.Unary(r, op.op, widen(op.a), loc)
-        case ir.Binary(op="shl"):
-            count = alloc.new(op.b.type, "count")  # modulo the narrow width, first
-            ops.append(ir.Binary(count, "and", op.b, Const(e.bits - 1, op.b.type), loc))
-            new = ir.Binary(r, "shl", widen(op.a), widen(count), loc)
-        case ir.Binary():
-            new = ir.Binary(r, op.op, widen(op.a), widen(op.b), loc)
-        case ir.Plane():
-            new = ir.Plane(r, op.op, widen(op.value), op.lane, loc)
-    return [*ops, new, ir.Cast(d, r, loc)]
+    e = op.dst.type.elem
+    wide = SCALARS["i32" if e.is_signed else "u32"]
+    if isinstance(op, ir.Binary) and op.op == "shl":  # the count modulo the narrow width, first
+        count = alloc.new(op.b.type, "count")
+        mask = ir.Binary(count, "and", op.b, Const(e.bits - 1, op.b.type), op.loc)
+        return _in_wider(ir.Binary(op.dst, "shl", op.a, count, op.loc), wide, alloc, (mask,))
+    return _in_wider(op, wide, alloc)
