@@ -14,22 +14,12 @@ import numpy as np
 import pytest
 
 pytest.importorskip("llvmlite.binding")
+from test_cpu_pool import _scale_kernel  # noqa: E402  (out[i] = x[i] * 3 + i)
+
 import runtimes.cpu as cpu  # noqa: E402
-from cube_ir.builder import Builder  # noqa: E402
-from cube_ir.types import f32  # noqa: E402
 from runtimes import cpu_pool  # noqa: E402
 
 RT = cpu.CpuRuntime()
-
-
-def _scale_kernel():
-    """out[i] = x[i] * 3 + i: every cube must run exactly once for the result to hold."""
-    b = Builder("pool_idle_scale")
-    x, out = b.array("x", f32), b.array("out", f32)
-    i = b.builtin("ABSOLUTE_POS")
-    with b.if_(b.lt(i, b.len(out))):
-        b.store(out, i, b.add(b.mul(b.emit_load(x, i), 3.0), b.cast(i, f32)))
-    return b.finish()
 
 
 @pytest.fixture
