@@ -186,6 +186,11 @@ def e_shape_on_array(x: Array[f32]):
 
 
 @cube(launch=True)
+def e_float_dimension(t: cb.Tensor[f32], x: Array[f32]):
+    n = t.shape(x[0])  # ERROR: a dimension must be an integer
+
+
+@cube(launch=True)
 def e_atomic_on_value(x: Array[f32]):
     cb.atomic_add(x[0], 0, 1.0)  # ERROR: must be an array
 

@@ -396,6 +396,54 @@ def test_tensor_meta(rt):
     np.testing.assert_array_equal(out.numpy(), x.T)
 
 
+@cube(launch=True)
+def runtime_dims(t: Tensor[f32], ds: Array[i32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < ds.len():
+        d = ds[i]  # a runtime dimension, as Python indexes a shape: negative from the end
+        if d < 5:
+            s = t.shape(d)
+        else:
+            s = cb.u32(0)
+        out[i * 2] = s
+        out[i * 2 + 1] = t.stride(d)
+
+
+@cube(launch=True)
+def runtime_dims64(t: Tensor[f32], ds: Array[cb.i64], out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < ds.len():
+        out[i] = t.shape(ds[i])  # compared as i64: no wrap to 32 bits
+
+
+def _py_dim(seq, d):  # plain Python: a tuple index, else 0
+    return seq[d] if -len(seq) <= d < len(seq) else 0
+
+
+def _transposed(rt):
+    x = np.arange(24, dtype=np.float32)  # a (6, 4) view with strides (1, 6)
+    return rt.from_numpy(x).view((6, 4), (1, 6)), (6, 4), (1, 6)
+
+
+def test_runtime_dims_read_as_python(rt):
+    """t.shape(d) / t.stride(d) with d a runtime value: Python's reading of a negative index
+    (from the end), 0 outside the rank."""
+    t, shape, strides = _transposed(rt)
+    ds = np.array([0, 1, -1, -2, -3, 2, 7, 4], np.int32)
+    want = [[_py_dim(shape, d) if d < 5 else 0, _py_dim(strides, d)] for d in ds.tolist()]
+    out = rt.zeros(len(ds) * 2, np.uint32)
+    launch1d(runtime_dims, rt, len(ds), t=t, ds=rt.from_numpy(ds), out=out)
+    np.testing.assert_array_equal(out.numpy().reshape(-1, 2), want)
+
+
+def test_runtime_i64_dims_do_not_wrap(rt):
+    t, shape, _ = _transposed(rt)
+    ds = np.array([0, 1, 2**32, 2**32 + 1, -1, -2, 5, -(2**32)], np.int64)
+    out = rt.zeros(len(ds), np.uint32)
+    launch1d(runtime_dims64, rt, len(ds), t=t, ds=rt.from_numpy(ds), out=out)
+    np.testing.assert_array_equal(out.numpy(), [_py_dim(shape, d) for d in ds.tolist()])
+
+
 # ---- memory: shared, local, atomics -------------------------------------------------------
 
 @cube(launch=True)
