@@ -27,6 +27,10 @@ class Features:
         {"i32", "u32", "i64", "u64", "f32", "f64"}))
     max_shared_bytes: int = 1 << 20
     max_cube_dim: int = 1024
+    # a CPU's SIMD register file (0: not a CPU, or unknown): kernels size register tiles
+    # from it (dl.kernels.matmul); the widest vector in bits and how many registers
+    vector_bits: int = 0
+    vector_registers: int = 0
 
 
 # ---- the capability table ----------------------------------------------------------------

@@ -15,6 +15,7 @@ persistent thread pool (see SERIAL_UNITS for the policy).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import json
@@ -70,24 +71,40 @@ class CpuRuntime(HostMemoryMixin, Runtime):
     features = Features(plane_size=1, atomic_types=frozenset(
         {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "f32", "f64"}))
 
-    def __init__(self) -> None:
+    def __init__(self, isa: str | None = None) -> None:
+        """isa: "host" or "avx2" (an AVX2-only CPU model); default $CUBE_CPU_ISA, else host.
+        `cb.runtime("cpu", isa="avx2")` gives a second runtime beside the host's."""
         self._device_id: str | None = None
+        self.isa = cpu_jit.isa(isa)
+        # the register file kernels tile for (matmul reads it as comptime tile shapes)
+        self.features = dataclasses.replace(CpuRuntime.features,
+                                            vector_bits=self.isa.vector_bits,
+                                            vector_registers=self.isa.vector_registers)
         # what compile() did, for tests and `cube cache info`: codegen runs vs cache loads
         self.stats = {"codegen": 0, "cache_loads": 0, "cache_stores": 0}
 
     def device_id(self) -> str:
+        """The CPU model kernels compile for (its name, LLVM's version, its features): part
+        of every cache and tuning key, so the host's and the AVX2 model's objects differ."""
         if self._device_id is None:
-            feats = [f[1:] for f in cpu_jit.host_features().split(",") if f.startswith("+")]
+            fs = self.isa.features.split(",")
+            feats = [f[1:] for f in fs if f.startswith("+")]
+            # tuning switches that change code but not what the CPU has
+            tune = [f for f in fs if "prefer" in f]
             import llvmlite.binding as llvm
             ver = ".".join(map(str, llvm.llvm_version_info))
-            self._device_id = f"{cpu_jit.host_cpu_name()} llvm-{ver} [{','.join(feats)}]"
+            self._device_id = (f"{self.isa.cpu} llvm-{ver} [{','.join(feats)}]"
+                               + (f" {','.join(tune)}" if tune else ""))
         return self._device_id
 
     def describe(self) -> str:
-        feats = [f[1:] for f in cpu_jit.host_features().split(",") if f.startswith("+")]
+        feats = [f[1:] for f in self.isa.features.split(",") if f.startswith("+")]
         simd = [f for f in ("avx512f", "avx2", "fma", "f16c", "neon", "sve") if f in feats]
         head = self.device_id().split(" [")[0]
-        return f"{head}, {len(feats)} CPU features ({', '.join(simd)}), {os.cpu_count()} cores"
+        isa = "" if self.isa.name == "host" else f" ({self.isa.name} model)"
+        return (f"{head}{isa}, {len(feats)} CPU features ({', '.join(simd)}), "
+                f"{self.isa.vector_registers} x {self.isa.vector_bits}-bit vector registers, "
+                f"{os.cpu_count()} cores")
 
     def generate(self, kernel: ir.Kernel) -> str:
         return emit_module(kernel).text
@@ -101,7 +118,7 @@ class CpuRuntime(HostMemoryMixin, Runtime):
         mod = emit_module(kernel)
         self.stats["codegen"] += 1
         try:
-            obj = cpu_jit.compile_object(mod.text)
+            obj = cpu_jit.compile_object(mod.text, self.isa.name)
         except RuntimeError as e:  # LLVM rejected our IR: a codegen bug, with evidence
             raise BackendCompileError(f"LLVM could not compile kernel {kernel.name}",
                                       str(e), mod.text) from None
@@ -112,8 +129,8 @@ class CpuRuntime(HostMemoryMixin, Runtime):
             default_cache().put(key, {"object.o": obj, "source.ll": mod.text.encode(),
                                       "meta.json": json.dumps(meta).encode()})
             self.stats["cache_stores"] += 1
-        return CpuExecutable(kernel, mod.text, cpu_jit.Loaded(obj, mod.entry), mod.layout,
-                             mod.stack_fixed, mod.stack_per_unit)
+        return CpuExecutable(kernel, mod.text, cpu_jit.Loaded(obj, mod.entry, self.isa.name),
+                             mod.layout, mod.stack_fixed, mod.stack_per_unit)
 
     def _load_cached(self, kernel: ir.Kernel, key: str):
         files = default_cache().get(key)
@@ -126,7 +143,7 @@ class CpuRuntime(HostMemoryMixin, Runtime):
             if (meta["entry"] != entry_name(kernel) or meta["nslots"] != lay.nslots
                     or meta["object_sha256"] != hashlib.sha256(obj).hexdigest()):
                 return None
-            loaded = cpu_jit.Loaded(obj, meta["entry"])
+            loaded = cpu_jit.Loaded(obj, meta["entry"], self.isa.name)
         except Exception:  # a foreign or broken entry: rebuild it, never run it
             return None
         self.stats["cache_loads"] += 1
