@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from cube_ir.types import f32, f64
+from cube_ir.types import f32, f64, vec
 
 EMITTERS: dict = {}
 
@@ -23,7 +23,12 @@ def emitter(*names):
 
 
 def _ct(node):
-    return node.dtype.compute.cube
+    return vec(node.dtype.compute.cube, node.lanes)
+
+
+def _float_t(node):
+    """The float type a generator computes in: f64 for float64 results, else f32."""
+    return vec(f64 if node.dtype.cube == f64 else f32, node.lanes)
 
 
 # ---- copies and casts -------------------------------------------------------------------
@@ -32,7 +37,7 @@ def _cast(ctx, node, a):
     return ctx.b.to_type(a[0], _ct(node))
 
 
-# ---- generators: they read the element's linear index ---------------------------------------
+# ---- generators: they read the element's linear index (a line of them in line mode) --------
 @emitter("full")
 def _full(ctx, node, a):
     return ctx.b.to_type(a[0], _ct(node))
@@ -41,8 +46,8 @@ def _full(ctx, node, a):
 @emitter("arange")
 def _arange(ctx, node, a):
     b = ctx.b  # start + i * step, in the compute type (f64 steps for float64)
-    t = node.in_types[0].cube
-    return b.to_type(b.add(a[0], b.mul(b.cast(ctx.i, t), a[1])), _ct(node))
+    t = vec(node.in_types[0].cube, node.lanes)
+    return b.to_type(b.add(a[0], b.mul(b.cast(ctx.elem_index(), t), a[1])), _ct(node))
 
 
 @emitter("eye")
@@ -77,16 +82,17 @@ def _uniform(b, h, t):
 @emitter("rand")
 def _rand(ctx, node, a):
     b = ctx.b
-    t = f64 if node.dtype.cube == f64 else f32
-    return b.to_type(_uniform(b, counter_hash(b, ctx.i, a[0], a[1], 0), t), _ct(node))
+    t = _float_t(node)
+    return b.to_type(_uniform(b, counter_hash(b, ctx.elem_index(), a[0], a[1], 0), t),
+                     _ct(node))
 
 
 @emitter("randn")
 def _randn(ctx, node, a):
     b = ctx.b  # Box-Muller on two independent uniforms; u1 in (0, 1] so log is finite
-    t = f64 if node.dtype.cube == f64 else f32
-    u1 = b.sub(1.0, _uniform(b, counter_hash(b, ctx.i, a[0], a[1], 0), t))
-    u2 = _uniform(b, counter_hash(b, ctx.i, a[0], a[1], 1), t)
+    t, i = _float_t(node), ctx.elem_index()
+    u1 = b.sub(1.0, _uniform(b, counter_hash(b, i, a[0], a[1], 0), t))
+    u2 = _uniform(b, counter_hash(b, i, a[0], a[1], 1), t)
     r = b.unary("sqrt", b.mul(-2.0, b.unary("log", u1)))
     return b.to_type(b.mul(r, b.unary("cos", b.mul(2.0 * math.pi, u2))), _ct(node))
 

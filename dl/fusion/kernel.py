@@ -4,7 +4,11 @@ The kernel has one unit per element of the graph's shape. Operands that are cont
 the graph's shape are read at `offset + i`; any other view (broadcast: stride 0, permuted,
 sliced) is read at `offset + sum(coord[d] * stride[d])`, the coordinates decomposed from `i`
 once per kernel. Which of the two each operand uses is part of the structure key, its strides
-and offsets are launch arguments, so one kernel serves every shape of that rank."""
+and offsets are launch arguments, so one kernel serves every shape of that rank.
+
+Line mode (`Structure.lanes` > 1, see `build_lines`): each unit computes one line of L
+elements with the same builder calls on line types, as a hand-written `Array[Line[f32]]`
+kernel does; the CPU then runs the graph's math in SIMD registers of the host's width."""
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 
 from cube_ir import ir
 from cube_ir.builder import Builder
-from cube_ir.types import f32, f64, u32
+from cube_ir.types import f32, f64, u32, vec
 
 from .emit_ops import EMITTERS
 
@@ -33,6 +37,11 @@ class Structure:
     # rows mode: leaves constant along the last dim (stride 0), read once per row: the load
     # does not depend on the column, so the unit loop vectorises around a broadcast value
     row_leaves: tuple = ()
+    # line mode: lanes per unit (1: one element per unit); line_leaves: how each leaf is read
+    # there, "c" a contiguous line, "r" a line of a row repeated over the leading dims (a
+    # bias: the line at i % row_lines), "s" one element broadcast to every lane
+    lanes: int = 1
+    line_leaves: tuple = ()
     # every unit of the launch is in range (the grid tiles the shape exactly): no bounds
     # test, so the CPU's unit loop vectorises without masked loads and stores (slow
     # on some x86 cores: 4x the plain loop's time on AMD EPYC)
@@ -46,6 +55,21 @@ class _Ctx:
         self.y = None  # rows mode 2: the unit's index along dim 1
         self.coords: list | None = None  # i's coordinates, where the kernel knows them
         self._shape: dict[int, object] = {}
+        self.lanes = 1  # line mode: i is the line's index, its elements i*L .. i*L + L-1
+        self._elem_index = None
+
+    def elem_index(self):
+        """The index of each element the unit computes: i, or in line mode the line of
+        indices i*L + (0, 1, .., L-1) (generators read it)."""
+        if self.lanes == 1:
+            return self.i
+        if self._elem_index is None:
+            b, L = self.b, self.lanes
+            lane = b.const(0, vec(u32, L))
+            for k in range(1, L):
+                lane = b.insert(lane, k, k)
+            self._elem_index = b.add(b.to_type(b.mul(self.i, L), vec(u32, L)), lane)
+        return self._elem_index
 
     def shape(self, d: int):
         if d not in self._shape:
@@ -55,6 +79,8 @@ class _Ctx:
 
 def build(s: Structure, dtypes: dict) -> ir.Kernel:
     """`dtypes` maps dtype names to DTypes (the structure holds names to stay hashable)."""
+    if s.lanes > 1:
+        return build_lines(s, dtypes)
     b = Builder("dl_fused", checked=False, nowrap=True)  # the host sized every index
     r = s.rank
     outs = [b.tensor(f"out{k}", dtypes[dt].cube, r) for k, (_, dt, _) in enumerate(s.outs)]
@@ -128,11 +154,14 @@ def _params(b: Builder, s: Structure, dtypes: dict, n_outs: int):
             [b.scalar_param_value(p) for p in const_p])
 
 
-def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, consts):
-    """The graph's values at element `ctx.i` (each in its compute type) and the indexing
-    function used for the leaves (contiguous: offset + i; else through the strides)."""
+def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, consts,
+               read=None):
+    """The graph's values at element `ctx.i` (each in its compute type, a line of
+    `ctx.lanes`) and the indexing function used for the leaves (contiguous: offset + i; else
+    through the strides). `read(j)`, where given, loads leaf j instead."""
     r = s.rank
     i = ctx.i
+    lanes = ctx.lanes
     coords: list = []
 
     def index(param, off, contig, per_row=False):
@@ -155,8 +184,9 @@ def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, co
 
     def leaf(j):
         if j not in leaf_vals:
-            leaf_vals[j] = b.load(leaves[j], index(leaves[j], leaf_off[j], s.leaves[j][1],
-                                                   j in s.row_leaves))
+            leaf_vals[j] = read(j) if read is not None else \
+                b.load(leaves[j], index(leaves[j], leaf_off[j], s.leaves[j][1],
+                                        j in s.row_leaves))
         return leaf_vals[j]
 
     vals = []
@@ -164,11 +194,14 @@ def emit_graph(b: Builder, s: Structure, dtypes: dict, ctx, leaves, leaf_off, co
         args = []
         for (kind, k), t in zip(refs, in_types, strict=True):
             v = vals[k] if kind == "n" else leaf(k) if kind == "t" else consts[k]
-            args.append(b.to_type(v, dtypes[t].cube))
-        node = _NodeView(op, dtypes[dt], tuple(dtypes[t] for t in in_types), attrs)
+            # a scalar (a constant, an "s" leaf) takes the element type, then fills a line
+            v = b.to_type(v, dtypes[t].cube) if v.type.lanes == 1 else v
+            args.append(b.to_type(v, vec(dtypes[t].cube, lanes)))
+        node = _NodeView(op, dtypes[dt], tuple(dtypes[t] for t in in_types), attrs, lanes)
         res = EMITTERS[op](ctx, node, args)
         # round to the storage type after every op: fused == unfused, bit for bit
-        vals.append(b.to_type(b.to_type(res, dtypes[dt].cube), dtypes[dt].compute.cube))
+        vals.append(b.to_type(b.to_type(res, vec(dtypes[dt].cube, lanes)),
+                              vec(dtypes[dt].compute.cube, lanes)))
     return vals, index
 
 
@@ -178,6 +211,47 @@ class _NodeView:
     dtype: object
     in_types: tuple
     attrs: tuple
+    lanes: int = 1  # the emitter's values are lines of this many elements
+
+
+def build_lines(s: Structure, dtypes: dict) -> ir.Kernel:
+    """The graph over lines: unit i computes elements i*L .. i*L + L-1 (all operands flat
+    and contiguous but for the "r" and "s" leaves, see Structure). Params: the outputs and
+    leaves as arrays of lines ("s" leaves of elements), the line count, offsets in lines
+    ("s": in elements), the scalars, then the row's length in lines where an "r" leaf is."""
+    L = s.lanes
+    b = Builder("dl_fused_lines", checked=False, nowrap=True)  # the host sized every index
+    outs = [b.array(f"out{k}", vec(dtypes[dt].cube, L)) for k, (_, dt, _) in enumerate(s.outs)]
+    leaves = [b.array(f"x{j}", dtypes[dt].cube if kind == "s" else vec(dtypes[dt].cube, L))
+              for j, ((dt, _), kind) in enumerate(zip(s.leaves, s.line_leaves, strict=True))]
+    n = b.scalar_param_value(b.scalar("n", u32))
+    out_off = [b.scalar_param_value(b.scalar(f"out{k}_off", u32)) for k in range(len(outs))]
+    leaf_off = [b.scalar_param_value(b.scalar(f"x{j}_off", u32)) for j in range(len(leaves))]
+    consts = [b.scalar_param_value(b.scalar(f"c{k}", dtypes[dt].cube))
+              for k, dt in enumerate(s.consts)]
+    row_lines = b.scalar_param_value(b.scalar("row_lines", u32)) if "r" in s.line_leaves \
+        else None
+    i = b.builtin("ABSOLUTE_POS")
+    col = None
+
+    def read(j):
+        nonlocal col
+        kind = s.line_leaves[j]
+        if kind == "s":
+            return b.load(leaves[j], leaf_off[j])
+        if kind == "r":
+            if col is None:
+                col = b.binary("rem", i, row_lines)
+            return b.load(leaves[j], b.add(leaf_off[j], col))
+        return b.load(leaves[j], b.add(leaf_off[j], i))
+
+    with contextlib.nullcontext() if s.exact else b.if_(b.lt(i, n)):
+        ctx = _Ctx(b, i, None)
+        ctx.lanes = L
+        vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts, read)
+        for k, (pos, dt, _) in enumerate(s.outs):
+            b.store(outs[k], b.add(out_off[k], i), b.to_type(vals[pos], vec(dtypes[dt].cube, L)))
+    return b.finish()
 
 
 def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0,

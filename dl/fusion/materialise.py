@@ -12,6 +12,7 @@ from cube_ir.printer import format_kernel
 from runtimes.disk_cache import make_key
 
 from .. import dtypes, shapes
+from ..kernels.common import simd_bytes
 from ..kernels.launch import CUBE_DIM, MAX_CUBES_X, cube_count, record_compile, record_launch
 from ..tensor import Tensor
 from .graph import Const, Node
@@ -122,7 +123,7 @@ class Graph:
 
 def _run(roots, outs, kshape, device) -> None:
     g = Graph()
-    nodes_desc, leaves, consts = g.nodes_desc, g.leaves, g.consts
+    nodes_desc, leaves = g.nodes_desc, g.leaves
     out_desc = []
     for r, o in zip(roots, outs, strict=True):
         if r._node is None:  # already materialised: a copy (identity) into the output
@@ -143,6 +144,33 @@ def _run(roots, outs, kshape, device) -> None:
     if len(roots[0].shape) > 1 and not any(d[0] in SHAPE_READERS for d in nodes_desc):
         kshape, merged = shapes.coalesce(roots[0].shape, out_strides + leaf_strides)
         out_strides, leaf_strides = merged[:len(outs)], merged[len(outs):]
+    g.out_desc, g.leaf_desc = out_desc, leaf_desc
+    plan = _line_plan(device.rt, g, kshape, leaf_strides, outs) if n >= LINE_MIN_ELEMS \
+        else None
+    if plan is None:
+        _launch(g, kshape, device, outs, out_strides, leaf_desc, leaf_strides,
+                [o.offset for o in outs], [t.offset for t in leaves])
+        return
+    lanes, kinds, row = plan
+    lines = n // lanes
+    if lines:
+        _launch_lines(g, device, outs, lanes, kinds, row, lines)
+    tail = n - lines * lanes
+    if tail:  # the last elements, fewer than a line, by the scalar kernel over (tail,)
+        done = lines * lanes
+        _launch(g, (tail,), device, outs, [(1,)] * len(outs),
+                [(dt, k == "c") for (dt, _), k in zip(leaf_desc, kinds, strict=True)],
+                [(0,) if k == "s" else (1,) for k in kinds],
+                [o.offset + done for o in outs],
+                [t.offset + (0 if k == "s" else done) for t, k in zip(leaves, kinds,
+                                                                      strict=True)])
+
+
+def _launch(g: Graph, kshape, device, outs, out_strides, leaf_desc, leaf_strides, out_offs,
+            leaf_offs) -> None:
+    """The scalar kernel: one unit per element of kshape."""
+    nodes_desc, leaves, consts, out_desc = g.nodes_desc, g.leaves, g.consts, g.out_desc
+    n = shapes.numel(kshape)
     rank = len(kshape)
     # rows mode wherever some operand is not contiguous (a strided output too: writing a
     # transposed gradient into a slice took 4 ns an element with a division per dim)
@@ -161,7 +189,7 @@ def _run(roots, outs, kshape, device) -> None:
     # the shape exactly (no unit out of range) when it has exactly n units
     exact = cc[0] * cc[1] * cc[2] * cd[0] * cd[1] * cd[2] == n
     fields = (rank, tuple(nodes_desc), tuple(leaf_desc), tuple(c.dtype.name for c in consts),
-              tuple(out_desc), rows, row_leaves, exact)
+              tuple(out_desc), rows, row_leaves, 1, (), exact)
     # looked up by the plain tuple (hashed in C); the Structure is built on a miss only
     exe = _hot.get((device.rt, fields))
     if exe is None:
@@ -172,11 +200,131 @@ def _run(roots, outs, kshape, device) -> None:
     for t, (_, contig), st in zip(leaves, leaf_desc, leaf_strides, strict=True):
         args.append(t._buf if contig else t._karg(kshape, st or (0,)))
     args.append(n)
-    args += [o.offset for o in outs]
-    args += [t.offset for t in leaves]
+    args += out_offs
+    args += leaf_offs
     args += [_py(c) for c in consts]
     recording.launch(exe, cc, cd, args)
     record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in nodes_desc) + "]")
+
+
+def line_bytes(rt) -> int:
+    """The bytes of a fused kernel's line on rt (0: no line kernels there): the host's SIMD
+    register on the CPU; the interpreter (the oracle) runs lines of 16 bytes so the tests
+    check the line kernels there too. The GPU targets keep one element per unit (their
+    units are the SIMD lanes)."""
+    if rt.target == "llvm":
+        return simd_bytes(rt)
+    return 16 if rt.target == "ir" else 0
+
+
+LINE_MIN_LANES = 4  # narrower lines than this: the scalar kernel (auto-vectorised on CPU)
+LINE_MIN_ELEMS = 1024  # smaller graphs: the scalar kernel (one launch, no plan to make)
+TAIL_MIN_ELEMS = 1 << 16  # a size no line divides: lines and a scalar tail kernel from here
+
+
+def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
+    """(lanes, leaf kinds, row elements) for a line kernel over the flat graph, or None:
+    every output contiguous, each leaf contiguous ("c"), a row repeated over leading dims
+    ("r": zero strides, then a contiguous row of `row` elements, `row` a multiple of the
+    line) or one element ("s"); each line-read operand's offset a multiple of the line; no
+    op reading the shape (eye). Lanes: a SIMD register of the widest type the graph
+    touches."""
+    width = line_bytes(rt)
+    if not width or not all(c for _, _, c in g.out_desc) or \
+            any(d[0] in SHAPE_READERS for d in g.nodes_desc):
+        return None
+    size = max(_DTYPES[name].itemsize for name in _type_names(g))
+    lanes = width // size
+    if lanes < LINE_MIN_LANES or any(o.offset % lanes for o in outs):
+        return None
+    kinds, row = [], None
+    for t, st in zip(g.leaves, leaf_strides, strict=True):
+        k = _row_split(kshape, st)
+        if k is None:
+            return None
+        if k == len(kshape):
+            kinds.append("s")
+            continue
+        if t.offset % lanes:
+            return None
+        if k == 0:
+            kinds.append("c")
+            continue
+        cols = shapes.numel(kshape[k:])
+        if cols % lanes or row not in (None, cols):
+            return None
+        row = cols
+        kinds.append("r")
+    n = shapes.numel(kshape)
+    if n % lanes and (n < TAIL_MIN_ELEMS or rt.target == "ir"):
+        # narrower lines where they divide, else the scalar kernel
+        while n % lanes and lanes > LINE_MIN_LANES:
+            lanes //= 2
+        if n % lanes:
+            return None
+    if rt.target == "ir" and any(b.size % lanes for b in _line_bufs(g, kinds, outs)):
+        return None  # the interpreter takes whole allocations as lines: none may be partial
+    return lanes, tuple(kinds), row
+
+
+def _line_bufs(g: Graph, kinds, outs):
+    yield from (o._buf for o in outs)
+    yield from (t._buf for t, k in zip(g.leaves, kinds, strict=True) if k != "s")
+
+
+def _type_names(g: Graph):
+    for _, dt, in_types, _, _ in g.nodes_desc:
+        yield dt
+        yield from in_types
+        yield _DTYPES[dt].compute.name
+    for _, dt, _ in g.out_desc:
+        yield dt
+    for dt, _ in g.leaf_desc:
+        yield dt
+
+
+def _row_split(kshape, st) -> int | None:
+    """k where strides st are 0 over dims < k and row-major over dims >= k (a row of
+    kshape[k:] repeated; k == 0: contiguous, k == rank: one element); else None."""
+    r = len(kshape)
+    k = r
+    acc = 1
+    while k > 0 and (st[k - 1] == acc or kshape[k - 1] == 1):
+        k -= 1
+        acc *= kshape[k]
+    return k if all(s == 0 for s in st[:k]) else None
+
+
+def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines) -> None:
+    # cubes of 256 lines, or of the largest power of two from 64 up that divides the line
+    # count: then no unit is out of range, and the kernel has no bounds test
+    dim = min(CUBE_DIM, lines & -lines)
+    dim = dim if dim >= 64 else CUBE_DIM
+    cc = cube_count(lines, dim)
+    exact = cc[0] * cc[1] * cc[2] * dim == lines
+    fields = (1, tuple(g.nodes_desc), tuple(g.leaf_desc), tuple(c.dtype.name for c in g.consts),
+              tuple(g.out_desc), 0, (), lanes, kinds, exact)
+    exe = _hot.get((device.rt, fields))
+    if exe is None:
+        exe = _hot[(device.rt, fields)] = _compiled(device.rt, Structure(*fields))
+    args = [_line_view(o._buf, lanes) for o in outs]
+    args += [t._buf if k == "s" else _line_view(t._buf, lanes)
+             for t, k in zip(g.leaves, kinds, strict=True)]
+    args.append(lines)
+    args += [o.offset // lanes for o in outs]
+    args += [t.offset if k == "s" else t.offset // lanes
+             for t, k in zip(g.leaves, kinds, strict=True)]
+    args += [_py(c) for c in g.consts]
+    if row is not None:
+        args.append(row // lanes)
+    recording.launch(exe, cc, (dim, 1, 1), args)
+    record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in g.nodes_desc) + "]")
+
+
+def _line_view(buf, lanes: int):
+    """The whole allocation as lines (its last partial line, if any, left out)."""
+    m = buf.size - buf.size % lanes
+    return buf.view((m,), (1,)).lines(lanes)
 
 
 def _py(c: Const):

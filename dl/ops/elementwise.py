@@ -16,6 +16,8 @@ import inspect
 import math
 import textwrap
 
+from cube_ir.types import i32, with_elem
+
 from .. import dtypes
 from ..autograd import record
 from ..fusion import elementwise
@@ -236,8 +238,9 @@ def silu(ir, x):
 @unary(float_only=False, grad=_zero_grad)
 def sign(ir, x):
     """-1, 0 or 1 by the sign of x, elementwise, in x's dtype (0 for nan)."""
-    pos = ir.select(ir.binary("gt", x, 0), 1, 0)
-    return ir.select(ir.binary("lt", x, 0), -1, pos)
+    i = with_elem(x.type, i32)  # i32 constants, as lines where x is one
+    pos = ir.select(ir.binary("gt", x, 0), ir.const(1, i), ir.const(0, i))
+    return ir.select(ir.binary("lt", x, 0), ir.const(-1, i), pos)
 
 
 @unary(float_only=False, grad=_zero_grad, rounding=True)
