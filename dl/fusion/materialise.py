@@ -145,6 +145,7 @@ def _run(roots, outs, kshape, device) -> None:
         kshape, merged = shapes.coalesce(roots[0].shape, out_strides + leaf_strides)
         out_strides, leaf_strides = merged[:len(outs)], merged[len(outs):]
     g.out_desc, g.leaf_desc = out_desc, leaf_desc
+    g.nodes_key, g.leaf_key, g.out_key = tuple(nodes_desc), tuple(leaf_desc), tuple(out_desc)
     plan = _line_plan(device.rt, g, kshape, leaf_strides, outs) if n >= LINE_MIN_ELEMS \
         else None
     if plan is None:
@@ -220,6 +221,23 @@ def line_bytes(rt) -> int:
 LINE_MIN_LANES = 4  # narrower lines than this: the scalar kernel (auto-vectorised on CPU)
 LINE_MIN_ELEMS = 1024  # smaller graphs: the scalar kernel (one launch, no plan to make)
 TAIL_MIN_ELEMS = 1 << 16  # a size no line divides: lines and a scalar tail kernel from here
+_type_lanes: dict = {}  # (rt, nodes, leaves, outs) -> the graph's widest lanes, 0: no lines
+
+
+def _graph_lanes(rt, g: Graph) -> int:
+    """The lanes of a SIMD register of the widest type the graph touches (0: no line kernel:
+    no lines on rt, a strided output, an op reading the shape); memoised per graph
+    structure, as the per-launch Python time counts for small tensors."""
+    key = (rt, g.nodes_key, g.leaf_key, g.out_key)
+    lanes = _type_lanes.get(key)
+    if lanes is None:
+        width = line_bytes(rt)
+        lanes = 0
+        if width and all(c for _, _, c in g.out_desc) and \
+                not any(d[0] in SHAPE_READERS for d in g.nodes_desc):
+            lanes = width // max(_DTYPES[name].itemsize for name in _type_names(g))
+        _type_lanes[key] = lanes = lanes if lanes >= LINE_MIN_LANES else 0
+    return lanes
 
 
 def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
@@ -227,22 +245,18 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
     every output contiguous, each leaf contiguous ("c"), a row repeated over leading dims
     ("r": zero strides, then a contiguous row of `row` elements, `row` a multiple of the
     line) or one element ("s"); each line-read operand's offset a multiple of the line; no
-    op reading the shape (eye). Lanes: a SIMD register of the widest type the graph
-    touches."""
-    width = line_bytes(rt)
-    if not width or not all(c for _, _, c in g.out_desc) or \
-            any(d[0] in SHAPE_READERS for d in g.nodes_desc):
-        return None
-    size = max(_DTYPES[name].itemsize for name in _type_names(g))
-    lanes = width // size
-    if lanes < LINE_MIN_LANES or any(o.offset % lanes for o in outs):
+    op reading the shape (eye)."""
+    lanes = _graph_lanes(rt, g)
+    if not lanes or any(o.offset % lanes for o in outs):
         return None
     kinds, row = [], None
+    r = len(kshape)
     for t, st in zip(g.leaves, leaf_strides, strict=True):
-        k = _row_split(kshape, st)
+        k = 0 if t.offset % lanes == 0 and st == _row_major(kshape, st) else \
+            _row_split(kshape, st)
         if k is None:
             return None
-        if k == len(kshape):
+        if k == r:
             kinds.append("s")
             continue
         if t.offset % lanes:
@@ -265,6 +279,11 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
     if rt.target == "ir" and any(b.size % lanes for b in _line_bufs(g, kinds, outs)):
         return None  # the interpreter takes whole allocations as lines: none may be partial
     return lanes, tuple(kinds), row
+
+
+def _row_major(kshape, st):
+    """st itself when it is kshape's row-major strides (the common, flat case: one compare)."""
+    return st if len(st) == 1 and st[0] == 1 else shapes.contiguous_strides(kshape)
 
 
 def _line_bufs(g: Graph, kinds, outs):
@@ -302,8 +321,8 @@ def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines) -> None:
     dim = dim if dim >= 64 else CUBE_DIM
     cc = cube_count(lines, dim)
     exact = cc[0] * cc[1] * cc[2] * dim == lines
-    fields = (1, tuple(g.nodes_desc), tuple(g.leaf_desc), tuple(c.dtype.name for c in g.consts),
-              tuple(g.out_desc), 0, (), lanes, kinds, exact)
+    fields = (1, g.nodes_key, g.leaf_key, tuple(c.dtype.name for c in g.consts), g.out_key, 0,
+              (), lanes, kinds, exact)
     exe = _hot.get((device.rt, fields))
     if exe is None:
         exe = _hot[(device.rt, fields)] = _compiled(device.rt, Structure(*fields))
@@ -323,6 +342,8 @@ def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines) -> None:
 
 def _line_view(buf, lanes: int):
     """The whole allocation as lines (its last partial line, if any, left out)."""
+    if buf.size % lanes == 0 and len(buf.shape) == 1:
+        return buf.lines(lanes)
     m = buf.size - buf.size % lanes
     return buf.view((m,), (1,)).lines(lanes)
 
