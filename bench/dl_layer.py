@@ -202,6 +202,60 @@ def bench_fusion(device, repeat, quick):
                  f"{cu.launches} kernels")]
 
 
+from gelu import gelu  # noqa: E402  # examples/gelu.py's @cube helper: 0.5 x (1 + erf(x/√2))
+
+import cube as cb  # noqa: E402
+from cube import ABSOLUTE_POS, Array, Line, f32  # noqa: E402
+
+
+@cb.cube(launch=True)
+def gelu_checked(inp: Array[Line[f32]], out: Array[Line[f32]]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = gelu(inp[i])
+
+
+@cb.cube(launch=True, unchecked=True)
+def gelu_unchecked(inp: Array[Line[f32]], out: Array[Line[f32]]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = gelu(inp[i])
+
+
+def bench_gelu_16m(device, repeat, quick):
+    """F.gelu of 16M f32 as a dl user writes it (the fused kernel, timed with its output
+    allocation and materialisation), beside the same math as a hand-written @cube kernel
+    over lines (as examples/gelu.py; checked, and unchecked as a user tuning it writes it;
+    the best of line sizes 1..16, its output allocated per call too) and torch."""
+    n = 1 << (20 if quick else 24)
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    ox, tx = dl.tensor(x, device=device), torch.tensor(x)
+    rt = ox.device.rt
+    dx = rt.from_numpy(x)
+
+    def hand(kernel, line):
+        def run():
+            dy = rt.empty_like(dx)
+            kernel.launch(rt, cube_count=(-(-n // line // 256),), cube_dim=(256,),
+                          inp=dx.lines(line), out=dy.lines(line))
+            rt.sync()
+        return run
+    hands = {(k.fn.__name__, line): hand(k, line) for k in (gelu_checked, gelu_unchecked)
+             for line in (1, 4, 8, 16)}
+    ts = paired_medians([lambda: dl.nn.functional.gelu(ox)._materialise(),
+                         *hands.values(),
+                         lambda: torch.nn.functional.gelu(tx)], repeat=repeat, warmup=3)
+    t_ours, t_torch = ts[0], ts[-1]
+    (kind, line), t_hand = min(zip(hands, ts[1:-1]), key=lambda kv: kv[1])
+    got = dl.nn.functional.gelu(ox).numpy()
+    ref = torch.nn.functional.gelu(tx.double()).numpy()
+    err = float(np.max(np.abs(got - ref)))
+    return [_row(f"F.gelu {n >> 20}M f32: dl fused vs hand-written @cube (best line size) "
+                 f"vs torch", t_ours, t_torch,
+                 f"hand-written {kind} lines of {line}: {t_hand * 1e3:.2f} ms, dl at "
+                 f"{t_hand / t_ours:.2f}x of it; max abs err vs f64 {err:.1e}")]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--device", default="cpu")
@@ -216,7 +270,8 @@ def main() -> None:
     benches = {"mlp": lambda: bench_mlp(a.device, repeat),
                "transformer": lambda: bench_transformer(a.device, repeat, a.quick),
                "digits": lambda: bench_digits_step(a.device, repeat),
-               "fusion": lambda: bench_fusion(a.device, repeat, a.quick)}
+               "fusion": lambda: bench_fusion(a.device, repeat, a.quick),
+               "gelu16m": lambda: bench_gelu_16m(a.device, repeat, a.quick)}
     rows = []
     for name, fn in benches.items():
         if not a.only or name in a.only:
