@@ -26,6 +26,9 @@ PROGRESS_AFTER_S = 1.0  # tuning that takes longer reports progress on stderr
 
 
 _parsed: dict = {}  # raw CUBE_AUTOTUNE value -> mode (read on every tuned launch)
+# bumped whenever the candidates a Tunable may choose change (`only`): what a cached choice
+# made outside the Tunable (dl's dispatch plans) keys on
+epoch = [0]
 
 
 def mode() -> str:
@@ -93,10 +96,12 @@ class Tunable:
         """Run just one candidate inside the block (tests and benchmarks; not thread-safe)."""
         saved = self.candidates
         self.candidates = [self[name]]
+        epoch[0] += 1
         try:
             yield self.candidates[0]
         finally:
             self.candidates = saved
+            epoch[0] += 1
 
     def valid_candidates(self, rt, *args, **kw) -> list[Candidate]:
         """Valid candidates, highest priority first (stable for equal priorities)."""

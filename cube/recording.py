@@ -21,6 +21,9 @@ active: Recording | None = None
 # How many recordings have begun: values made lazily before the current one began are
 # computed once, unrecorded, when first needed (see `paused`)
 generation = 0
+# How many `paused` blocks have begun (autotune times candidates in one): a trace that saw
+# one missed launches (see `Trace`)
+pauses = 0
 
 
 class CaptureError(RuntimeError):
@@ -63,6 +66,8 @@ def launch(exe, cube_count, cube_dim, args) -> None:
     exe.launch(cube_count, cube_dim, args)
     if active is not None:
         active.entries.append((exe.launch, cube_count, cube_dim, args))
+        if active.__class__ is Trace:
+            active.exes[len(active.entries) - 1] = exe
 
 
 def hook(fn: Callable[[], object], fast: Callable | None = None):
@@ -73,6 +78,10 @@ def hook(fn: Callable[[], object], fast: Callable | None = None):
     arguments it refreshes in place) and returns it, or None to re-run fn."""
     global active
     rec = active
+    if isinstance(rec, Trace):  # a hook is host state a plan's replay would skip
+        rec.spoiled = True
+        if rec.outer is None:
+            return fn()
     if rec is None:
         return fn()
     sub = Recording(inside_hook=True) if fast is not None else None
@@ -86,8 +95,43 @@ def hook(fn: Callable[[], object], fast: Callable | None = None):
     return out
 
 
+class Trace(Recording):
+    """The launches of one call, taken aside from any active recording (`trace`): what dl's
+    dispatch plans are built from. `spoiled` is set when the call did something a replay of
+    those launches would not repeat (a host read, a hook, a paused block)."""
+
+    def __init__(self, outer: Recording | None) -> None:
+        super().__init__()
+        self.outer = outer
+        self.spoiled = False
+        self.exes: dict = {}  # entry index -> the executable launched there
+
+
+@contextmanager
+def trace():
+    """Take the launches of the block into a fresh `Trace` (yielded), then hand them on to the
+    recording that was active (a dl.capture), so it still sees every launch."""
+    global active
+    outer = active
+    t = Trace(outer)
+    seen = pauses
+    active = t
+    try:
+        yield t
+    finally:
+        active = outer
+        if pauses != seen:
+            t.spoiled = True
+        if outer is not None:
+            outer.entries.extend(t.entries)
+
+
 def refuse(what: str) -> None:
     """Raise when recording: `what` cannot be replayed (its value would be frozen)."""
+    if isinstance(active, Trace):
+        active.spoiled = True
+        if active.outer is None or active.outer.inside_hook:
+            return
     if active is not None and not active.inside_hook:
         raise CaptureError(f"{what} during capture: a replay would repeat the value it had "
                            f"when recorded; do it outside the captured function")
@@ -96,7 +140,8 @@ def refuse(what: str) -> None:
 @contextmanager
 def paused():
     """No recording inside the block (its launches run, unrecorded)."""
-    global active
+    global active, pauses
+    pauses += 1
     rec, active = active, None
     try:
         yield

@@ -7,6 +7,7 @@ from ..fusion import elementwise
 from ..kernels.launch import record_launch
 from ..kernels.view import strided
 from ..tensor import Tensor
+from . import plan
 
 
 def operand(t: Tensor, contiguous: bool = False):
@@ -37,6 +38,6 @@ def result(buf, dtype, device, shape=None) -> Tensor:
 def counted(name: str, fn, *args, **kwargs):
     """Runs a library launcher; `dl.count_kernels` sees it as one launch named lib.<name>
     (a tuned op may run 1-3 kernels: a split reduction, a packed B panel, im2col)."""
-    out = fn(*args, **kwargs)
+    out = plan.call(fn, args, kwargs)
     record_launch("lib." + name)
     return out

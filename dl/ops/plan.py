@@ -1,0 +1,267 @@
+"""Dispatch plans: a library call's launches, traced once per key and replayed.
+
+A library op (`counted`) spends tens of microseconds of Python choosing a candidate, building
+views and packing B panels' shapes before its kernels run, and all of it depends only on the
+operands' shapes, strides and dtypes, the runtime and the op's flags. After `WARMUP` calls
+with one such key (autotuning and compiles happen there), the next call is traced
+(`cube.recording.trace`) and becomes the key's plan: its launches with every buffer argument
+named by where it came from (operand k, or the call's j-th allocation: outputs and scratch),
+every other argument kept. A later call with the key allocates the same buffers, puts the
+new operands and allocations where the old ones were (same shapes and strides, other
+memory) and launches the same executables with the same grids.
+
+A key gets no plan (and keeps running its Python) when the trace shows something a replay
+would not repeat: memory from outside the call (a cache, a host upload), a host read, a hook
+or an autotune timing; or when an operand is not a host buffer (device runtimes: `ptr` names
+the memory here)."""
+from __future__ import annotations
+
+import os
+import struct
+
+from autotune import tunable
+from cube import recording
+from runtimes.buffer import Buffer, LineView
+from runtimes.cpu import CpuExecutable
+
+_PTR_LEN = struct.Struct("<qq")  # a buffer's pointer and length slots (the CPU's layout)
+
+# calls per key before the trace: tuning and compiling are over by then (DL_PLAN_WARMUP=0
+# traces every first call: the test suite's stress setting)
+WARMUP = int(os.environ.get("DL_PLAN_WARMUP", "2"))
+RETRIES = 3  # spoiled traces per key before the key is given up
+MAX_PLANS = 4096  # keys kept; beyond that the table is dropped and refilled
+
+_plans: dict = {}
+_NONE = object()  # a key that cannot be planned
+_spoiled: dict = {}
+_epoch = tunable.epoch  # a Tunable restricted by `only` chooses anew: so do the plans
+enabled = True
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+def _storage(a):
+    """The address of an operand's memory, or None for a non-buffer."""
+    if isinstance(a, LineView):
+        a = a.buffer
+    if isinstance(a, Buffer):
+        ptr = a.__dict__.get("ptr")
+        if ptr is None:
+            raise _Unkeyable  # device memory: no address to tell operands apart
+        return ptr
+    return None
+
+
+def _key(fn, ops) -> tuple:
+    """(key, operand addresses); raises _Unkeyable. Buffers key by shape, strides, element
+    (and line size); other arguments by type and value; operands sharing memory by which
+    one they share it with, as a plan maps an argument to the first operand it aliases."""
+    sig: list = [fn, _epoch[0]]
+    ptrs: list = []
+    for a in ops:
+        c = a.__class__
+        if c is LineView:
+            b = a.buffer
+            p = b.__dict__.get("ptr")
+            if p is None:
+                raise _Unkeyable  # device memory: no address to tell operands apart
+            sig.append((b.shape, b.strides, b.elem, a.line_size))
+        elif isinstance(a, Buffer):
+            p = a.__dict__.get("ptr")
+            if p is None:
+                raise _Unkeyable
+            sig.append((a.shape, a.strides, a.elem))
+        else:
+            p = None
+            sig.append((c, a))
+        ptrs.append(p)
+    live = [p for p in ptrs if p is not None]
+    if len(set(live)) != len(live):
+        sig.append(tuple(ptrs.index(p) if p is not None else -1 for p in ptrs))
+    return tuple(sig), ptrs
+
+
+def call(fn, args: tuple, kwargs: dict):
+    """fn(*args, **kwargs) (a library launcher: args[0] the runtime), through its plan."""
+    if not enabled:
+        return fn(*args, **kwargs)
+    ops = (*args, *kwargs.values(), *kwargs) if kwargs else args
+    try:
+        key, ptrs = _key(fn, ops)
+        p = _plans.get(key)
+    except (_Unkeyable, TypeError):  # TypeError: an unhashable argument
+        return fn(*args, **kwargs)
+    if p.__class__ is Plan:
+        return p.run(ops)
+    if p is _NONE:
+        return fn(*args, **kwargs)
+    if p is None or p < WARMUP:
+        if len(_plans) >= MAX_PLANS:
+            _plans.clear()
+        _plans[key] = (p or 0) + 1
+        return fn(*args, **kwargs)
+    out, plan = _trace(fn, args, kwargs, ops, ptrs)
+    if plan is None:  # spoiled (an autotune, a host read): try again after the warm-up
+        n = _spoiled[key] = _spoiled.get(key, 0) + 1
+        _plans[key] = _NONE if n >= RETRIES else 0
+    elif plan is _NONE:
+        _plans[key] = _NONE
+    else:
+        _plans[key] = plan
+    return out
+
+
+def clear() -> None:
+    """Forget every plan (tests; a changed autotune choice)."""
+    _plans.clear()
+    _spoiled.clear()
+
+
+def stats() -> dict:
+    """How many keys have a plan, are given up, or are still warming up."""
+    plans = sum(1 for p in _plans.values() if p.__class__ is Plan)
+    none = sum(1 for p in _plans.values() if p is _NONE)
+    return {"plans": plans, "unplanned": none, "warming": len(_plans) - plans - none}
+
+
+def _trace(fn, args, kwargs, ops, ptrs):
+    rt = args[0]
+    allocs: list = []  # (buffer, shape, dtype) per rt.empty during the call
+    _empty = rt.empty
+
+    def empty(shape, dtype=None):
+        b = _empty(shape) if dtype is None else _empty(shape, dtype)
+        allocs.append((b, shape, dtype))
+        return b
+
+    rt.empty = empty  # an instance attribute over the method, for this call only
+    try:
+        with recording.trace() as t:
+            out = fn(*args, **kwargs)
+    finally:
+        del rt.empty
+    if t.spoiled:
+        return out, None
+    try:
+        plan = Plan(t, ops, ptrs, allocs, out)
+    except _Unkeyable:
+        return out, _NONE
+    return out, plan
+
+
+def _rebase(a, base):
+    """The recorded argument `a` (a view or line view of some memory) over `base`'s memory:
+    same shape, strides and line size, another allocation."""
+    if isinstance(a, LineView):
+        v = object.__new__(LineView)
+        v.__dict__.update(a.__dict__)
+        v.buffer = _rebase(a.buffer, base)
+        return v
+    v = object.__new__(type(base))
+    v.__dict__.update(base.__dict__)
+    v.shape, v.strides, v.contiguous = a.shape, a.strides, a.contiguous
+    return v
+
+
+_SAME_OP, _VIEW_OP, _SAME_NEW, _VIEW_NEW = range(4)
+
+
+class Plan:
+    """One key's launches; see the module docstring."""
+
+    def __init__(self, t: recording.Trace, ops: list, ptrs: list, allocs: list, out):
+        where: dict = {}  # memory address -> (operand or allocation, its index)
+        for k, p in enumerate(ptrs):
+            if p is not None and p not in where:
+                where[p] = (ops[k], k, _SAME_OP)
+        for j, (b, _, _) in enumerate(allocs):
+            where.setdefault(b.ptr, (b, j, _SAME_NEW))
+        self.allocs = [(shape, dtype) for _, shape, dtype in allocs]
+        self.launches = []
+        self.blobs: list | None = []  # the CPU's prepared argument blocks, pointers patched
+        for i, (fn, cc, cd, largs) in enumerate(t.entries):
+            if cc is None:
+                raise _Unkeyable  # a hook: host state
+            specs = [self._spec(a, where) for a in largs]
+            self.launches.append((fn, cc, cd, specs))
+            exe = t.exes.get(i)
+            if self.blobs is not None and isinstance(exe, CpuExecutable):
+                self.blobs.append(self._blob(exe, cc, cd, largs, specs))
+            else:
+                self.blobs = None
+        self.many = isinstance(out, tuple | list)
+        self.out_type = type(out)
+        self.out = [self._spec(o, where) for o in out] if self.many else self._spec(out, where)
+
+    @staticmethod
+    def _spec(a, where):
+        """(how, index, recorded argument): how says where a replay finds the argument."""
+        p = _storage(a)
+        if p is None:
+            return (None, 0, a)  # a scalar (or None): the key fixed it
+        src = where.get(p)
+        if src is None:
+            raise _Unkeyable  # memory from outside the call: a cache the plan cannot track
+        base, k, how = src
+        return (how if a is base else how + 1, k, a)
+
+    @staticmethod
+    def _blob(exe, cc, cd, largs, specs):
+        """The launch as (its prepared call, the argument block, pointer patches): a replay
+        copies the block, writes each buffer's address and length, and calls."""
+        call = exe.prepare(cc, cd, largs)
+        if call is None:
+            return None  # an empty grid
+        size = exe.layout.spec.slot_bytes
+        patches = []
+        for s, (how, k, a) in zip(exe.layout.params, specs, strict=True):
+            if s.kind != "scalar" and how is not None:
+                patches.append((s.ptr * size, how < _SAME_NEW, k, a.line_size))
+        return call.func, bytes(call.args[0]), call.args[1:], patches
+
+    def run(self, ops: tuple):
+        rt = ops[0]
+        allocs = [rt.empty(shape) if dtype is None else rt.empty(shape, dtype)
+                  for shape, dtype in self.allocs]
+        active = recording.active
+        if self.blobs is not None and active is None:
+            pack = _PTR_LEN.pack_into
+            for b in self.blobs:
+                if b is None:
+                    continue
+                func, tpl, rest, patches = b
+                blob = bytearray(tpl)
+                for off, op, k, ls in patches:
+                    m = (ops[k] if op else allocs[k]).buffer
+                    pack(blob, off, m.ptr, m.size // ls)
+                func(bytes(blob), *rest)
+            return self._outputs(ops, allocs)
+        arg = self._arg
+        for fn, cc, cd, specs in self.launches:
+            largs = [a if how is None else arg(how, k, a, ops, allocs) for how, k, a in specs]
+            fn(cc, cd, largs)
+            if active is not None:
+                active.entries.append((fn, cc, cd, largs))
+        return self._outputs(ops, allocs)
+
+    def _outputs(self, ops, allocs):
+        arg = self._arg
+        if not self.many:
+            how, k, a = self.out
+            return a if how is None else arg(how, k, a, ops, allocs)
+        return self.out_type(a if how is None else arg(how, k, a, ops, allocs)
+                             for how, k, a in self.out)
+
+    @staticmethod
+    def _arg(how, k, a, ops, allocs):
+        if how == _SAME_OP:
+            return ops[k]
+        if how == _SAME_NEW:
+            return allocs[k]
+        base = ops[k] if how == _VIEW_OP else allocs[k]
+        if isinstance(base, LineView):
+            base = base.buffer
+        return _rebase(a, base)

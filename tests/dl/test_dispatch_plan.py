@@ -1,0 +1,166 @@
+"""Dispatch plans (dl/ops/plan.py): a library op called again with the same shapes, strides
+and dtypes replays the launches traced at an earlier call, over the new operands' memory.
+Each op here runs several times with fresh values at one key (so the later calls are
+replays) and every result is checked against torch in float64; aliasing, views, capture and
+`Tunable.only` must not be fooled by a plan."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from dl_helpers import close
+
+import dl
+import dl.nn.functional as F
+from autotune.tunable import NoCandidate
+from dl.kernels import matmul as lib_matmul
+from dl.ops import plan
+
+CALLS = 5  # > WARMUP + 1: the last calls replay
+
+
+@pytest.fixture(autouse=True)
+def _fresh_plans():
+    plan.clear()
+    yield
+    plan.clear()
+
+
+def _pair(shape, rng, dev, dtype=np.float32):
+    a = rng.standard_normal(shape).astype(dtype)
+    return dl.tensor(a, device=dev), torch.tensor(a.astype(np.float64))
+
+
+def _planned(dev) -> bool:
+    """Plans need host memory (an address per buffer); device runtimes run the op as before."""
+    return dev in ("cpu", "interp")
+
+
+OPS = {
+    "matmul": (((16, 24), (24, 8)), lambda a, b: a @ b, lambda a, b: a @ b),
+    "matmul_t": (((24, 16), (8, 24)), lambda a, b: a.T @ b.T, lambda a, b: a.T @ b.T),
+    "bmm": (((3, 5, 7), (3, 7, 4)), lambda a, b: a @ b, lambda a, b: a @ b),
+    "linear": (((6, 10), (7, 10), (7,)), F.linear, torch.nn.functional.linear),
+    "sum_axis": (((9, 13),), lambda x: x.sum(1), lambda x: x.sum(1)),
+    "mean_axis0": (((9, 13),), lambda x: x.mean(0), lambda x: x.mean(0)),
+    "max_axis": (((9, 13),), lambda x: x.amax(1), lambda x: x.amax(1)),
+    "softmax": (((5, 33),), lambda x: F.softmax(x, -1), lambda x: torch.softmax(x, -1)),
+    "log_softmax": (((5, 33),), lambda x: F.log_softmax(x, -1),
+                    lambda x: torch.log_softmax(x, -1)),
+    "layer_norm": (((4, 6, 16),), lambda x: F.layer_norm(x, (16,)),
+                   lambda x: torch.nn.functional.layer_norm(x, (16,))),
+    "conv2d": (((2, 3, 9, 9), (4, 3, 3, 3)), lambda x, w: F.conv2d(x, w, padding=1),
+               lambda x, w: torch.nn.functional.conv2d(x, w, padding=1)),
+    "max_pool2d": (((2, 3, 8, 8),), lambda x: F.max_pool2d(x, 2),
+                   lambda x: torch.nn.functional.max_pool2d(x, 2)),
+    "avg_pool2d": (((2, 3, 8, 8),), lambda x: F.avg_pool2d(x, 2),
+                   lambda x: torch.nn.functional.avg_pool2d(x, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_repeated_op_matches_torch(dev, name):
+    shapes, ours, ref = OPS[name]
+    rng = np.random.default_rng(7)
+    for _ in range(CALLS):
+        pairs = [_pair(s, rng, dev) for s in shapes]
+        close(ours(*(p[0] for p in pairs)), ref(*(p[1] for p in pairs)), rtol=1e-4,
+              atol=1e-5)
+    if _planned(dev) and name not in ("sum_axis", "mean_axis0", "max_axis"):
+        assert plan.stats()["plans"] >= 1, plan.stats()
+
+
+@pytest.mark.parametrize("name", ["matmul", "linear", "layer_norm", "conv2d", "softmax"])
+def test_repeated_backward_matches_torch(dev, name):
+    shapes, ours, ref = OPS[name]
+    rng = np.random.default_rng(11)
+    for _ in range(CALLS):
+        pairs = [_pair(s, rng, dev) for s in shapes]
+        xs = [p[0].requires_grad_() for p in pairs]
+        ts = [p[1].requires_grad_() for p in pairs]
+        g = rng.standard_normal(tuple(ref(*ts).shape))
+        (ours(*xs) * dl.tensor(g.astype(np.float32), device=dev)).sum().backward()
+        (ref(*ts) * torch.tensor(g)).sum().backward()
+        for x, t in zip(xs, ts, strict=True):
+            close(x.grad, t.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_aliased_operands_do_not_share_a_plan(dev):
+    """x @ x and x @ y have one shape key; the plan of one must not serve the other."""
+    rng = np.random.default_rng(3)
+    for order in (("same", "diff"), ("diff", "same")):
+        plan.clear()
+        for kind in order:
+            for _ in range(CALLS):
+                x, tx = _pair((8, 8), rng, dev)
+                y, ty = _pair((8, 8), rng, dev)
+                if kind == "same":
+                    close(x @ x, tx @ tx, rtol=1e-5, atol=1e-5)
+                else:
+                    close(x @ y, tx @ ty, rtol=1e-5, atol=1e-5)
+
+
+def test_views_and_offsets(dev):
+    """Operands that are views (a slice's copy, a transpose) of memory other than the traced
+    call's: the replay reads the new memory with the traced strides."""
+    rng = np.random.default_rng(5)
+    for _ in range(CALLS):
+        big, tbig = _pair((12, 20), rng, dev)
+        w, tw = _pair((20, 6), rng, dev)
+        close(big[2:10] @ w, tbig[2:10] @ tw, rtol=1e-5, atol=1e-5)
+        close(big.T[:, :8].T @ w, tbig.T[:, :8].T @ tw, rtol=1e-5, atol=1e-5)
+
+
+def test_capture_records_planned_launches(dev):
+    """A planned op inside dl.capture: the replays of the capture see every launch."""
+    rng = np.random.default_rng(9)
+    w, tw = _pair((10, 4), rng, dev)
+
+    def f(x):
+        return F.softmax(x @ w, -1)
+
+    for _ in range(CALLS):  # plans exist before the capture begins
+        x, tx = _pair((3, 10), rng, dev)
+        close(f(x), torch.softmax(tx @ tw, -1), rtol=1e-5, atol=1e-6)
+    step = dl.capture(f)
+    for _ in range(CALLS):
+        x, tx = _pair((3, 10), rng, dev)
+        close(step(x), torch.softmax(tx @ tw, -1), rtol=1e-5, atol=1e-6)
+
+
+def test_only_changes_the_plan(dev):
+    """`Tunable.only` restricts the candidates: a plan traced before must not keep running
+    the old choice (the candidate's kernels are what the counters see)."""
+    rng = np.random.default_rng(2)
+    a, ta = _pair((16, 16), rng, dev)
+    b, tb = _pair((16, 16), rng, dev)
+    for _ in range(CALLS):
+        close(a @ b, ta @ tb, rtol=1e-5, atol=1e-5)
+    names = [c.name for c in lib_matmul.MATMUL.candidates]
+    before = plan.stats()["plans"] if _planned(dev) else 0
+    ran = 0
+    for name in names[:3]:
+        try:
+            with lib_matmul.MATMUL.only(name):
+                for _ in range(CALLS):
+                    close(a @ b, ta @ tb, rtol=1e-5, atol=1e-5)
+                ran += 1
+        except NoCandidate:  # a candidate that cannot run this shape
+            pass
+    assert ran
+    if _planned(dev):
+        assert plan.stats()["plans"] > before
+
+
+def test_disabled_plans_give_the_same_bits(dev):
+    rng = np.random.default_rng(4)
+    x, _ = _pair((7, 19), rng, dev)
+    w, _ = _pair((5, 19), rng, dev)
+    got = [F.log_softmax(F.linear(x, w), -1).numpy() for _ in range(CALLS)]
+    plan.enabled = False
+    try:
+        want = F.log_softmax(F.linear(x, w), -1).numpy()
+    finally:
+        plan.enabled = True
+    for g in got:
+        np.testing.assert_array_equal(g, want)
