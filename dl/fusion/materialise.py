@@ -219,7 +219,8 @@ def line_bytes(rt) -> int:
 
 
 LINE_MIN_LANES = 4  # narrower lines than this: the scalar kernel (auto-vectorised on CPU)
-LINE_MIN_ELEMS = 1024  # smaller graphs: the scalar kernel (one launch, no plan to make)
+LINE_MIN_ELEMS = 1 << 14  # smaller graphs: the scalar kernel (a few µs either way, and
+# the line plan's Python cost more than the lines saved: 4096 f32 ran 12% slower)
 TAIL_MIN_ELEMS = 1 << 16  # a size no line divides: lines and a scalar tail kernel from here
 _type_lanes: dict = {}  # (rt, nodes, leaves, outs) -> the graph's widest lanes, 0: no lines
 
