@@ -230,3 +230,32 @@ def test_strided_operands_keep_the_scalar_kernel(dev):
     a = rand_np((128, 128), 11)
     x = dl.tensor(a, device=dev)
     _check(dev, lambda: x.t() * 2.0 + x, a.T * 2.0 + a.astype(np.float64), lines=False)
+
+
+def test_a_stored_bool_leaf_over_lines(dev):
+    a = rand_np((N,), 12)
+    x = dl.tensor(a, device=dev)
+    m = x > 0.1
+    m._materialise()  # a bool tensor in memory: read as a line of bools
+    _check(dev, lambda: dl.where(m, x, 0.0), np.where(a > 0.1, a, 0.0), rtol=0, atol=0)
+    _check(dev, lambda: m.to(dl.float32) * 2.0, (a > 0.1) * 2.0, rtol=0, atol=0)
+
+
+def test_several_roots_and_given_outputs_over_lines(dev):
+    """One line kernel computing two roots of different dtypes; and one writing into a
+    contiguous slice (at an offset of whole lines) of a bigger tensor."""
+    a = rand_np((N,), 13)
+    x = dl.tensor(a, device=dev)
+    y1, y2 = (x * 2.0).exp(), (x * 2.0).to(dl.float16)
+    mat._hot.clear()
+    mat.materialise([y1, y2])
+    if _lines_expected(dev):
+        assert max(key[1][7] for key in mat._hot) > 1
+    np.testing.assert_allclose(y1.numpy(), np.exp(a.astype(np.float64) * 2), rtol=2e-5)
+    np.testing.assert_array_equal(y2.numpy(), (a * np.float32(2)).astype(np.float16))
+    big = dl.zeros((3 * N,), device=dev)
+    big._materialise()
+    mat.materialise([x + 1.0], [big[N:2 * N]])
+    got = big.numpy()
+    np.testing.assert_array_equal(got[N:2 * N], a + np.float32(1))
+    assert not got[:N].any() and not got[2 * N:].any()
