@@ -40,14 +40,42 @@ def _captured_note(captured) -> str:
     return f"replay of {captured.launches} launches vs torch eager"
 
 
-def _fwd_bwd(model, loss_fn, x, y):
+def _train_step(model, opt, loss_fn, x, y):
+    """One training step as a torch user writes it: zero_grad, forward, loss, backward,
+    step (the same code drives torch's modules and ours)."""
     def run():
-        for p in model.parameters():
-            p.grad = None
+        opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
+        opt.step()
         return loss
     return run
+
+
+def _paired_training(name, ours, ref, x, y, device, repeat):
+    """Eager and captured training steps of `ours` (two copies: the capture's replays must
+    not share parameters with the eager run) beside torch's, Adam in both."""
+    ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
+    tx, ty = torch.tensor(x), torch.tensor(y)
+    run = _train_step(ours, dl.optim.Adam(ours.parameters(), lr=1e-3), nn.CrossEntropyLoss(),
+                      ox, oy)
+    twin = _clone_model(ours, ref, device)
+    captured = dl.capture(_train_step(twin, dl.optim.Adam(twin.parameters(), lr=1e-3),
+                                      nn.CrossEntropyLoss(), ox, oy))
+    tstep = _train_step(ref, torch.optim.Adam(ref.parameters(), lr=1e-3),
+                        torch.nn.CrossEntropyLoss(), tx, ty)
+    t_ours, t_cap, t_torch = paired_medians(
+        [lambda: run().item(), lambda: captured().item(), lambda: tstep().item()],
+        repeat=repeat, warmup=5)
+    return [_row(name, t_ours, t_torch),
+            _row(name + ", dl.capture", t_cap, t_torch, _captured_note(captured))]
+
+
+def _clone_model(ours, ref, device):
+    import copy
+    twin = copy.deepcopy(ours)
+    _copy_weights(twin, ref, device)
+    return twin
 
 
 def bench_mlp(device, repeat):
@@ -62,16 +90,24 @@ def bench_mlp(device, repeat):
     _copy_weights(ours, ref, device)
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((64, 784), np.float32), rng.integers(0, 10, 64)
-    ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
-    tx, ty = torch.tensor(x), torch.tensor(y)
-    run = _fwd_bwd(ours, nn.CrossEntropyLoss(), ox, oy)
-    captured = dl.capture(run)
-    t_ours, t_cap, t_torch = paired_medians(
-        [lambda: run().item(), lambda: captured().item(),
-         _fwd_bwd(ref, torch.nn.CrossEntropyLoss(), tx, ty)], repeat=repeat, warmup=5)
-    name = "MLP 784-512-512-10, batch 64, fwd+bwd"
-    return [_row(name, t_ours, t_torch),
-            _row(name + ", dl.capture", t_cap, t_torch, _captured_note(captured))]
+    return _paired_training("MLP 784-512-512-10, batch 64, fwd+bwd+Adam", ours, ref, x, y,
+                            device, repeat)
+
+
+def bench_cnn(device, repeat):
+    """The issue's CNN: conv16-relu-pool-conv32-relu-pool-linear on 1x28x28, batch 64."""
+    torch.manual_seed(0)
+
+    def make(m):
+        return m.Sequential(m.Conv2d(1, 16, 3, padding=1), m.ReLU(), m.MaxPool2d(2),
+                            m.Conv2d(16, 32, 3, padding=1), m.ReLU(), m.MaxPool2d(2),
+                            m.Flatten(), m.Linear(32 * 7 * 7, 10))
+    ref, ours = make(torch.nn), make(nn).to(device)
+    _copy_weights(ours, ref, device)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((64, 1, 28, 28), np.float32), rng.integers(0, 10, 64)
+    return _paired_training("CNN conv16-relu-pool-conv32-relu-pool-linear, 1x28x28, batch 64, "
+                            "fwd+bwd+Adam", ours, ref, x, y, device, repeat)
 
 
 def bench_transformer(device, repeat, quick):
@@ -133,44 +169,21 @@ def bench_transformer(device, repeat, quick):
 
 
 def bench_digits_step(device, repeat):
+    """The digits example's CNN (8x8 images) as a torch user writes it: nn.ReLU() modules
+    (the example itself fuses the first Linear's ReLU with act="relu")."""
     import train_digits
     xtr, ytr, _, _ = train_digits.load_data()
-    ours = train_digits.build_model(device)
     torch.manual_seed(0)
-    ref = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2), torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(128, 64), torch.nn.ReLU(),
-        torch.nn.Linear(64, 10))
-    x, y = xtr[:64], ytr[:64]
-    ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
-    tx, ty = torch.tensor(x), torch.tensor(y)
-    oopt = dl.optim.Adam(ours.parameters(), lr=1e-3)
-    topt = torch.optim.Adam(ref.parameters(), lr=1e-3)
-    oloss, tloss = nn.CrossEntropyLoss(), torch.nn.CrossEntropyLoss()
 
-    def ours_step():
-        train_digits.train_step(ours, oopt, oloss, ox, oy)
-
-    # a second model for the replays: an optimiser step reads the .grad its parameters hold
-    ours2 = train_digits.build_model(device)
-    ours2.load_state_dict(ours.state_dict())
-    oopt2 = dl.optim.Adam(ours2.parameters(), lr=1e-3)
-    captured = dl.capture(lambda: train_digits.loss_step(ours2, oopt2, oloss, ox, oy))
-
-    def torch_step():
-        topt.zero_grad()
-        loss = tloss(ref(tx), ty)
-        loss.backward()
-        topt.step()
-        loss.item()
-    t_ours, t_cap, t_torch = paired_medians(
-        [ours_step, lambda: captured().item(), torch_step], repeat=repeat, warmup=5)
-    name = "digits CNN training step (batch 64, Adam)"
-    return [_row(name, t_ours, t_torch),
-            _row(name + ", dl.capture", t_cap, t_torch,
-                 _captured_note(captured) +
-                 "; Adam's kernels relaunched with fresh step counts")]
+    def make(m):
+        return m.Sequential(
+            m.Conv2d(1, 16, 3, padding=1), m.BatchNorm2d(16), m.ReLU(), m.MaxPool2d(2),
+            m.Conv2d(16, 32, 3, padding=1), m.ReLU(), m.MaxPool2d(2), m.Flatten(),
+            m.Linear(128, 64), m.ReLU(), m.Linear(64, 10))
+    ref, ours = make(torch.nn), make(nn).to(device)
+    _copy_weights(ours, ref, device)
+    return _paired_training("digits CNN training step (batch 64, Adam)", ours, ref,
+                            xtr[:64], ytr[:64], device, repeat)
 
 
 def bench_fusion(device, repeat, quick):
@@ -261,13 +274,14 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     p.add_argument("--only", nargs="*", default=None,
-                   help="mlp transformer digits fusion")
+                   help="mlp cnn transformer digits fusion gelu16m")
     a = p.parse_args()
     repeat = 5 if a.quick else 15
     m = machine()
     print(f"# {m['cpu']} ({m['cores']} cores), torch {torch.__version__} with "
           f"{torch.get_num_threads()} threads, dl on {a.device}", flush=True)
     benches = {"mlp": lambda: bench_mlp(a.device, repeat),
+               "cnn": lambda: bench_cnn(a.device, repeat),
                "transformer": lambda: bench_transformer(a.device, repeat, a.quick),
                "digits": lambda: bench_digits_step(a.device, repeat),
                "fusion": lambda: bench_fusion(a.device, repeat, a.quick),

@@ -32,7 +32,11 @@ def copy(t: Tensor) -> Tensor:
 def result(buf, dtype, device, shape=None) -> Tensor:
     """A library output buffer (contiguous, offset 0) as a tensor."""
     shape = tuple(buf.shape if shape is None else shape)
-    return Tensor(buf.buffer, shape, shapes.contiguous_strides(shape), 0, dtype, device)
+    b = buf.buffer
+    t = Tensor(b, shape, shapes.contiguous_strides(shape), 0, dtype, device)
+    if b.shape == shape and b.contiguous and shape:  # its library view: the buffer itself
+        t._lib_view = (b, b)
+    return t
 
 
 def counted(name: str, fn, *args, **kwargs):
