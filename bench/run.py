@@ -330,6 +330,60 @@ def bench_beside(name: str, n: int) -> dict:
             "launch_sync_us": t_launch_sync * 1e6}
 
 
+def bench_eager_python(device: str) -> dict:
+    """The Python an eager dl op costs: ops on 8x8 tensors (their kernels take well under a
+    microsecond), best of several timed loops, ours and torch's (single-threaded) in the
+    same run; and a tiny MLP's training step divided by its launches. The issue's goal is
+    at most 8 µs of Python per eager op."""
+    import torch
+
+    import dl
+    import dl.nn.functional as F
+    rng = np.random.default_rng(0)
+    an, bn = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2))
+    a, b = dl.tensor(an, device=device), dl.tensor(bn, device=device)
+    ta, tb = torch.tensor(an), torch.tensor(bn)
+    w = dl.tensor(bn, device=device, requires_grad=True)
+    tw = torch.tensor(bn, requires_grad=True)
+
+    def best(fn, n=300, trials=7):
+        for _ in range(50):
+            fn()
+        out = float("inf")
+        for _ in range(trials):
+            t = time.perf_counter()
+            for _ in range(n):
+                fn()
+            out = min(out, (time.perf_counter() - t) / n)
+        return out * 1e6
+
+    ops = {
+        "a + b": (lambda: (a + b)._materialise(), lambda: ta + tb),
+        "relu": (lambda: F.relu(a)._materialise(), lambda: torch.relu(ta)),
+        "a @ b": (lambda: a @ b, lambda: ta @ tb),
+        "F.linear": (lambda: F.linear(a, b), lambda: torch.nn.functional.linear(ta, tb)),
+        "sum(dim=1)": (lambda: a.sum(1), lambda: ta.sum(1)),
+        "softmax": (lambda: F.softmax(a, -1), lambda: torch.softmax(ta, -1)),
+        "(a @ w).sum().backward()": (lambda: (a @ w).sum().backward(),
+                                     lambda: (ta @ tw).sum().backward()),
+    }
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rows = {name: {"ours_us": best(o), "torch_us": best(t)} for name, (o, t) in ops.items()}
+    finally:
+        torch.set_num_threads(threads)
+    return {"device": device, "ops": rows}
+
+
+def eager_markdown(res: dict) -> str:
+    out = ["", f"Eager `dl` op on 8x8 tensors (`{res['device']}`): Python per op "
+           "(goal ≤ 8 µs), torch single-threaded beside it", "",
+           "| op | ours µs | torch µs |", "|---|---|---|"]
+    out += [f"| {k} | {v['ours_us']:.1f} | {v['torch_us']:.1f} |" for k, v in res["ops"].items()]
+    return "\n".join(out) + "\n"
+
+
 def beside_markdown(rows: list) -> str:
     out = ["", "| runtime | add, f32 lines of 4 | GELU (best line size) | launch (cache hit) | "
            "launch + sync |", "|---|---|---|---|---|"]
@@ -396,7 +450,9 @@ def main() -> None:
     beside_n = (1 << 20) if a.quick else (16 << 20)
     res["beside"] = [bench_beside(name, beside_n) for name in filter(None, a.beside.split(","))]
     print("beside", res["beside"], flush=True)
-    md = to_markdown(res) + beside_markdown(res["beside"])
+    res["eager"] = bench_eager_python(rt.name)
+    print("eager", res["eager"], flush=True)
+    md = to_markdown(res) + beside_markdown(res["beside"]) + eager_markdown(res["eager"])
     print(md)
     if not a.quick:
         out = ROOT / "bench" / "results" / res["machine"]["slug"]
