@@ -32,10 +32,12 @@ from cube import (
     u32,
 )
 
+from . import conv_direct as cd
 from . import matmul as mm
 from .common import cdiv, is_cpu
 from .epilogue import ACTIVATIONS, activate
 from .pool import out_size
+from .tensor_conv import col2im
 from .view import strided
 
 F = typing.TypeVar("F")
@@ -226,11 +228,58 @@ def _run_direct(rt, x, w, bias, out, cfg):
                        HAS_BIAS=bias is not None, **cfg)
 
 
+def _direct_first(cpu: int, gpu: int):
+    return lambda rt: cpu if is_cpu(rt) else gpu
+
+
 CONV = Tunable("conv2d", [
+    # direct blocked tiles (dl/kernels/conv_direct.py): NB lines of output channels times
+    # the widest row of pixels that fits the register file and wastes least on the row
+    Candidate("blocked_2", cd.run(2), _direct_first(120, 5), cd.valid(2)),
+    Candidate("blocked_4", cd.run(4), _direct_first(119, 4), cd.valid(4)),
+    Candidate("blocked_1", cd.run(1), _direct_first(108, 3), cd.valid(1)),
     Candidate("rows", _run_rows, 110, lambda rt, x, w, bias, out, cfg: cfg["G"] == 1),
     Candidate("im2col", _run_im2col, 100),
     Candidate("direct", _run_direct, 50),
 ])
+
+
+def _grad_input_cols(rt, g, g_rows, w, out, cfg):
+    """weights^T @ the output gradient's rows, then col2im gathers the columns."""
+    oc, c, kh, kw = w.shape
+    ck = c * kh * kw
+    npix = g_rows.shape[1]
+    gcol = rt.empty((ck, npix), w.elem)
+    mm.matmul(rt, strided(w, (ck, oc), (1, ck)), g_rows, out=gcol)
+    _, _, h, wd = out.shape
+    _, _, oh, ow = g.shape
+    geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
+    col2im.launch(rt, cube_count=cdiv(out.size, 256), cube_dim=256, col=gcol, out=out, C=c,
+                  H=h, W=wd, OH=oh, OW=ow, NP=npix, **geo)
+
+
+# the input gradient of a groups=1 conv2d: args (g (N, OC, OH, OW) contiguous, g as
+# contiguous (OC, N*OH*OW) rows, weights, out (N, C, H, W), geometry)
+CONV_GRAD_INPUT = Tunable("conv2d_grad_input", [
+    Candidate("blocked_2", cd.grad_input(2), _direct_first(120, 5),
+              lambda rt, *a: cd.grad_input_ok(rt, *a, nb=2)),
+    Candidate("blocked_4", cd.grad_input(4), _direct_first(119, 4),
+              lambda rt, *a: cd.grad_input_ok(rt, *a, nb=4)),
+    Candidate("col2im", _grad_input_cols, 110),
+])
+
+
+def conv2d_grad_input(rt, g, g_rows, w, x_shape, stride, padding, dilation):
+    """The input gradient (N, C, H, W) = x_shape of a groups=1 conv2d with weights w, given
+    the output gradient g (contiguous NCHW) and the same as (OC, N*OH*OW) rows."""
+    (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
+    g, g_rows, w = g.buffer, g_rows.buffer, w.buffer
+    out = rt.empty(tuple(x_shape), g.elem)
+    oc, _, kh, kw = w.shape
+    cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
+    key = tune_key("conv_gx", out.elem, [out.shape, w.shape], (sh, sw, ph, pw, dh, dw))
+    CONV_GRAD_INPUT(rt, key, g, g_rows, w, out, cfg)
+    return out
 
 
 def _pair(v) -> tuple[int, int]:

@@ -14,7 +14,6 @@ from ..kernels import conv as lib_conv
 from ..kernels import pool as lib_pool
 from ..kernels.common import cdiv
 from ..kernels.launch import launch_1d
-from ..kernels.tensor_conv import col2im
 from ..kernels.tensor_pool import avg_pool2d_backward, max_pool2d_backward, max_pool2d_indices
 from ..tensor import Tensor
 from .index import cat
@@ -66,7 +65,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
             # the output gradient as (OC, N*OH*OW) rows (a permuted copy): the weight's
             # gradient reads it, and the bias's is one reduction along its rows
             g_rows = _contig(g.permute(1, 0, 2, 3)).reshape(g.shape[1], -1)
-            gx, gw = _conv_grads(xd, wd, g_rows, geo, x.requires_grad, weight.requires_grad)
+            gx, gw = _conv_grads(xd, wd, g_rows, geo, x.requires_grad, weight.requires_grad, g)
             if bias is not None and bias.requires_grad:
                 gb = g_rows.sum(1)
         else:
@@ -88,9 +87,9 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
 
 
 def _conv_grads(x: Tensor, w: Tensor, g_rows: Tensor, geo: dict, want_x: bool,
-                want_w: bool):
+                want_w: bool, g: Tensor | None = None):
     """Gradients of a groups=1 convolution; g_rows: the output gradient (N, OC, OH, OW) as
-    contiguous (OC, N*OH*OW) rows."""
+    contiguous (OC, N*OH*OW) rows; g: the same as it is (contiguous), if at hand."""
     rt = x.device.rt
     n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
@@ -108,10 +107,14 @@ def _conv_grads(x: Tensor, w: Tensor, g_rows: Tensor, geo: dict, want_x: bool,
         cols = result(col, x.dtype, x.device, (ck, npix))
         gw = mm_raw(g_rows, cols.mT).reshape(oc, c, kh, kw)
     if want_x:
-        gcol = mm_raw(w.reshape(oc, ck).mT, g_rows)  # (C*KH*KW, N*OH*OW)
-        gx = Tensor._empty(x.shape, x.dtype, x.device)
-        launch_1d(col2im, rt, gx.numel(), col=gcol._buf, out=gx._buf, C=c, H=h, W=wd, OH=oh,
-                  OW=ow, NP=npix, **cfg)
+        # tuned: a direct conv of g with the flipped weights (stride 1), or
+        # weights^T @ g's rows then col2im
+        gn = g if g is not None else _contig(g_rows.reshape(oc, n, oh, ow)
+                                             .permute(1, 0, 2, 3))
+        buf = counted("conv2d_grad_input", lib_conv.conv2d_grad_input, rt, operand(gn),
+                      operand(g_rows), operand(w, contiguous=True), tuple(x.shape),
+                      geo["stride"], geo["padding"], geo["dilation"])
+        gx = result(buf, x.dtype, x.device)
     return gx, gw
 
 

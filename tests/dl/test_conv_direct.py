@@ -1,0 +1,139 @@
+"""The direct blocked conv2d (dl/kernels/conv_direct.py): forward candidates against NumPy
+float64, the input-gradient candidates against torch float64, and the dl op's backward
+through them, on every runtime that starts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from dl_helpers import close, rand_np
+
+import dl
+from autotune import NoCandidate
+from dl.kernels import conv as C
+from dl.kernels import conv_direct as cd
+from dl.nn import functional as F
+
+BLOCKED = [c.name for c in C.CONV.candidates if c.name.startswith("blocked")]
+GRAD = [c.name for c in C.CONV_GRAD_INPUT.candidates]
+
+# (x shape, w shape, stride, padding, dilation): output channels off the line size (lanes
+# past OC skipped), rows that end in a partial tile, 3x3 and 1x1 at strides 1 and 2
+CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
+         ((1, 3, 8, 9), (16, 3, 3, 3), 2, 1, 1),
+         ((2, 4, 6, 7), (20, 4, 1, 1), 1, 0, 1),
+         ((1, 4, 7, 8), (16, 4, 1, 1), 2, 0, 1),
+         ((1, 3, 9, 10), (5, 3, 3, 2), (2, 1), (2, 0), (2, 1)),
+         ((1, 2, 5, 6), (4, 2, 3, 3), 1, (0, 1), 1)]
+
+
+def _run(tunable, name, fn, monkeypatch):
+    monkeypatch.setenv("CUBE_AUTOTUNE", "off")
+    with tunable.only(name):
+        try:
+            return fn()
+        except NoCandidate:
+            pytest.skip(f"{name} cannot run this case on this runtime")
+
+
+@pytest.mark.parametrize("name", BLOCKED)
+@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("epilogue", ["none", "bias_relu"])
+def test_blocked_forward(rt, name, case, epilogue, monkeypatch):
+    xs, ws, s, p, d = case
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32) if epilogue != "none" else None
+    act = "relu" if epilogue != "none" else "none"
+    out = _run(C.CONV, name, lambda: C.conv2d(
+        rt, rt.from_numpy(x), rt.from_numpy(w), None if b is None else rt.from_numpy(b), s, p,
+        d, act=act), monkeypatch)
+    ref = C.reference(x, w, b, s, p, d)
+    np.testing.assert_allclose(out.numpy(), np.maximum(ref, 0) if act == "relu" else ref,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", BLOCKED)
+def test_blocked_forward_f64_and_strided_input(rt, name, monkeypatch):
+    """f64 (lines of half the f32 width) from a transposed (non-contiguous) input view."""
+    if not rt.features.f64:
+        pytest.skip(f"{rt.name} has no f64")
+    rng = np.random.default_rng(3)
+    xt = rng.standard_normal((2, 3, 9, 8))  # (N, C, W, H): the input is its transpose
+    w = rng.standard_normal((10, 3, 3, 3))
+    buf = rt.from_numpy(xt)
+    xv = buf.view((2, 3, 8, 9), (buf.strides[0], buf.strides[1], 1, 8))
+    out = _run(C.CONV, name, lambda: C.conv2d(rt, xv, rt.from_numpy(w), padding=1),
+               monkeypatch)
+    np.testing.assert_allclose(out.numpy(), C.reference(xt.transpose(0, 1, 3, 2), w,
+                                                        padding=1), rtol=1e-10, atol=1e-10)
+
+
+# stride 1 (the direct gradient's domain) and one the direct candidates refuse (stride 2)
+GRAD_CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
+              ((1, 4, 6, 7), (3, 4, 3, 2), 1, 0, 1),
+              ((1, 3, 9, 10), (17, 3, 3, 3), 1, 2, 2),
+              ((2, 4, 6, 7), (20, 4, 1, 1), 1, 0, 1),
+              ((1, 3, 8, 9), (16, 3, 3, 3), 2, 1, 1)]
+
+
+@pytest.mark.parametrize("name", GRAD)
+@pytest.mark.parametrize("case", GRAD_CASES, ids=str)
+def test_grad_input_candidates(rt, name, case, monkeypatch):
+    xs, ws, s, p, d = case
+    rng = np.random.default_rng(sum(xs))
+    w = rng.standard_normal(ws).astype(np.float32)
+    y = torch.nn.functional.conv2d(torch.zeros(xs, dtype=torch.float64),
+                                   torch.tensor(w, dtype=torch.float64), None, s, p, d)
+    g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    g_rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3).reshape(g.shape[1], -1))
+    out = _run(C.CONV_GRAD_INPUT, name, lambda: C.conv2d_grad_input(
+        rt, rt.from_numpy(g), rt.from_numpy(g_rows), rt.from_numpy(w), xs, s, p, d),
+        monkeypatch)
+    ref = torch.nn.grad.conv2d_input(xs, torch.tensor(w, dtype=torch.float64),
+                                     torch.tensor(g, dtype=torch.float64), s, p, d)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("cfg", [dict(padding=1), dict(stride=2, padding=1), dict()])
+def test_dl_conv2d_backward_through_blocked(dev, cfg, monkeypatch):
+    """F.conv2d forward and backward with the blocked candidates chosen, against torch."""
+    x, w, b = rand_np((2, 4, 7, 9), 1), rand_np((18, 4, 3, 3), 2), rand_np((18,), 3)
+    gy = None
+    monkeypatch.setenv("CUBE_AUTOTUNE", "off")
+    with C.CONV.only("blocked_2"), C.CONV_GRAD_INPUT.only(
+            "blocked_2" if cfg.get("stride", 1) == 1 else "col2im"):
+        try:
+            X, W, B = (dl.tensor(a, device=dev, requires_grad=True) for a in (x, w, b))
+            y = F.conv2d(X, W, B, **cfg)
+            gy = rand_np(tuple(y.shape), 9)
+            (y * dl.tensor(gy, device=dev)).sum().backward()
+        except NoCandidate:
+            pytest.skip("blocked_2 cannot run on this runtime")
+    T = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b)]
+    ty = torch.nn.functional.conv2d(*T, **cfg)
+    (ty * torch.tensor(gy, dtype=torch.float64)).sum().backward()
+    close(y, ty, rtol=1e-4, atol=1e-4)
+    for got, t in zip((X, W, B), T):
+        close(got.grad, t.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_tile_widths_fit_the_register_file():
+    class _Rt:  # a CPU with 32 or 16 vector registers
+        target = "llvm"
+
+        def __init__(self, avx512):
+            self.avx512 = avx512
+
+        def device_id(self):
+            return "x [avx512f]" if self.avx512 else "x [avx2]"
+
+        features = object()
+    for avx512, regs in ((True, 32), (False, 16)):
+        rt = _Rt(avx512)
+        for ow in (7, 14, 28, 56, 112):
+            for kw in (1, 3):
+                for nb in (1, 2, 4):
+                    rw = cd.tile_width(rt, ow, kw, nb)
+                    assert rw == 0 or rw * nb + kw * nb + 2 <= regs
+    assert cd.tile_width(_Rt(True), 56, 3, 2) == 8  # 7 tiles, no waste
