@@ -25,45 +25,64 @@ def _grad(g, p, wd, MAXIMIZE: Comptime[bool], WD: Comptime[bool]):
     return g
 
 
-@cube(launch=True)
+@cube
+def _adam_at(p, g, m, v, pi_: u32, gi_: u32, mi_: u32, vi_: u32, decay, wd, b1, b2, eps,
+             step_size, inv_sqrt_bc2, MAXIMIZE: Comptime[bool], COUPLED_WD: Comptime[bool],
+             DECOUPLED_WD: Comptime[bool]):
+    """One element's Adam step (p[pi_], g[gi_], m[mi_], v[vi_]): the one- and the
+    multi-tensor kernels share it, so their results are the same bits."""
+    pi = p[pi_]
+    gi = _grad(g[gi_], pi, wd, MAXIMIZE, COUPLED_WD)
+    if DECOUPLED_WD:
+        pi = pi * decay
+    mi = m[mi_] * b1 + gi * (1 - b1)
+    vi = v[vi_] * b2 + gi * gi * (1 - b2)
+    m[mi_] = mi
+    v[vi_] = vi
+    p[pi_] = pi - mi / (sqrt(vi) * inv_sqrt_bc2 + eps) * step_size
+
+
+@cube(launch=True, unchecked=True, nowrap=True)  # n units in contiguous tensors of n
 def adam_kernel(p: Array[F], g: Array[F], m: Array[F], v: Array[F], n: u32, po: u32, go: u32,
                 mo: u32, vo: u32, decay: F, wd: F, b1: F, b2: F, eps: F, step_size: F,
                 inv_sqrt_bc2: F, MAXIMIZE: Comptime[bool], COUPLED_WD: Comptime[bool],
                 DECOUPLED_WD: Comptime[bool]):
     i = ABSOLUTE_POS
     if i < n:
-        pi = p[po + i]
-        gi = _grad(g[go + i], pi, wd, MAXIMIZE, COUPLED_WD)
-        if DECOUPLED_WD:
-            pi = pi * decay
-        mi = m[mo + i] * b1 + gi * (F(1) - b1)
-        vi = v[vo + i] * b2 + gi * gi * (F(1) - b2)
-        m[mo + i] = mi
-        v[vo + i] = vi
-        p[po + i] = pi - mi / (sqrt(vi) * inv_sqrt_bc2 + eps) * step_size
+        _adam_at(p, g, m, v, po + i, go + i, mo + i, vo + i, decay, wd, b1, b2, eps,
+                 step_size, inv_sqrt_bc2, MAXIMIZE, COUPLED_WD, DECOUPLED_WD)
 
 
-@cube(launch=True)
+@cube
+def _sgd_at(p, g, buf, pi_: u32, gi_: u32, bi_: u32, lr, wd, mom, damp,
+            MAXIMIZE: Comptime[bool], HAS_WD: Comptime[bool], MOMENTUM: Comptime[int],
+            NESTEROV: Comptime[bool]):
+    """One element's SGD step (buf is not touched without momentum)."""
+    pi = p[pi_]
+    gi = _grad(g[gi_], pi, wd, MAXIMIZE, HAS_WD)
+    if MOMENTUM == 1:
+        buf[bi_] = gi
+        if NESTEROV:
+            gi = gi + gi * mom
+    if MOMENTUM == 2:
+        bi = buf[bi_] * mom + gi * (1 - damp)
+        buf[bi_] = bi
+        if NESTEROV:
+            gi = gi + bi * mom
+        else:
+            gi = bi
+    p[pi_] = pi - gi * lr
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
 def sgd_kernel(p: Array[F], g: Array[F], buf: Array[F], n: u32, po: u32, go: u32, bo: u32,
                lr: F, wd: F, mom: F, damp: F, MAXIMIZE: Comptime[bool], HAS_WD: Comptime[bool],
                MOMENTUM: Comptime[int], NESTEROV: Comptime[bool]):
     """MOMENTUM: 0 none, 1 the first step (the buffer takes the gradient), 2 later steps."""
     i = ABSOLUTE_POS
     if i < n:
-        pi = p[po + i]
-        gi = _grad(g[go + i], pi, wd, MAXIMIZE, HAS_WD)
-        if MOMENTUM == 1:
-            buf[bo + i] = gi
-            if NESTEROV:
-                gi = gi + gi * mom
-        if MOMENTUM == 2:
-            bi = buf[bo + i] * mom + gi * (F(1) - damp)
-            buf[bo + i] = bi
-            if NESTEROV:
-                gi = gi + bi * mom
-            else:
-                gi = bi
-        p[po + i] = pi - gi * lr
+        _sgd_at(p, g, buf, po + i, go + i, bo + i, lr, wd, mom, damp, MAXIMIZE, HAS_WD,
+                MOMENTUM, NESTEROV)
 
 
 def adam_scalars(*, lr, b1, b2, eps, wd, step) -> dict:

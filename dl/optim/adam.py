@@ -1,58 +1,62 @@
-"""Adam and AdamW (PyTorch's update rule); each parameter's step is one fused kernel that
-rewrites the parameter and both moment buffers."""
+"""Adam and AdamW (PyTorch's update rule): by default one multi-tensor kernel launch steps
+a group's parameters (dl/optim/foreach.py); with foreach=False each parameter's step is one
+fused kernel that rewrites the parameter and both moment buffers."""
 from __future__ import annotations
 
 import math
 
 from .. import ops
 from ..kernels import optim as kernels
+from ..kernels import optim_multi
 from .optimizer import Optimizer
 
 
 class Adam(Optimizer):
     """Adam (PyTorch's update rule): betas, eps, L2 weight decay added to the
-    gradient, maximize. No amsgrad, foreach or capturable options."""
+    gradient, maximize; foreach (None or True: multi-tensor launches; False: one launch per
+    parameter; the results are the same bits). No amsgrad or capturable options."""
     decoupled = False  # AdamW decays the weights directly instead of through the gradient
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, maximize: bool = False):
+                 weight_decay: float = 0.0, maximize: bool = False,
+                 foreach: bool | None = None):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, maximize=maximize))
+                                      weight_decay=weight_decay, maximize=maximize,
+                                      foreach=foreach))
 
-    def _step(self):
-        for group in self.param_groups:
-            lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
-            wd = group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                st = self._state(p)
-                if not st:
-                    st["step"] = 0
-                    st["exp_avg"] = ops.zeros_like(p)._materialise()
-                    st["exp_avg_sq"] = ops.zeros_like(p)._materialise()
-                st["step"] += 1
-                t = st["step"]
-                m, v = st["exp_avg"], st["exp_avg_sq"]
-                if self._direct(p, p.grad, m, v):
-                    kernels.adam_step(p.device.rt, p, p.grad, m, v, self._scalars(group, t),
-                                      wd=wd, decoupled=self.decoupled,
-                                      maximize=group["maximize"])
-                    self._planned(kernels.adam_kernel,
-                                  lambda group=group, st=st: self._next(group, st))
-                    continue
-                g = -p.grad if group["maximize"] else p.grad
-                param = p
-                if wd and self.decoupled:
-                    param = p * (1.0 - lr * wd)
-                elif wd:
-                    g = g + p * wd
-                new_m = m * b1 + g * (1.0 - b1)
-                new_v = v * b2 + g * g * (1.0 - b2)
-                bc1, bc2 = 1.0 - b1 ** t, 1.0 - b2 ** t
-                denom = new_v.sqrt() * (1.0 / math.sqrt(bc2)) + eps
-                new_p = param - new_m / denom * (lr / bc1)
-                self._update([(p, new_p), (m, new_m), (v, new_v)])
+    def _new_state(self, p) -> dict:
+        st = self._state(p)
+        if not st:
+            st["step"] = 0
+            st["exp_avg"] = ops.zeros_like(p)._materialise()
+            st["exp_avg_sq"] = ops.zeros_like(p)._materialise()
+        return st
+
+    def _step_param(self, group, p):
+        lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+        wd = group["weight_decay"]
+        st = self._new_state(p)
+        st["step"] += 1
+        t = st["step"]
+        m, v = st["exp_avg"], st["exp_avg_sq"]
+        if self._direct(p, p.grad, m, v):
+            kernels.adam_step(p.device.rt, p, p.grad, m, v, self._scalars(group, t),
+                              wd=wd, decoupled=self.decoupled, maximize=group["maximize"])
+            self._planned(kernels.adam_kernel,
+                          lambda group=group, st=st: self._advance(group, [st]))
+            return
+        g = -p.grad if group["maximize"] else p.grad
+        param = p
+        if wd and self.decoupled:
+            param = p * (1.0 - lr * wd)
+        elif wd:
+            g = g + p * wd
+        new_m = m * b1 + g * (1.0 - b1)
+        new_v = v * b2 + g * g * (1.0 - b2)
+        bc1, bc2 = 1.0 - b1 ** t, 1.0 - b2 ** t
+        denom = new_v.sqrt() * (1.0 / math.sqrt(bc2)) + eps
+        new_p = param - new_m / denom * (lr / bc1)
+        self._update([(p, new_p), (m, new_m), (v, new_v)])
 
     @staticmethod
     def _scalars(group: dict, step: int) -> dict:
@@ -61,11 +65,28 @@ class Adam(Optimizer):
         return kernels.adam_scalars(lr=group["lr"], b1=b1, b2=b2, eps=group["eps"],
                                     wd=group["weight_decay"], step=step)
 
-    @classmethod
-    def _next(cls, group: dict, st: dict) -> dict:
-        """A replayed step of one parameter: its count advances, scalars from the group."""
-        st["step"] += 1
-        return cls._scalars(group, st["step"])
+    # ---- the multi-tensor step's hooks (Optimizer) ---------------------------------------
+    def _rule(self, group):
+        return optim_multi.ADAM
+
+    def _group_flags(self, group) -> tuple:
+        return bool(group["weight_decay"]), bool(group["maximize"])
+
+    def _prepare(self, p, group):
+        st = self._new_state(p)
+        return st, (st["exp_avg"], st["exp_avg_sq"]), st["step"]  # one launch, one step
+
+    def _kernel_flags(self, group, bucket) -> dict:
+        wd = bool(group["weight_decay"])
+        return dict(MAXIMIZE=bool(group["maximize"]), COUPLED_WD=wd and not self.decoupled,
+                    DECOUPLED_WD=wd and self.decoupled)
+
+    def _advance(self, group, states) -> dict:
+        """The parameters' step counts (equal: they share the bias corrections) advance."""
+        t = states[0]["step"] + 1
+        for st in states:
+            st["step"] = t
+        return self._scalars(group, t)
 
 
 class AdamW(Adam):
@@ -74,5 +95,6 @@ class AdamW(Adam):
     decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, maximize: bool = False):
-        super().__init__(params, lr, betas, eps, weight_decay, maximize)
+                 weight_decay: float = 1e-2, maximize: bool = False,
+                 foreach: bool | None = None):
+        super().__init__(params, lr, betas, eps, weight_decay, maximize, foreach)

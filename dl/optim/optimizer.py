@@ -9,14 +9,18 @@ from ..autograd import no_grad
 from ..fusion import materialise
 from ..fusion.graph import Node
 from ..tensor import Tensor
+from . import foreach
 
 
 class Optimizer:
     """Base class of the optimisers: parameter groups, per-parameter state, zero_grad.
 
     params: an iterable of parameters, or of dicts (parameter groups: {"params": [...],
-    "lr": ...}) whose settings override `defaults`. Subclasses implement `_step`. Each
-    parameter's update runs as one kernel."""
+    "lr": ...}) whose settings override `defaults`. Subclasses implement `_step_param`
+    and the hooks of the multi-tensor step (`foreach.step`): with `foreach` (the default)
+    one launch updates up to `optim_multi.max_segments` parameters of a group (those of one
+    device, dtype and state bucket); with foreach=False each parameter's update is one
+    kernel."""
     def __init__(self, params, defaults: dict):
         params = list(params)
         if not params:
@@ -31,6 +35,7 @@ class Optimizer:
         self.state: dict[int, dict] = {}
         # while a step is being recorded: (kernel, scalars) per direct launch (`_planned`)
         self._plan: list | None = None
+        self._plans: dict[int, foreach.GroupPlan | None] = {}  # per group: its launches
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Sets every parameter's `.grad` to None (set_to_none is accepted for
@@ -122,7 +127,41 @@ class Optimizer:
                      for g in self.param_groups)
 
     def _step(self):
+        for i, group in enumerate(self.param_groups):
+            rest = group["params"] if group.get("foreach") is False else \
+                foreach.step(self, i, group)
+            for p in rest:
+                if p.grad is not None:
+                    self._step_param(group, p)
+
+    def _step_param(self, group: dict, p: Tensor) -> None:
+        """One parameter's step (its own kernel, or the fused graph)."""
         raise NotImplementedError
+
+    # ---- hooks of the multi-tensor step (dl/optim/foreach.py) ---------------------------
+    def _rule(self, group: dict):
+        """The group's `optim_multi.Rule`."""
+        raise NotImplementedError
+
+    def _group_flags(self, group: dict) -> tuple:
+        """What a group's plan is specialised on (its kernels' compile-time settings)."""
+        raise NotImplementedError
+
+    def _prepare(self, p: Tensor, group: dict):
+        """p's state made if need be: (state dict, state tensors in the rule's order, the
+        bucket p's launch is chosen by: parameters in one launch share its scalars)."""
+        raise NotImplementedError
+
+    def _kernel_flags(self, group: dict, bucket) -> dict:
+        raise NotImplementedError
+
+    def _advance(self, group: dict, states: list) -> dict:
+        """Advance one launch's parameters' states a step; its scalar arguments."""
+        raise NotImplementedError
+
+    def _cacheable(self, bucket) -> bool:
+        """Whether a launch of this bucket is the same at the next step (and a replay)."""
+        return True
 
     def state_dict(self) -> dict:
         """{"state": per-parameter state by index, "param_groups": the groups' settings}.
