@@ -444,6 +444,58 @@ def _cpu_first(cpu: int, gpu: int):
     return lambda rt: cpu if is_cpu(rt) else gpu
 
 
+# ---- register tiles from the target's register file ---------------------------------------
+
+MR_MAX = 12  # rows of a tile: each is a row pointer in a general register (16 on x86-64)
+DEFAULT_REGISTERS = 16  # a device that names no register file (GPUs: the kernels still run)
+RANKED = 3  # register-file tiles offered to autotune (its `fast` mode times the top three)
+
+
+def register_tiles(regs: int) -> list[tuple[int, int]]:
+    """(MR, NR) tiles of C (MR rows x NR lines) that fill a file of `regs` vector registers:
+    MR * NR accumulators + NR lines of B + one broadcast A value <= regs, each as tall as
+    fits, best first: most FMAs per load (MR * NR / (MR + NR)), then most accumulators (the
+    FMA latency needs 8+ independent chains on two FMA ports). 16 registers (AVX2): 6x2,
+    4x3, 2x4; 32 (AVX-512): 5x5, 6x4, 4x6, 9x3, ..."""
+    tiles = []
+    for nr in range(1, 9):
+        mr = min((regs - 1 - nr) // nr, MR_MAX)
+        if mr >= 2:
+            tiles.append((mr, nr))
+    # 8+ accumulators where the file holds them (a small file takes what fits)
+    tiles = [t for t in tiles if t[0] * t[1] >= 8] or tiles
+    return sorted(tiles, key=lambda t: (-t[0] * t[1] / (t[0] + t[1]), -t[0] * t[1]))
+
+
+_tiles_memo: dict = {}
+
+
+def tiles_for(rt) -> list[tuple[int, int]]:
+    """The ranked register tiles of rt's register file (comptime MR, NR of its kernels)."""
+    regs = rt.features.vector_registers or DEFAULT_REGISTERS
+    hit = _tiles_memo.get(regs)
+    if hit is None:
+        hit = _tiles_memo[regs] = register_tiles(regs)
+    return hit
+
+
+def _ranked(rank: int, pack: str = "", pack_a: bool = False):
+    """`_run_tiled` with the rank-th register tile of the runtime's register file."""
+    runs: dict = {}
+
+    def run(rt, a, b, c, bias, act):
+        tile = tiles_for(rt)[rank]
+        fn = runs.get(tile)
+        if fn is None:
+            fn = runs[tile] = _run_tiled(*tile, pack, pack_a)
+        return fn(rt, a, b, c, bias, act)
+    return run
+
+
+def _has_rank(rank: int):
+    return lambda rt, *args: rank < len(tiles_for(rt))
+
+
 def _shared_ok(t: int):
     def ok(rt, a, b, c, bias, act):
         return 2 * t * t * c.buffer.dtype.itemsize <= rt.features.max_shared_bytes \
@@ -476,6 +528,10 @@ def _ab_transposed(rt, a, b, c, bias, act) -> bool:
 
 
 MATMUL = Tunable("matmul", [
+    # the register file's own tiles (`register_tiles`: AVX-512's 32 registers hold 5x5, 6x4,
+    # 4x6 where AVX2's 16 hold 4x3, 6x2), B's panels packed first; autotune picks per shape
+    *(Candidate(f"packed_r{r}", _ranked(r, "lines"), _cpu_first(120 - r, 44 - r),
+                _has_rank(r)) for r in range(RANKED)),
     # 6x2: 6 rows x 2 lines of C in 12 vector registers, one B line pair and one broadcast
     # A value per step (4x4 needs 21 of AVX2's 16 and spills). Packing B's panels first
     # keeps a power-of-two row stride (n = 256, 1024) from colliding in the cache sets

@@ -1,0 +1,94 @@
+"""matmul register tiles derived from the target's register file: the generated shapes fit
+it, every tile of AVX2's (16 registers) and AVX-512's (32) files is right against NumPy
+float64 on every runtime, in every operand layout, and the AVX2-only CPU model tunes and
+computes with its own tiles."""
+import numpy as np
+import pytest
+from kutil import candidate
+
+import cube as cb
+from dl.kernels import matmul as mm
+from dl.kernels.view import transpose
+
+FILES = (16, 32)
+# every tile the candidates can pick on either file
+TILES = sorted({t for regs in FILES for t in mm.register_tiles(regs)[:mm.RANKED]})
+
+
+@pytest.mark.parametrize("regs", [8, 16, 32])
+def test_register_tiles_fit_and_fill_the_file(regs):
+    tiles = mm.register_tiles(regs)
+    assert tiles
+    for mr, nr in tiles:
+        assert mr * nr + nr + 1 <= regs  # accumulators, B lines, the broadcast A value
+        assert 2 <= mr <= mm.MR_MAX and (mr * nr >= 8 or regs < 16)
+        assert mr == mm.MR_MAX or (mr + 1) * nr + nr + 1 > regs  # as tall as fits
+    per_load = [mr * nr / (mr + nr) for mr, nr in tiles]
+    assert per_load == sorted(per_load, reverse=True)
+
+
+def test_known_files():
+    assert (6, 2) in mm.register_tiles(16)[:mm.RANKED]
+    assert all(mr * nr >= 20 for mr, nr in mm.register_tiles(32)[:mm.RANKED])
+
+
+def _operand(rt, rng, shape, trans):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if not trans:
+        return x, rt.from_numpy(x)
+    return x, transpose(rt.from_numpy(np.ascontiguousarray(np.swapaxes(x, -1, -2))))
+
+
+# (batch, m, n, k): partial row tiles and partial panels everywhere
+SHAPES = [(None, 13, 96, 7), (2, 29, 80, 33)]
+# (pack B, pack A, A transposed, B transposed): each way the candidates read operands
+LAYOUTS = [("lines", False, False, False), ("", False, False, False),
+           ("lines", True, True, False)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda x: "-".join(map(str, x)))
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_every_register_tile_matches_numpy(rt, tile, layout):
+    pack, pack_a, ta, tb = layout
+    if rt.name != "cpu" and layout != LAYOUTS[0]:
+        # the layouts differ only in the launcher's packing (the same kernel source): one
+        # per tile where compiling is slow (the interpreter, PoCL, lavapipe)
+        pytest.skip("one layout per tile off the CPU")
+    for batch, m, n, k in SHAPES if rt.name == "cpu" else SHAPES[:1]:
+        rng = np.random.default_rng(m * n + k)
+        lead = () if batch is None else (batch,)
+        a, da = _operand(rt, rng, (*lead, m, k), ta)
+        b, db = _operand(rt, rng, (*lead, k, n), tb)
+        bias = rng.standard_normal(n).astype(np.float32)
+        a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, rt.from_numpy(bias), "relu")
+        mm._run_tiled(*tile, pack, pack_a)(rt, a3, b3, c3, bias3, act)
+        np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
+                                   atol=1e-4)
+
+
+def _avx2():
+    try:
+        return cb.runtime("cpu", isa="avx2")
+    except cb.RuntimeUnavailable as e:
+        pytest.skip(f"no AVX2 model here: {e}")
+
+
+def test_cpu_tiles_come_from_the_isa():
+    host, avx2 = cb.runtime("cpu"), _avx2()
+    assert mm.tiles_for(avx2) == mm.register_tiles(16)
+    assert mm.tiles_for(host) == mm.register_tiles(host.features.vector_registers)
+
+
+@pytest.mark.parametrize("name", [f"packed_r{r}" for r in range(mm.RANKED)] + [None])
+def test_avx2_model_matmul_matches_numpy(name, monkeypatch):
+    """The AVX2-only model runs its own register tiles (and the tuned choice) correctly."""
+    rt = _avx2()
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((70, 45)).astype(np.float32)
+    b = rng.standard_normal((45, 72)).astype(np.float32)
+    if name is None:
+        out = mm.matmul(rt, rt.from_numpy(a), rt.from_numpy(b))
+    else:
+        with candidate(mm.MATMUL, name, monkeypatch):
+            out = mm.matmul(rt, rt.from_numpy(a), rt.from_numpy(b))
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
