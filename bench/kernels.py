@@ -7,14 +7,24 @@ spinning for tens of milliseconds after a call returns, and on a 2-core machine 
 takes a core away from whatever runs next (it halved sgemm 512 when timed right after
 NumPy).
 
-    python bench/kernels.py [--quick] [--runtime cpu] [--only NAME ...]
+    python bench/kernels.py [--quick] [--runtime cpu] [--only NAME ...] [--isa host avx2]
+                            [--name MACHINE]
+
+On the CPU the library runs once per instruction-set model (`--isa`, default both: the
+host's, and CUBE_CPU_ISA=avx2, a haswell-class model with AVX-512 off), each in its own
+process, so a regression on either register file shows in one run; GFLOP rows give % of
+that model's measured FMA peak. The matmul rows (sgemm vs NumPy, F.linear vs torch) time
+ours and the peer alternated (bench/run.py `paired_medians`).
 
 Writes bench/results/<machine>-kernels.json and .md unless --quick."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,9 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from run import machine, median_time  # noqa: E402
+from run import machine, median_time, paired_medians  # noqa: E402
 
 import cube as cb  # noqa: E402
+import dl  # noqa: E402
+from cube import ABSOLUTE_POS, Array, Comptime, Line, f32, u32  # noqa: E402
 from dl.kernels import conv, matmul, norm, pool, reduce, softmax  # noqa: E402
 
 try:
@@ -39,6 +51,40 @@ def _copy_bw(n=16 << 20) -> float:
     a = np.ones(n, np.float32)
     b = np.empty_like(a)
     return 2 * 4 * n / median_time(lambda: np.copyto(b, a), repeat=7, warmup=2)
+
+
+@cb.cube(launch=True, unchecked=True)
+def fma_chains(x: Array[Line[f32]], out: Array[Line[f32]], steps: u32, C: Comptime[int]):
+    """C independent FMA chains of lines held in registers, `steps` times: the peak."""
+    L = cb.comptime(x.line_size())
+    acc = cb.LocalArray(Line[f32, L], C)
+    a = x[0]
+    b = x[1]
+    for t in cb.range(C, unroll=True):
+        acc[t] = x[2] + Line[f32, L](t)
+    for _ in range(steps):
+        for t in cb.range(C, unroll=True):
+            acc[t] = cb.fma(acc[t], a, b)
+    s = acc[0]
+    for t in cb.range(1, C, unroll=True):
+        s += acc[t]
+    out[ABSOLUTE_POS] = s
+
+
+def fma_peak(rt) -> float:
+    """FLOP/s of FMAs on every core, at the runtime's vector width (best of a few runs)."""
+    lanes = max(1, rt.features.vector_bits // 32) if rt.features.vector_bits else 8
+    chains = max(8, (rt.features.vector_registers or 16) - 4)
+    units, steps = 4 * (os.cpu_count() or 1), 1 << 16
+    x = rt.from_numpy(np.full(3 * lanes, 0.5, np.float32))
+    out = rt.empty((units * lanes,), np.float32)
+
+    def run():
+        fma_chains.launch(rt, cube_count=units, cube_dim=1, x=x.lines(lanes),
+                          out=out.lines(lanes), steps=steps, C=chains)
+    run()
+    best = min(median_time(run, repeat=3, warmup=1) for _ in range(3))
+    return 2 * lanes * chains * steps * units / best
 
 
 SETTLE_S = 0.5  # pause before timing ours: lets a peer's spinning worker threads go to sleep
@@ -60,6 +106,34 @@ def _row(name, ours, peer_name, peer, work, unit, roof=None, goal=None):
         r["pct_of_roofline"] = 100 * work / ours / roof
     print(json.dumps(r), flush=True)
     return r
+
+
+def bench_sgemm(dev, n, peak, repeat=7):
+    """sgemm through the public API (`dl.matmul`), alternated with NumPy's."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n), np.float32), rng.random((n, n), np.float32)
+    da, db = dl.tensor(a, device=dev), dl.tensor(b, device=dev)
+    ours, peer = paired_medians([lambda: dl.matmul(da, db), lambda: np.matmul(a, b)],
+                                repeat=repeat, warmup=2, block=1, pause=SETTLE_S / 10)
+    return _row(f"sgemm {n}^3 (dl.matmul)", ours, "numpy", peer, 2 * n ** 3, "GFLOPs", peak,
+                0.95)
+
+
+def bench_linear(dev, m, k, n, peak, repeat=9):
+    """nn.Linear's x @ W^T + b (`dl.nn.functional.linear`) against torch's F.linear."""
+    rng = np.random.default_rng(1)
+    x = rng.random((m, k), np.float32)
+    w = rng.random((n, k), np.float32)
+    bias = rng.random(n, np.float32)
+    dx, dw, dbias = (dl.tensor(v, device=dev) for v in (x, w, bias))
+    fns = [lambda: dl.nn.functional.linear(dx, dw, dbias)]
+    if torch is not None:
+        tx, tw, tb = map(torch.from_numpy, (x, w, bias))
+        fns.append(lambda: torch.nn.functional.linear(tx, tw, tb))
+    with dl.no_grad():
+        ts = paired_medians(fns, repeat=repeat, warmup=2, block=1, pause=SETTLE_S / 10)
+    return _row(f"F.linear {m}x{k}x{n}", ts[0], "torch", ts[1] if len(ts) > 1 else None,
+                2 * m * k * n, "GFLOPs", peak, 1.0)
 
 
 def bench_matmul(rt, n, batch=None, repeat=7):
@@ -149,65 +223,105 @@ def bench_conv(rt, peak_gflops):
                 peak_gflops * 1e9, 0.5)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--runtime", default="cpu")
-    p.add_argument("--quick", action="store_true", help="smaller sizes, no result files")
-    p.add_argument("--only", nargs="*", default=None)
-    a = p.parse_args()
+def run_one(a) -> dict:
+    """Every selected row on one runtime (one instruction-set model on the CPU)."""
     rt = cb.runtime(a.runtime)
+    dev = dl.device(a.runtime)
     q = a.quick
     bw = _copy_bw()
+    peak = fma_peak(rt)
+    isa = getattr(rt, "isa", None)
     res = {"machine": machine(), "runtime": rt.name, "date": time.strftime("%Y-%m-%d"),
-           "copy_GBps": bw / 1e9, "torch_threads": torch.get_num_threads() if torch else None,
-           "rows": []}
+           "isa": isa.name if isa else None, "device": rt.describe(),
+           "copy_GBps": bw / 1e9, "fma_peak_GFLOPs": peak / 1e9,
+           "torch_threads": torch.get_num_threads() if torch else None, "rows": []}
+    print(f"# {rt.describe()}: FMA peak {peak / 1e9:.0f} GFLOP/s, copy {bw / 1e9:.1f} GB/s",
+          flush=True)
     benches = {
         "pool1": lambda: bench_max_pool(rt, (2, 8 if q else 32, 512, 512), 5, 1, 2, 1, bw),
         "pool2": lambda: bench_max_pool(rt, (2, 16 if q else 128, 512, 512), 5, 2, 2, 2, bw),
         "sum": lambda: bench_sum(rt, (8 if q else 64) << 20, bw),
         "softmax": lambda: bench_softmax(rt, 1024 if q else 4096, 4096, bw),
         "layer_norm": lambda: bench_layer_norm(rt, 1024 if q else 4096, 4096, bw),
-        "mm512": lambda: bench_matmul(rt, 512),
-        "mm2048": lambda: bench_matmul(rt, 1024 if q else 2048),
-        "mm4096": lambda: None if q else bench_matmul(rt, 4096, repeat=3),
+        **{f"mm{n}": (lambda n=n: bench_sgemm(dev, n, peak, 5 if n >= 4096 else 9))
+           for n in ((512, 1024) if q else (512, 1024, 2048, 4096))},
         "bmm": lambda: bench_matmul(rt, 512, batch=4 if q else 16),
+        **{f"linear{m}x{k}x{n}": (lambda m=m, k=k, n=n: bench_linear(dev, m, k, n, peak))
+           for m, k, n in ((64, 784, 512), (64, 512, 512), (1024, 256, 2048))},
+        "conv": lambda: bench_conv(rt, peak / 1e9),
     }
-    peak = None
     for name, fn in benches.items():
         if a.only and name not in a.only:
             continue
         r = fn()
         if r is not None:
             res["rows"].append(r)
-            if "GFLOPs" in str(r):
-                peak = max(peak or 0, r.get("ours_GFLOPs", 0),
-                           (r.get("ours_GFLOPs", 0) * (r["ratio"] or 0)))
-    if not a.only or "conv" in a.only:
-        res["rows"].append(bench_conv(rt, peak or 100.0))
-    m = res["machine"]
+    return res
+
+
+def _children(a, argv: list[str]) -> list[dict]:
+    """One process per instruction-set model (CUBE_CPU_ISA), each writing its rows."""
+    out = []
+    for isa in a.isa or ["host", "avx2"]:
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            env = {**os.environ, "CUBE_CPU_ISA": isa}
+            print(f"## CUBE_CPU_ISA={isa}", flush=True)
+            subprocess.run([sys.executable, __file__, *argv, "--child", f.name], env=env,
+                           check=True)
+            out.append(json.loads(Path(f.name).read_text()))
+    return out
+
+
+def _markdown(results: list[dict], command: str) -> str:
+    m = results[0]["machine"]
     md = [f"# Kernel library on {m['cpu']} ({m['cores']} cores)", "",
-          f"Runtime `{rt.name}`; Python {m['python']}, NumPy {m['numpy']}, torch "
-          f"{torch.__version__ if torch else '-'} ({res['torch_threads']} threads); "
-          f"{res['date']}. Medians after warm-up (autotuning in the warm-up); measured copy "
-          f"bandwidth {res['copy_GBps']:.1f} GB/s is the memory roofline. Command: "
-          "`python bench/kernels.py`.", "",
-          "| benchmark | ours ms | peer ms | ours / peer speed | rate | % roofline | goal | "
-          "status |", "|---|---|---|---|---|---|---|---|"]
-    for r in res["rows"]:
-        rate = next(f"{v:.1f} {k[5:]}" for k, v in r.items() if k.startswith("ours_")
-                    and k != "ours_ms")
-        peer = "" if r["peer_ms"] is None else f"{r['peer']} {r['peer_ms']:.2f}"
-        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        pct = f"{r['pct_of_roofline']:.0f}%" if "pct_of_roofline" in r else ""
-        status = {True: "met", False: "NOT met", None: ""}[r["goal_met"]]
-        md.append(f"| {r['name']} | {r['ours_ms']:.2f} | {peer} | {ratio} | {rate} | {pct} | "
-                  f"{r['goal'] or ''} | {status} |")
-    text = "\n".join(md) + "\n"
+          f"Python {m['python']}, NumPy {m['numpy']}, torch "
+          f"{torch.__version__ if torch else '-'} ({results[0]['torch_threads']} threads); "
+          f"{results[0]['date']}. Medians after warm-up (autotuning in the warm-up); sgemm "
+          "and F.linear rows alternate ours and the peer run by run. % roofline: of the "
+          "measured copy bandwidth for GB/s rows, of the ISA's measured FMA peak (every core)"
+          f" for GFLOP/s rows. Command: `{command}`.", ""]
+    for res in results:
+        md += [f"## {res['runtime']}" + (f", CUBE_CPU_ISA={res['isa']}" if res["isa"] else ""),
+               "", f"{res['device']}; FMA peak {res['fma_peak_GFLOPs']:.0f} GFLOP/s, copy "
+               f"{res['copy_GBps']:.1f} GB/s.", "",
+               "| benchmark | ours ms | peer ms | ours / peer speed | rate | % roofline | "
+               "goal | status |", "|---|---|---|---|---|---|---|---|"]
+        for r in res["rows"]:
+            rate = next(f"{v:.1f} {k[5:]}" for k, v in r.items() if k.startswith("ours_")
+                        and k != "ours_ms")
+            peer = "" if r["peer_ms"] is None else f"{r['peer']} {r['peer_ms']:.2f}"
+            ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+            pct = f"{r['pct_of_roofline']:.0f}%" if "pct_of_roofline" in r else ""
+            status = {True: "met", False: "NOT met", None: ""}[r["goal_met"]]
+            md.append(f"| {r['name']} | {r['ours_ms']:.2f} | {peer} | {ratio} | {rate} | "
+                      f"{pct} | {r['goal'] or ''} | {status} |")
+        md.append("")
+    return "\n".join(md)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runtime", default="cpu")
+    p.add_argument("--quick", action="store_true", help="smaller sizes, no result files")
+    p.add_argument("--only", nargs="*", default=None)
+    p.add_argument("--isa", nargs="*", default=None, choices=["host", "avx2"],
+                   help="CPU instruction-set models to run (default: both)")
+    p.add_argument("--name", default=None, help="result file prefix (default: the CPU's)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    argv = sys.argv[1:]
+    a = p.parse_args()
+    if a.child:
+        Path(a.child).write_text(json.dumps(run_one(a)))
+        return
+    results = _children(a, argv) if a.runtime == "cpu" else [run_one(a)]
+    text = _markdown(results, "python bench/kernels.py " + " ".join(argv))
     print(text)
-    if not q and not a.only:
-        out = ROOT / "bench" / "results" / (res["machine"]["slug"] + "-kernels")
+    if not a.quick and not a.only:
+        name = a.name or results[0]["machine"]["slug"]
+        out = ROOT / "bench" / "results" / (name + "-kernels")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".json").write_text(json.dumps(res, indent=2))
+        out.with_suffix(".json").write_text(json.dumps(results, indent=2))
         out.with_suffix(".md").write_text(text)
 
 
