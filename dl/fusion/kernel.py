@@ -268,6 +268,8 @@ def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0,
     row u % rows into out[u] (a (chunks, rows) partial; a mean's is scaled by 1/r): for
     a strided reduced axis, where one unit's walk over all of r left the cache lines it
     shares with its neighbours before they came to read them."""
+    if s.lanes > 1:
+        return build_reduce_lines(s, dtypes, op, acc)
     b = Builder("dl_fused_reduce", checked=False, nowrap=True)
     at = dtypes[acc].cube
     out = b.array("out0", at)
@@ -300,5 +302,60 @@ def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0,
             b.assign(total, b.binary(comb, total, v))
         res = b.to_type(b.mul(b.to_type(total, scale.type), scale), at) if op == "mean" \
             else total
+        b.store(out, u, res)
+    return b.finish()
+
+
+_INIT = {"sum": 0, "mean": 0, "prod": 1, "max": -math.inf, "min": math.inf}
+
+
+def _reduce_init(op: str, acc) -> float | int:
+    if not acc.is_float and op in ("max", "min"):
+        return {"max": -(2 ** 63), "min": 2 ** 63 - 1}[op] if acc.cube.bits == 64 else \
+            {"max": -(2 ** 31), "min": 2 ** 31 - 1}[op]
+    return _INIT[op]
+
+
+def build_reduce_lines(s: Structure, dtypes: dict, op: str, acc: str) -> ir.Kernel:
+    """build_reduce over lines: unit u reduces its row (identity order, the reduced dims
+    last) a line of L at a time into L partial results, then combines the lanes in order.
+    Leaves (s.line_leaves): "c" contiguous lines, "s" one element, "w" one element per row
+    (constant along the reduced dims: a row's max or mean). Params: out0, the leaves, the
+    row count, offsets (lines for "c", elements else), the scalars, lines per row, scale."""
+    L = s.lanes
+    b = Builder("dl_fused_reduce_lines", checked=False, nowrap=True)
+    at = dtypes[acc].cube
+    out = b.array("out0", at)
+    leaves = [b.array(f"x{j}", vec(dtypes[dt].cube, L) if kind == "c" else dtypes[dt].cube)
+              for j, ((dt, _), kind) in enumerate(zip(s.leaves, s.line_leaves, strict=True))]
+    n = b.scalar_param_value(b.scalar("n", u32))
+    leaf_off = [b.scalar_param_value(b.scalar(f"x{j}_off", u32)) for j in range(len(leaves))]
+    consts = [b.scalar_param_value(b.scalar(f"c{k}", dtypes[dt].cube))
+              for k, dt in enumerate(s.consts)]
+    r_lines = b.scalar_param_value(b.scalar("r_lines", u32))
+    scale = b.scalar_param_value(b.scalar("scale", f64 if at == f64 else f32))
+    u = b.builtin("ABSOLUTE_POS")
+    comb = {"sum": "add", "mean": "add", "prod": "mul"}.get(op, op)
+    with b.if_(b.lt(u, n)):
+        # the row's constants, loaded once (outside the loop)
+        fixed = {j: b.load(leaves[j], leaf_off[j] if kind == "s" else b.add(leaf_off[j], u))
+                 for j, kind in enumerate(s.line_leaves) if kind != "c"}
+        base = b.mul(u, r_lines)
+        total = b.var(vec(at, L), "acc")
+        b.assign(total, b.const(_reduce_init(op, dtypes[acc]), vec(at, L)))
+        with b.range(0, r_lines, t=u32) as jl:
+            idx = b.add(base, jl)
+
+            def read(j):
+                return fixed[j] if j in fixed else b.load(leaves[j], b.add(leaf_off[j], idx))
+            ctx = _Ctx(b, idx, None)
+            ctx.lanes = L
+            vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts, read)
+            b.assign(total, b.binary(comb, total, b.to_type(vals[s.outs[0][0]], vec(at, L))))
+        res = b.extract(total, 0)
+        for k in range(1, L):
+            res = b.binary(comb, res, b.extract(total, k))
+        if op == "mean":
+            res = b.to_type(b.mul(b.to_type(res, scale.type), scale), at)
         b.store(out, u, res)
     return b.finish()

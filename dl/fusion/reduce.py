@@ -12,7 +12,17 @@ from ..tensor import Tensor
 from .emit_ops import GENERATORS
 from .kernel import Structure, build_reduce
 from .lazy import elementwise
-from .materialise import Graph, _compiled, _py, cube_count
+from .materialise import (
+    _DTYPES,
+    LINE_MIN_ELEMS,
+    LINE_MIN_LANES,
+    Graph,
+    _compiled,
+    _line_view,
+    _py,
+    cube_count,
+    line_bytes,
+)
 
 REDUCE_CUBE_DIM = 32
 
@@ -55,9 +65,13 @@ def reduce_lazy(x: Tensor, dims: list[int], op: str, acc) -> Tensor:
         contig = identity and tuple(t.shape) == tuple(x.shape) and t.is_contiguous()
         leaf_desc.append((t.dtype.name, contig))
         leaf_args.append(t._buf if contig else t._karg(pshape, st))
+    rt = x.device.rt
+    if identity and rows * r >= LINE_MIN_ELEMS:
+        plan = _line_plan(rt, g, leaf_desc, root, acc, x.shape, len(kept), r)
+        if plan is not None:
+            return _reduce_lines(g, leaf_desc, root, op, acc, x, kept, rows, r, *plan)
     s = Structure(nd, tuple(g.nodes_desc), tuple(leaf_desc),
                   tuple(c.dtype.name for c in g.consts), ((root, acc.name, True),))
-    rt = x.device.rt
     chunks = 1 if any(contig for _, contig in leaf_desc) else \
         _chunks(r, acc, [a.strides[-1] for a in leaf_args])
     exe = _compiled(rt, s, build_reduce, (op, acc.name, len(kept), chunks > 1))
@@ -92,3 +106,56 @@ def _chunks(r: int, acc, steps: list[int]) -> int:
     if r < CHUNK_MIN_R or not acc.is_float or 1 in steps or not any(steps):
         return 1
     return min(MAX_CHUNKS, -(-r // CHUNK_ROWS))
+
+
+def _line_plan(rt, g: Graph, leaf_desc, root, acc, shape, kept: int, r: int):
+    """(lanes, leaf kinds) for reducing rows over lines (build_reduce_lines), or None: each
+    leaf contiguous ("c", at an offset of whole lines), one element ("s") or one per row
+    ("w": row-major over the kept dims, zero strides over the reduced ones); lanes a SIMD
+    register of the widest type the graph and the accumulator touch, dividing the row."""
+    width = line_bytes(rt)
+    if not width:
+        return None
+    names = [acc.name, *(dt for dt, _ in leaf_desc)]
+    for _, dt, in_types, _, _ in g.nodes_desc:
+        names += [dt, *in_types, _DTYPES[dt].compute.name]
+    lanes = width // max(_DTYPES[name].itemsize for name in names)
+    if lanes < LINE_MIN_LANES or r % lanes:
+        return None
+    kinds = []
+    for t, (_, contig) in zip(g.leaves, leaf_desc, strict=True):
+        st = shapes.broadcast_strides(t.shape, t._strides, shape)
+        if contig:
+            if t.offset % lanes:
+                return None
+            kinds.append("c")
+        elif not any(st):
+            kinds.append("s")
+        elif not any(st[kept:]) and shapes.is_contiguous(shape[:kept], st[:kept]):
+            kinds.append("w")
+        else:
+            return None
+    if "c" not in kinds or (rt.target == "ir" and any(
+            t._buf.size % lanes for t, k in zip(g.leaves, kinds, strict=True) if k == "c")):
+        return None  # (the interpreter takes whole allocations as lines)
+    return lanes, tuple(kinds)
+
+
+def _reduce_lines(g: Graph, leaf_desc, root, op, acc, x: Tensor, kept, rows, r, lanes,
+                  kinds) -> Tensor:
+    s = Structure(x.ndim, tuple(g.nodes_desc), tuple(leaf_desc),
+                  tuple(c.dtype.name for c in g.consts), ((root, acc.name, True),),
+                  lanes=lanes, line_leaves=kinds)
+    exe = _compiled(x.device.rt, s, build_reduce, (op, acc.name, len(kept), False))
+    out = Tensor._empty(tuple(x.shape[d] for d in kept), acc, x.device)
+    args = [out._buf]
+    args += [_line_view(t._buf, lanes) if k == "c" else t._buf
+             for t, k in zip(g.leaves, kinds, strict=True)]
+    args.append(rows)
+    args += [t.offset // lanes if k == "c" else t.offset
+             for t, k in zip(g.leaves, kinds, strict=True)]
+    args += [_py(c) for c in g.consts]
+    args += [r // lanes, 1.0 / r]
+    recording.launch(exe, cube_count(rows, REDUCE_CUBE_DIM), (REDUCE_CUBE_DIM, 1, 1), args)
+    record_launch(lambda: f"dl_fused_{op}[" + ",".join(d[0] for d in g.nodes_desc) + "]")
+    return out

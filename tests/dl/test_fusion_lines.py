@@ -259,3 +259,87 @@ def test_several_roots_and_given_outputs_over_lines(dev):
     got = big.numpy()
     np.testing.assert_array_equal(got[N:2 * N], a + np.float32(1))
     assert not got[:N].any() and not got[2 * N:].any()
+
+
+red = sys.modules["dl.fusion.reduce"]
+
+
+def _reduce(t, op, *dim):
+    """op over dim (every dim without one): amax/amin for max/min (max(dim) is an argmax)."""
+    return getattr(t, {"max": "amax", "min": "amin"}.get(op, op))(*dim)
+
+
+def _reduce_run(fn, monkeypatch, scalar: bool = False):
+    """fn()'s result and how many fused reductions ran over lines."""
+    calls = []
+    real = red._reduce_lines
+    monkeypatch.setattr(red, "_reduce_lines", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(red, "LINE_MIN_ELEMS", 1 << 62 if scalar else mat.LINE_MIN_ELEMS)
+    out = fn()
+    out = out.numpy()
+    return out, len(calls)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("case", ["rows", "per_row_leaf", "half", "all_dims", "int",
+                                  "row_not_divisible"])
+def test_fused_reductions_over_lines(dev, monkeypatch, op, case):
+    """A lazy graph reduced along its contiguous last dims a line at a time (lanes of
+    partial results, combined at the end): NumPy float64 within rounding, and close to the
+    scalar kernel (the order of the additions differs)."""
+    a = rand_np((64, 512), 14) * (0.01 if op == "prod" else 1.0)
+    x = dl.tensor(a, device=dev)
+    a64 = a.astype(np.float64)
+    lines = _lines_expected(dev)
+    # sums of 512 f32 values of a few units; products of 512 roundings (of exp's too)
+    tol = dict(rtol=1e-4 if op == "prod" else 1e-5, atol=1e-4)
+    if case == "rows":
+        def fn():
+            return _reduce((x * 2.0).exp(), op, 1)
+        want = getattr(np, op)(np.exp(a64 * 2), axis=1)
+    elif case == "per_row_leaf":  # softmax's denominator: a (rows, 1) operand
+        m = x.amax(1, keepdim=True)
+        m._materialise()
+
+        def fn():
+            return _reduce((x - m).exp(), op, 1)
+        want = getattr(np, op)(np.exp(a64 - a64.max(1, keepdims=True)), axis=1)
+    elif case == "half":
+        h = dl.tensor(a.astype(np.float16), device=dev)
+
+        def fn():
+            return _reduce(h * 0.5, op, 1)
+        want = getattr(np, op)((a.astype(np.float16) * np.float16(0.5)).astype(np.float64),
+                               axis=1)
+        tol = dict(rtol=1e-3, atol=1e-3)
+    elif case == "all_dims":
+        def fn():
+            return _reduce(x + 1.0, op)
+        want = getattr(np, op)(a64 + 1.0)
+        tol = dict(rtol=1e-4, atol=1e-4) if op != "prod" else dict(rtol=1e-3, atol=0)
+        lines = False  # one long row: dl computes the graph and the library reduces it
+    elif case == "int":
+        i = dl.tensor((a * 100).astype(np.int32), device=dev)
+
+        def fn():
+            return _reduce(i * 3, op, 1)
+        want = getattr(np, op)((a * 100).astype(np.int32).astype(np.int64) * 3, axis=1)
+        if op == "prod":
+            pytest.skip("an int product of 512 values overflows")
+        # an int64 accumulator (sum) is 8 bytes: lines of 8 on the CPU, scalar on interp
+        lines = lines and (dl.device(dev).rt.target == "llvm" or op in ("max", "min"))
+    else:
+        b = dl.tensor(rand_np((64, 498), 15) * (0.01 if op == "prod" else 1.0), device=dev)
+
+        def fn():
+            return _reduce(b * 2.0, op, 1)
+        want = getattr(np, op)(b.numpy().astype(np.float64) * 2, axis=1)
+        lines = False
+    if op == "mean" and case == "int":
+        pytest.skip("mean of ints is refused")
+    got, n_lines = _reduce_run(fn, monkeypatch)
+    ref, n_ref = _reduce_run(fn, monkeypatch, scalar=True)
+    assert n_ref == 0
+    assert n_lines == (1 if lines else 0), n_lines
+    np.testing.assert_allclose(got.astype(np.float64), want, **tol)
+    np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), **tol)
