@@ -39,7 +39,8 @@ class Structure:
     row_leaves: tuple = ()
     # line mode: lanes per unit (1: one element per unit); line_leaves: how each leaf is read
     # there, "c" a contiguous line, "r" a line of a row repeated over the leading dims (a
-    # bias: the line at i % row_lines), "s" one element broadcast to every lane
+    # bias: the line at i % row_lines), "w" one element per row (element i / row_lines: a
+    # (rows, 1) operand), "s" one element; "w" and "s" broadcast to every lane
     lanes: int = 1
     line_leaves: tuple = ()
     # every unit of the launch is in range (the grid tiles the shape exactly): no bounds
@@ -216,36 +217,46 @@ class _NodeView:
 
 def build_lines(s: Structure, dtypes: dict) -> ir.Kernel:
     """The graph over lines: unit i computes elements i*L .. i*L + L-1 (all operands flat
-    and contiguous but for the "r" and "s" leaves, see Structure). Params: the outputs and
-    leaves as arrays of lines ("s" leaves of elements), the line count, offsets in lines
-    ("s": in elements), the scalars, then the row's length in lines where an "r" leaf is."""
+    and contiguous but for the "r", "w" and "s" leaves, see Structure). Params: the outputs
+    and leaves as arrays of lines ("s", "w" leaves of elements), the line count, offsets in
+    lines ("s", "w": in elements), the scalars, then the row's length in lines where an
+    "r" or "w" leaf is. With those (s.rows == 1) the grid is 2-D as in rows mode: x along
+    a row's lines, y/z over the rows, so that no unit divides its index by the row length
+    (a udiv per line cost as much as the line's exp)."""
     L = s.lanes
     b = Builder("dl_fused_lines", checked=False, nowrap=True)  # the host sized every index
     outs = [b.array(f"out{k}", vec(dtypes[dt].cube, L)) for k, (_, dt, _) in enumerate(s.outs)]
-    leaves = [b.array(f"x{j}", dtypes[dt].cube if kind == "s" else vec(dtypes[dt].cube, L))
+    leaves = [b.array(f"x{j}", dtypes[dt].cube if kind in "sw" else vec(dtypes[dt].cube, L))
               for j, ((dt, _), kind) in enumerate(zip(s.leaves, s.line_leaves, strict=True))]
     n = b.scalar_param_value(b.scalar("n", u32))
     out_off = [b.scalar_param_value(b.scalar(f"out{k}_off", u32)) for k in range(len(outs))]
     leaf_off = [b.scalar_param_value(b.scalar(f"x{j}_off", u32)) for j in range(len(leaves))]
     consts = [b.scalar_param_value(b.scalar(f"c{k}", dtypes[dt].cube))
               for k, dt in enumerate(s.consts)]
-    row_lines = b.scalar_param_value(b.scalar("row_lines", u32)) if "r" in s.line_leaves \
-        else None
-    i = b.builtin("ABSOLUTE_POS")
-    col = None
+    if s.rows:
+        row_lines = b.scalar_param_value(b.scalar("row_lines", u32))
+        col = b.add(b.mul(b.builtin("CUBE_POS_X"), b.builtin("CUBE_DIM_X")),
+                    b.builtin("UNIT_POS_X"))
+        row = b.add(b.add(b.mul(b.builtin("CUBE_POS_Y"), b.builtin("CUBE_DIM_Y")),
+                          b.builtin("UNIT_POS_Y")),
+                    b.mul(b.builtin("CUBE_POS_Z"),
+                          b.mul(b.builtin("CUBE_COUNT_Y"), b.builtin("CUBE_DIM_Y"))))
+        i = b.add(b.mul(row, row_lines), col)
+        cond = None if s.exact else b.binary("and", b.lt(col, row_lines), b.lt(i, n))
+    else:
+        i = b.builtin("ABSOLUTE_POS")
+        row = col = None
+        cond = None if s.exact else b.lt(i, n)
 
     def read(j):
-        nonlocal col
         kind = s.line_leaves[j]
         if kind == "s":
             return b.load(leaves[j], leaf_off[j])
-        if kind == "r":
-            if col is None:
-                col = b.binary("rem", i, row_lines)
-            return b.load(leaves[j], b.add(leaf_off[j], col))
+        if kind in "rw":
+            return b.load(leaves[j], b.add(leaf_off[j], col if kind == "r" else row))
         return b.load(leaves[j], b.add(leaf_off[j], i))
 
-    with contextlib.nullcontext() if s.exact else b.if_(b.lt(i, n)):
+    with contextlib.nullcontext() if cond is None else b.if_(cond):
         ctx = _Ctx(b, i, None)
         ctx.lanes = L
         vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts, read)

@@ -245,8 +245,9 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
     """(lanes, leaf kinds, row elements) for a line kernel over the flat graph, or None:
     every output contiguous, each leaf contiguous ("c"), a row repeated over leading dims
     ("r": zero strides, then a contiguous row of `row` elements, `row` a multiple of the
-    line) or one element ("s"); each line-read operand's offset a multiple of the line; no
-    op reading the shape (eye)."""
+    line), one element per row ("w": row-major strides, then zeros over the row's `row`
+    elements) or one element ("s"); each line-read operand's offset a multiple of the line;
+    no op reading the shape (eye)."""
     lanes = _graph_lanes(rt, g)
     if not lanes or any(o.offset % lanes for o in outs):
         return None
@@ -255,8 +256,14 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
     for t, st in zip(g.leaves, leaf_strides, strict=True):
         k = 0 if t.offset % lanes == 0 and st == _row_major(kshape, st) else \
             _row_split(kshape, st)
-        if k is None:
-            return None
+        if k is None:  # one element per row (a (rows, 1) operand: a softmax's max)?
+            k = _col_split(kshape, st)
+            cols = shapes.numel(kshape[k:]) if k else 0
+            if not k or cols % lanes or row not in (None, cols):
+                return None
+            row = cols
+            kinds.append("w")
+            continue
         if k == r:
             kinds.append("s")
             continue
@@ -289,7 +296,7 @@ def _row_major(kshape, st):
 
 def _line_bufs(g: Graph, kinds, outs):
     yield from (o._buf for o in outs)
-    yield from (t._buf for t, k in zip(g.leaves, kinds, strict=True) if k != "s")
+    yield from (t._buf for t, k in zip(g.leaves, kinds, strict=True) if k in "cr")
 
 
 def _type_names(g: Graph):
@@ -315,29 +322,44 @@ def _row_split(kshape, st) -> int | None:
     return k if all(s == 0 for s in st[:k]) else None
 
 
+def _col_split(kshape, st) -> int | None:
+    """k where strides st are row-major over dims < k and 0 over dims >= k (one element
+    per row of kshape[k:]), 0 < k < rank; else None."""
+    k = len(kshape)
+    while k > 0 and st[k - 1] == 0:
+        k -= 1
+    if not 0 < k < len(kshape) or not shapes.is_contiguous(kshape[:k], st[:k]):
+        return None
+    return k
+
+
 def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines) -> None:
-    # cubes of 256 lines, or of the largest power of two from 64 up that divides the line
-    # count: then no unit is out of range, and the kernel has no bounds test
-    dim = min(CUBE_DIM, lines & -lines)
-    dim = dim if dim >= 64 else CUBE_DIM
-    cc = cube_count(lines, dim)
-    exact = cc[0] * cc[1] * cc[2] * dim == lines
-    fields = (1, g.nodes_key, g.leaf_key, tuple(c.dtype.name for c in g.consts), g.out_key, 0,
-              (), lanes, kinds, exact)
+    if row is not None:  # rows of row // lanes lines: a 2-D grid as rows mode's
+        rshape = (lines * lanes // row, row // lanes)
+        cc, cd = rows_cube_count(rshape), rows_cube_dim(rshape)
+    else:
+        # cubes of 256 lines, or of the largest power of two from 64 up that divides the
+        # line count: then no unit is out of range, and the kernel has no bounds test
+        dim = min(CUBE_DIM, lines & -lines)
+        cc, cd = cube_count(lines, dim if dim >= 64 else CUBE_DIM), \
+            (dim if dim >= 64 else CUBE_DIM, 1, 1)
+    exact = cc[0] * cc[1] * cc[2] * cd[0] * cd[1] * cd[2] == lines
+    fields = (1, g.nodes_key, g.leaf_key, tuple(c.dtype.name for c in g.consts), g.out_key,
+              int(row is not None), (), lanes, kinds, exact)
     exe = _hot.get((device.rt, fields))
     if exe is None:
         exe = _hot[(device.rt, fields)] = _compiled(device.rt, Structure(*fields))
     args = [_line_view(o._buf, lanes) for o in outs]
-    args += [t._buf if k == "s" else _line_view(t._buf, lanes)
+    args += [t._buf if k in "sw" else _line_view(t._buf, lanes)
              for t, k in zip(g.leaves, kinds, strict=True)]
     args.append(lines)
     args += [o.offset // lanes for o in outs]
-    args += [t.offset if k == "s" else t.offset // lanes
+    args += [t.offset if k in "sw" else t.offset // lanes
              for t, k in zip(g.leaves, kinds, strict=True)]
     args += [_py(c) for c in g.consts]
     if row is not None:
         args.append(row // lanes)
-    recording.launch(exe, cc, (dim, 1, 1), args)
+    recording.launch(exe, cc, cd, args)
     record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in g.nodes_desc) + "]")
 
 

@@ -106,7 +106,7 @@ def test_a_chain_over_lines_fused_equals_unfused(dev):
 
 
 @pytest.mark.parametrize("case", ["row", "row_3d", "scalar_tensor", "python_scalar",
-                                  "compare_where", "offset_view"])
+                                  "compare_where", "offset_view", "per_row", "layernorm"])
 def test_binary_with_broadcast_over_lines(dev, case):
     a, b = rand_np((512, 48), 4), rand_np((48,), 5)
     x, bias = dl.tensor(a, device=dev), dl.tensor(b, device=dev)
@@ -126,6 +126,17 @@ def test_binary_with_broadcast_over_lines(dev, case):
     elif case == "compare_where":
         _check(dev, lambda: dl.where(x > bias, x, bias * 0.5),
                np.where(a > b, a64, b64 * 0.5))
+    elif case == "per_row":  # a (rows, 1) operand: one element per row to every lane
+        m = x.amax(1, keepdim=True)
+        m._materialise()
+        _check(dev, lambda: (x - m).exp(), np.exp(a64 - a64.max(1, keepdims=True)))
+    elif case == "layernorm":  # per-row mean and scale, per-column weight and bias
+        mu, sd = x.mean(1, keepdim=True), (x.var(1, keepdim=True) + 1e-5).rsqrt()
+        mu._materialise()
+        sd._materialise()
+        w = dl.tensor(b * 0.5, device=dev)
+        mu64, sd64 = mu.numpy().astype(np.float64), sd.numpy().astype(np.float64)
+        _check(dev, lambda: (x - mu) * sd * w + bias, (a64 - mu64) * sd64 * (b64 * 0.5) + b64)
     else:  # views at offsets: a multiple of every line (16, 64), or not (3: scalar kernel)
         flat = a.reshape(-1)
         xf = dl.tensor(flat, device=dev)
