@@ -10,6 +10,7 @@ import pytest
 import torch
 from dl_helpers import close, rand_np
 
+import cube as cb
 import dl
 from dl import nn
 from dl.kernels import optim_multi
@@ -232,3 +233,20 @@ def test_captured_multi_tensor_steps_match_eager_ones(dev, optim):
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
     if optim == "adam":
         assert cap.state[id(cap_ps[0])]["step"] == eager.state[id(eager_ps[0])]["step"] == 6
+
+
+@pytest.mark.parametrize("foreach", [None, False])
+def test_a_scalar_float32_cannot_hold_is_refused_on_both_paths(foreach):
+    """Later multi-tensor launches skip CubeFunction.launch's checks, not this one: a
+    learning rate whose step size overflows float32 is a LaunchError naming the argument."""
+    ps, _ = _params("cpu", np.float32, SHAPES[:3])
+    opt = dl.optim.Adam(ps, lr=0.1, foreach=foreach)
+    for step in range(3):
+        for p, g in zip(ps, _grads(SHAPES[:3], step, np.float32)):
+            p.grad = dl.tensor(g, device="cpu")
+        if step == 2:
+            opt.param_groups[0]["lr"] = 1e39
+            with pytest.raises(cb.LaunchError, match="step_size"):
+                opt.step()
+        else:
+            opt.step()
