@@ -106,11 +106,23 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
             sa = u32(MR)
         ka = u32(0)
         kb = u32(0)
+        # a packed operand is one stream: one running index plus a constant per row/line
+        # (LLVM folds it into the address; separate offsets cost two integer ops a load)
+        if PACKED:
+            kb = offb[0]
+        if PACKED_A:
+            ka = offa[0]
         for _ in range(k):
             for j in cb.range(NR, unroll=True):
-                bv[j] = b[offb[j] + kb]
+                if PACKED:
+                    bv[j] = b[kb + j]
+                else:
+                    bv[j] = b[offb[j] + kb]
             for i in cb.range(MR, unroll=True):
-                av = Line[F, L](a[offa[i] + ka])
+                if PACKED_A:
+                    av = Line[F, L](a[ka + i])
+                else:
+                    av = Line[F, L](a[offa[i] + ka])
                 for j in cb.range(NR, unroll=True):
                     acc[i * NR + j] = cb.fma(av, bv[j], acc[i * NR + j])
             ka += sa
@@ -451,20 +463,23 @@ DEFAULT_REGISTERS = 16  # a device that names no register file (GPUs: the kernel
 RANKED = 3  # register-file tiles offered to autotune (its `fast` mode times the top three)
 
 
-def register_tiles(regs: int) -> list[tuple[int, int]]:
+def register_tiles(regs: int, line_bytes: int = 64, elem_bytes: int = 4) -> list[tuple[int, int]]:
     """(MR, NR) tiles of C (MR rows x NR lines) that fill a file of `regs` vector registers:
     MR * NR accumulators + NR lines of B + one broadcast A value <= regs, each as tall as
-    fits, best first: most FMAs per load (MR * NR / (MR + NR)), then most accumulators (the
-    FMA latency needs 8+ independent chains on two FMA ports). 16 registers (AVX2): 6x2,
-    4x3, 2x4; 32 (AVX-512): 5x5, 6x4, 4x6, 9x3, ..."""
+    fits, best first by the bytes each FMA reads (line_bytes / MR of B + elem_bytes / NR of
+    A: B's panel and A's rows both stream from L2 at large sizes), then most accumulators.
+    It ranks as measured (sgemm 2048, AVX-512: 12x2 > 9x3 > 8x3 > 6x4 > 4x6 > 5x5 GFLOP/s).
+    32 registers of 64 bytes: 12x2, 9x3, 6x4, ...; 16 of 32 bytes: 6x2, 4x3, 2x5, ..."""
     tiles = []
     for nr in range(1, 9):
         mr = min((regs - 1 - nr) // nr, MR_MAX)
         if mr >= 2:
             tiles.append((mr, nr))
-    # 8+ accumulators where the file holds them (a small file takes what fits)
-    tiles = [t for t in tiles if t[0] * t[1] >= 8] or tiles
-    return sorted(tiles, key=lambda t: (-t[0] * t[1] / (t[0] + t[1]), -t[0] * t[1]))
+    # 8+ accumulators where the file holds them (the FMA latency needs 8 independent chains
+    # on two FMA ports) and at most one load per FMA (two load ports feed two FMA ports);
+    # a small file takes what fits
+    tiles = [(m, n) for m, n in tiles if m * n >= 8 and m + n <= m * n] or tiles
+    return sorted(tiles, key=lambda t: (line_bytes / t[0] + elem_bytes / t[1], -t[0] * t[1]))
 
 
 _tiles_memo: dict = {}
@@ -472,10 +487,11 @@ _tiles_memo: dict = {}
 
 def tiles_for(rt) -> list[tuple[int, int]]:
     """The ranked register tiles of rt's register file (comptime MR, NR of its kernels)."""
-    regs = rt.features.vector_registers or DEFAULT_REGISTERS
-    hit = _tiles_memo.get(regs)
+    f = rt.features
+    regs, line = f.vector_registers or DEFAULT_REGISTERS, (f.vector_bits or 128) // 8
+    hit = _tiles_memo.get((regs, line))
     if hit is None:
-        hit = _tiles_memo[regs] = register_tiles(regs)
+        hit = _tiles_memo[regs, line] = register_tiles(regs, line)
     return hit
 
 
@@ -528,8 +544,9 @@ def _ab_transposed(rt, a, b, c, bias, act) -> bool:
 
 
 MATMUL = Tunable("matmul", [
-    # the register file's own tiles (`register_tiles`: AVX-512's 32 registers hold 5x5, 6x4,
-    # 4x6 where AVX2's 16 hold 4x3, 6x2), B's panels packed first; autotune picks per shape
+    # the register file's own tiles (`register_tiles`: AVX-512's 32 registers hold 12x2, 9x3,
+    # 6x4 where AVX2's 16 hold 6x2, 4x3, 2x5), B's panels packed first; autotune picks
+    # among them per shape bucket
     *(Candidate(f"packed_r{r}", _ranked(r, "lines"), _cpu_first(120 - r, 44 - r),
                 _has_rank(r)) for r in range(RANKED)),
     # 6x2: 6 rows x 2 lines of C in 12 vector registers, one B line pair and one broadcast

@@ -10,9 +10,9 @@ import cube as cb
 from dl.kernels import matmul as mm
 from dl.kernels.view import transpose
 
-FILES = (16, 32)
+FILES = ((16, 32), (32, 64))  # (registers, line bytes): AVX2, AVX-512
 # every tile the candidates can pick on either file
-TILES = sorted({t for regs in FILES for t in mm.register_tiles(regs)[:mm.RANKED]})
+TILES = sorted({t for regs, line in FILES for t in mm.register_tiles(regs, line)[:mm.RANKED]})
 
 
 @pytest.mark.parametrize("regs", [8, 16, 32])
@@ -23,13 +23,15 @@ def test_register_tiles_fit_and_fill_the_file(regs):
         assert mr * nr + nr + 1 <= regs  # accumulators, B lines, the broadcast A value
         assert 2 <= mr <= mm.MR_MAX and (mr * nr >= 8 or regs < 16)
         assert mr == mm.MR_MAX or (mr + 1) * nr + nr + 1 > regs  # as tall as fits
-    per_load = [mr * nr / (mr + nr) for mr, nr in tiles]
-    assert per_load == sorted(per_load, reverse=True)
+    if regs >= 16:
+        assert all(mr + nr <= mr * nr for mr, nr in tiles)  # at most a load per FMA
+    traffic = [64 / mr + 4 / nr for mr, nr in tiles]
+    assert traffic == sorted(traffic)
 
 
 def test_known_files():
-    assert (6, 2) in mm.register_tiles(16)[:mm.RANKED]
-    assert all(mr * nr >= 20 for mr, nr in mm.register_tiles(32)[:mm.RANKED])
+    assert mm.register_tiles(16, 32)[:mm.RANKED] == [(6, 2), (4, 3), (2, 5)]
+    assert mm.register_tiles(32, 64)[:mm.RANKED] == [(12, 2), (9, 3), (6, 4)]
 
 
 def _operand(rt, rng, shape, trans):
@@ -75,8 +77,9 @@ def _avx2():
 
 def test_cpu_tiles_come_from_the_isa():
     host, avx2 = cb.runtime("cpu"), _avx2()
-    assert mm.tiles_for(avx2) == mm.register_tiles(16)
-    assert mm.tiles_for(host) == mm.register_tiles(host.features.vector_registers)
+    assert mm.tiles_for(avx2) == mm.register_tiles(16, 32)
+    f = host.features
+    assert mm.tiles_for(host) == mm.register_tiles(f.vector_registers, f.vector_bits // 8)
 
 
 @pytest.mark.parametrize("name", [f"packed_r{r}" for r in range(mm.RANKED)] + [None])
