@@ -103,7 +103,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--append", action="store_true", help="add to --out's file")
+    ap.add_argument("--torch-threads", type=int, default=None,
+                    help="torch.set_num_threads (default: torch's own choice)")
     a = ap.parse_args()
+    if a.torch_threads:
+        torch.set_num_threads(a.torch_threads)
     repeat = 15 if a.quick else 40
     rows = []
     for model, shapes in MODELS.items():
@@ -131,7 +136,8 @@ def main() -> None:
     m = machine()
     lines = [f"# Optimiser step alone: {m['cpu']}, {m['cores']} cores, torch "
              f"{torch.__version__} ({torch.get_num_threads()} threads)", "",
-             "`python bench/optim_step.py" + (" --quick" if a.quick else "") + "`: medians "
+             "`python bench/optim_step.py" + (" --quick" if a.quick else "") +
+             (f" --torch-threads {a.torch_threads}" if a.torch_threads else "") + "`: medians "
              "in µs, timed in turns in one process; ratio = torch / ours (> 1: ours "
              "faster). *multi*: one launch per 8 parameters (foreach, the default); "
              "*per-param*: one launch each (foreach=False, the step before).", "",
@@ -149,7 +155,8 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
-        Path(a.out).write_text(text)
+        out = Path(a.out)
+        out.write_text((out.read_text() + "\n" if out.exists() and a.append else "") + text)
 
 
 if __name__ == "__main__":

@@ -176,23 +176,25 @@ class Launch:
         self.direct = None  # (launch function, cube count, cube dim) once learnt
         names = self.kernel.arg_names()
         pos = {nm: i for i, nm in enumerate(names)}
-        self.template = [self.args.get(nm) for nm in names]
         self.gpos = [(pos[g], pos[go]) for g, go in self.slots]
         self.spos = {nm: pos[nm] for nm in rule.scalars}
+        # no gradient is kept between steps: its memory goes back to the pool
+        for g, go in self.slots:
+            self.args[g] = self.args[go] = None
+        self.template = [self.args.get(nm) for nm in names]
 
     def run(self, grads: list, scalars: dict) -> None:
         """Launch with these gradients (materialised, checked by the caller) and scalars."""
         direct, fmax = self.direct, self.fmax
         if direct is None or not all(-fmax <= v <= fmax for v in scalars.values()):
             return self._checked(grads, scalars)
-        argl = self.template
+        argl = self.template[:]  # a recording keeps the list it is given
         for (gp, op), g in zip(self.gpos, grads):
             argl[gp] = g._buf
             argl[op] = g.offset
         spos = self.spos
         for nm, v in scalars.items():
             argl[spos[nm]] = v
-        argl = argl[:]  # a recording keeps the list it is given
         fn, cc, cd = direct
         fn(cc, cd, argl)
         if recording.active is not None:
@@ -200,7 +202,7 @@ class Launch:
         launch.record_launch(self.name)
 
     def _checked(self, grads: list, scalars: dict) -> None:
-        args = self.args
+        args = dict(self.args)
         for (gs, go), g in zip(self.slots, grads):
             args[gs] = g._buf
             args[go] = g.offset
@@ -216,11 +218,7 @@ class Launch:
             entry = mine.entries[0]
             if outer is not None:
                 outer.entries.append(entry)
-            if len(entry[3]) == len(self.template) and all(
-                    a is b for a, b in zip(entry[3], self.template_values())):
+            ours = [args.get(nm) for nm in self.kernel.arg_names()]
+            if len(entry[3]) == len(ours) and all(a is b for a, b in zip(entry[3], ours)):
                 self.direct = entry[:3]  # the executable takes the arguments in our order
         launch.record_launch(self.name)
-
-    def template_values(self) -> list:
-        """The argument list this plan would pass (checked against the executable's)."""
-        return [self.args.get(nm) for nm in self.kernel.arg_names()]

@@ -14,13 +14,14 @@ from ..kernels.optim_multi import Launch, Rule, max_segments
 
 
 class Member:
-    """One parameter in a plan: its tensors in the rule's buffer order (the gradient's
-    entry is refreshed each step), the buffers they had, and its state dict."""
-    __slots__ = ("p", "tensors", "owned", "st", "dtype", "shape", "strides", "device")
+    """One parameter in a plan: the parameter and its state tensors with the buffers the
+    launch holds, its state dict, and what its gradient must be like (no gradient is kept:
+    its memory returns to the pool between steps)."""
+    __slots__ = ("p", "owned", "st", "dtype", "shape", "strides", "device")
 
     def __init__(self, p, tensors: tuple, st: dict):
-        self.p, self.tensors, self.st = p, tensors, st
-        # the parameter and its state: (tensor, the buffer the launch holds)
+        """tensors: the parameter, its gradient, its state, in the rule's buffer order."""
+        self.p, self.st = p, st
         self.owned = tuple((t, t._buf) for k, t in enumerate(tensors) if k != 1)
         self.dtype, self.shape, self.strides, self.device = p.dtype, p.shape, p._strides, \
             p.device
@@ -92,7 +93,8 @@ def build(opt, group: dict, flags) -> GroupPlan:
         if not opt._direct(*tensors):
             rest.append(p)
             continue
-        buckets.setdefault((p.device, p.dtype, bucket), []).append(Member(p, tensors, st))
+        buckets.setdefault((p.device, p.dtype, bucket), []).append(
+            (Member(p, tensors, st), tensors))
     chunks = []
     for (dev, _, bucket), members in buckets.items():
         rt = dev.rt
@@ -100,9 +102,9 @@ def build(opt, group: dict, flags) -> GroupPlan:
         kflags = opt._kernel_flags(group, bucket)
         cacheable = cacheable and opt._cacheable(bucket)
         for i in range(0, len(members), size):
-            part = members[i:i + size]
-            chunks.append((Launch(rule, rt, [m.tensors for m in part], kflags), part, bucket,
-                           [m.st for m in part]))
+            part = [m for m, _ in members[i:i + size]]
+            chunks.append((Launch(rule, rt, [t for _, t in members[i:i + size]], kflags),
+                           part, bucket, [m.st for m in part]))
     return GroupPlan(group["params"], flags, chunks, rest, idle, cacheable)
 
 

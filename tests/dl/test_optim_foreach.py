@@ -250,3 +250,20 @@ def test_a_scalar_float32_cannot_hold_is_refused_on_both_paths(foreach):
                 opt.step()
         else:
             opt.step()
+
+
+def test_the_plan_keeps_no_gradient_alive(dev):
+    """Between steps the plan holds the parameters and state, not the gradients: their
+    memory goes back to the pool when zero_grad drops them."""
+    import gc
+    import weakref
+    ps, _ = _params(dev, np.float32, SHAPES[:3])
+    opt = dl.optim.Adam(ps, lr=0.1)
+    for step in range(3):
+        for p, g in zip(ps, _grads(SHAPES[:3], step, np.float32)):
+            p.grad = dl.tensor(g, device=dev)
+        refs = [weakref.ref(p.grad) for p in ps]
+        opt.step()
+        opt.zero_grad()
+        gc.collect()
+        assert all(r() is None for r in refs), step
