@@ -68,6 +68,37 @@ def test_every_register_tile_matches_numpy(rt, tile, layout):
                                    atol=1e-4)
 
 
+DOT_TILES = sorted({t for regs, _ in FILES for t in mm.dot_tiles(regs)[:2]})
+
+
+@pytest.mark.parametrize("tile", DOT_TILES, ids=lambda t: f"dot{t[0]}x{t[1]}")
+def test_every_dot_tile_matches_numpy(rt, tile):
+    """The dot kernels' tiles (A and B^T both K-contiguous, as in nn.Linear)."""
+    for batch, m, n, k in SHAPES if rt.name == "cpu" else SHAPES[:1]:
+        k = 16 * k  # K in whole lines
+        rng = np.random.default_rng(m + n + k)
+        lead = () if batch is None else (batch,)
+        a, da = _operand(rt, rng, (*lead, m, k), False)
+        b, db = _operand(rt, rng, (*lead, k, n), True)
+        a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, None, "none")
+        if not mm._dot_ok(rt, a3, b3, c3, bias3, act):
+            pytest.skip("no lines along K on this runtime")
+        mm._run_dot(*tile)(rt, a3, b3, c3, bias3, act)
+        np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tile", sorted({mm.register_tiles(r, line)[0] for r, line in FILES}),
+                         ids=lambda t: f"{t[0]}x{t[1]}")
+def test_transposed_b_packed_into_register_tiles(rt, tile):
+    """tpacked_r0: a K-contiguous B gathered into the first tile's panels."""
+    rng = np.random.default_rng(5)
+    a, da = _operand(rt, rng, (2, 19, 40), False)
+    b, db = _operand(rt, rng, (2, 40, 72), True)
+    a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, None, "none")
+    mm._run_tiled(*tile, "strided")(rt, a3, b3, c3, bias3, act)
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
+
+
 def _avx2():
     try:
         return cb.runtime("cpu", isa="avx2")
@@ -82,16 +113,22 @@ def test_cpu_tiles_come_from_the_isa():
     assert mm.tiles_for(host) == mm.register_tiles(f.vector_registers, f.vector_bits // 8)
 
 
-@pytest.mark.parametrize("name", [f"packed_r{r}" for r in range(mm.RANKED)] + [None])
+RANKED_NAMES = [c.name for c in mm.MATMUL.candidates if c.name[-2:-1] == "r"]
+
+
+@pytest.mark.parametrize("name", RANKED_NAMES + [None])
 def test_avx2_model_matmul_matches_numpy(name, monkeypatch):
     """The AVX2-only model runs its own register tiles (and the tuned choice) correctly."""
     rt = _avx2()
     rng = np.random.default_rng(7)
-    a = rng.standard_normal((70, 45)).astype(np.float32)
-    b = rng.standard_normal((45, 72)).astype(np.float32)
+    a = rng.standard_normal((70, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 72)).astype(np.float32)
+    db = rt.from_numpy(b)
+    if name is not None and name.startswith(("dot", "tpacked")):
+        db = transpose(rt.from_numpy(np.ascontiguousarray(b.T)))
     if name is None:
-        out = mm.matmul(rt, rt.from_numpy(a), rt.from_numpy(b))
+        out = mm.matmul(rt, rt.from_numpy(a), db)
     else:
         with candidate(mm.MATMUL, name, monkeypatch):
-            out = mm.matmul(rt, rt.from_numpy(a), rt.from_numpy(b))
+            out = mm.matmul(rt, rt.from_numpy(a), db)
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
