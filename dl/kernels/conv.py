@@ -206,15 +206,19 @@ def _run_rows(rt, x, w, bias, out, cfg):
     _, _, oh, ow = out.shape
     kh, kw = cfg["KH"], cfg["KW"]
     ck, p = c * kh * kw, oh * ow
-    col = rt.empty((n, ck, oh, ow), x.elem)
     geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
-    dim = (1, 1, 1) if is_cpu(rt) else (64, 1, 1)
-    im2col_rows.launch(rt, cube_count=(cdiv(oh, dim[0]), ck, n), cube_dim=dim, x=x,
-                       col=col, WUNIT=bool(x.strides[3] == 1 and cfg["SW"] == 1), **geo)
+    if geo == dict(KH=1, KW=1, SH=1, SW=1, PH=0, PW=0, DH=1, DW=1) \
+            and x.strides[1:] == (h * wd, wd, 1):
+        col = x  # a 1x1 conv's columns are its input: no copy
+    else:
+        col = rt.empty((n, ck, oh, ow), x.elem)
+        dim = (1, 1, 1) if is_cpu(rt) else (64, 1, 1)
+        im2col_rows.launch(rt, cube_count=(cdiv(oh, dim[0]), ck, n), cube_dim=dim, x=x,
+                           col=col, WUNIT=bool(x.strides[3] == 1 and cfg["SW"] == 1), **geo)
     a = strided(w, (n, oc, ck), (0, ck, 1))
     ov = strided(out, (n, oc, p), (oc * p, p, 1))
     act = cfg["ACT"]
-    mm.matmul(rt, a, strided(col, (n, ck, p), (ck * p, p, 1)), out=ov,
+    mm.matmul(rt, a, strided(col, (n, ck, p), (col.strides[0], p, 1)), out=ov,
               act=act if bias is None else "none")
     if bias is not None:
         rows = n * oc

@@ -8,9 +8,9 @@ channel and tap it loads NB weight lines and broadcasts RW input scalars, RW * N
   of NB*L output channels, the (c, kh, kw) steps in order, NB lines each, zero past OC, so
   the unit's weight stream is contiguous. FLIP packs the transposed, spatially flipped
   weights that an input gradient convolves with.
-- the input is read as scalars from a zero-padded NCHW copy (`pad_input`; skipped when
-  there is no padding), so the inner loop has no bounds tests and any stride or dilation
-  reads it alike.
+- the input is read as scalars straight from NCHW (any stride or dilation alike); the
+  padding is never materialised: rows outside the image are skipped, and only tiles at
+  the left/right edges test their columns (a padded copy cost ~10% of the conv).
 - the output is written NCHW, one scalar per lane (stores are ~3% of the tile's work).
 """
 from __future__ import annotations
@@ -20,8 +20,6 @@ import typing
 import cube as cb
 from cube import (
     ABSOLUTE_POS,
-    ABSOLUTE_POS_X,
-    ABSOLUTE_POS_Y,
     CUBE_POS_X,
     CUBE_POS_Y,
     CUBE_POS_Z,
@@ -36,7 +34,6 @@ from cube import (
 
 from .common import cdiv, is_cpu, line_size, simd_bytes
 from .epilogue import activate
-from .view import is_contiguous, strided
 
 F = typing.TypeVar("F")
 
@@ -44,15 +41,20 @@ F = typing.TypeVar("F")
 @cube(launch=True, unchecked=True, nowrap=True)
 def conv_blocked(x: Tensor[F], w: Array[Line[F]], bias: Array[F], out: Tensor[F],
                  KH: Comptime[int], KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
-                 DH: Comptime[int], DW: Comptime[int], RW: Comptime[int], NB: Comptime[int],
-                 HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
-    """x: the padded input (N, C, Hp, Wp), unit stride along w; w: `pack_weights`' panels;
-    out (N, OC, OH, OW).
-    Cube x: (output row, RW-pixel tile), y: group of NB*L output channels, z: image."""
+                 PH: Comptime[int], PW: Comptime[int], DH: Comptime[int], DW: Comptime[int],
+                 RW: Comptime[int], NB: Comptime[int], HAS_BIAS: Comptime[bool],
+                 ACT: Comptime[str]):
+    """x (N, C, H, W), unit stride along w; w: `pack_weights`' panels; out (N, OC, OH, OW).
+    Cube x: (output row, RW-pixel tile), y: group of NB*L output channels, z: image.
+    Padding is never read: a kernel row outside the image is skipped (one test per row and
+    channel, the same for the whole tile), and a tile whose columns reach past either side
+    tests each input column; interior tiles test nothing."""
     L = cb.comptime(w.line_size())
     ow_n = out.shape(3)
     oc_n = out.shape(1)
     c_n = x.shape(1)
+    h_n = i32(x.shape(2))
+    w_n = i32(x.shape(3))
     tiles = (ow_n + RW - 1) // RW
     oh = CUBE_POS_X // tiles
     ow0 = (CUBE_POS_X % tiles) * RW
@@ -60,48 +62,76 @@ def conv_blocked(x: Tensor[F], w: Array[Line[F]], bias: Array[F], out: Tensor[F]
     n = CUBE_POS_Z
     if oh < out.shape(2):
         sx2 = x.stride(2)
-        # one base offset, the tile's pixels and taps at constant distances from it (unit
-        # stride along w); an edge tile reads on past its row (x has slack at its end) into
-        # outputs whose stores it skips
-        xo = n * x.stride(0) + oh * SH * sx2 + ow0 * SW
+        h0 = i32(oh * SH) - PH
+        c0 = i32(ow0 * SW) - PW  # the tile's first input column
+        span = cb.comptime((RW - 1) * SW + (KW - 1) * DW + 1)  # columns the tile reads
+        inside = c0 >= 0 and c0 + span <= w_n
         acc = cb.LocalArray(Line[F, L], RW * NB)
         for t in cb.range(RW * NB, unroll=True):
             acc[t] = Line[F, L](0)
         wv = cb.LocalArray(Line[F, L], KW * NB)
         wo = grp * c_n * (KH * KW * NB)
+        xo = n * x.stride(0)
         for _ in range(c_n):
             for kh in cb.range(KH, unroll=True):
-                xr = xo + kh * DH * sx2
-                for q in cb.range(KW * NB, unroll=True):
-                    wv[q] = w[wo + kh * KW * NB + q]
-                # input columns in order, each broadcast once into every (pixel, tap) that
-                # reads it: taps in order read the same column again, and LLVM kept those
-                # loads live across taps (spilling accumulators)
-                for u in cb.range((RW - 1) * SW + (KW - 1) * DW + 1, unroll=True):
-                    a = Line[F, L](x[xr + u])
-                    for kw in cb.range(KW, unroll=True):
-                        if cb.comptime(_reads(u, kw, RW, SW, DW)):
-                            r = cb.comptime((u - kw * DW) // SW)
-                            for j in cb.range(NB, unroll=True):
-                                acc[r * NB + j] = cb.fma(a, wv[kw * NB + j], acc[r * NB + j])
+                h = h0 + kh * DH
+                if h >= 0 and h < h_n:
+                    for q in cb.range(KW * NB, unroll=True):
+                        wv[q] = w[wo + kh * KW * NB + q]
+                    # input columns in order, each broadcast once into every (pixel, tap)
+                    # that reads it: taps in order read the same column again, and LLVM
+                    # kept those loads live across taps (spilling accumulators)
+                    if inside:  # one base, the columns at constant distances from it
+                        xr = xo + u32(h) * sx2 + u32(c0)
+                        for u in cb.range(span, unroll=True):
+                            a = Line[F, L](x[xr + u])
+                            for kw in cb.range(KW, unroll=True):
+                                if cb.comptime(_reads(u, kw, RW, SW, DW)):
+                                    r = cb.comptime((u - kw * DW) // SW)
+                                    for j in cb.range(NB, unroll=True):
+                                        acc[r * NB + j] = cb.fma(a, wv[kw * NB + j],
+                                                                 acc[r * NB + j])
+                    else:
+                        xr = xo + u32(h) * sx2
+                        for u in cb.range(span, unroll=True):
+                            col = c0 + u
+                            if col >= 0 and col < w_n:
+                                a = Line[F, L](x[xr + u32(col)])
+                                for kw in cb.range(KW, unroll=True):
+                                    if cb.comptime(_reads(u, kw, RW, SW, DW)):
+                                        r = cb.comptime((u - kw * DW) // SW)
+                                        for j in cb.range(NB, unroll=True):
+                                            acc[r * NB + j] = cb.fma(a, wv[kw * NB + j],
+                                                                     acc[r * NB + j])
             xo += x.stride(1)
             wo += KH * KW * NB
         so = n * out.stride(0) + oh * out.stride(2)
         oc0 = grp * NB * L
-        full = oc0 + NB * L <= oc_n
-        for r in cb.range(RW, unroll=True):
-            ow = ow0 + r
-            if ow < ow_n:
-                po = so + ow * out.stride(3)
+        s1 = out.stride(1)
+        if oc0 + NB * L <= oc_n and ow0 + RW <= ow_n:  # a whole tile: no test per store
+            for r in cb.range(RW, unroll=True):
+                po = so + (ow0 + r) * out.stride(3) + oc0 * s1
                 for j in cb.range(NB, unroll=True):
                     v = acc[r * NB + j]
                     for q in cb.range(L, unroll=True):
-                        oc = oc0 + j * L + q
-                        if full or oc < oc_n:
-                            e = v[q]
-                            if HAS_BIAS:
-                                e += bias[oc]
-                            out[po + oc * out.stride(1)] = activate(e, ACT)
+                        e = v[q]
+                        if HAS_BIAS:
+                            e += bias[oc0 + j * L + q]
+                        out[po + (j * L + q) * s1] = activate(e, ACT)
+        else:
+            for r in cb.range(RW, unroll=True):
+                ow = ow0 + r
+                if ow < ow_n:
+                    po = so + ow * out.stride(3)
+                    for j in cb.range(NB, unroll=True):
+                        v = acc[r * NB + j]
+                        for q in cb.range(L, unroll=True):
+                            oc = oc0 + j * L + q
+                            if oc < oc_n:
+                                e = v[q]
+                                if HAS_BIAS:
+                                    e += bias[oc]
+                                out[po + oc * s1] = activate(e, ACT)
 
 
 def _reads(u: int, kw: int, rw: int, sw: int, dw: int) -> bool:
@@ -142,33 +172,34 @@ def pack_weights(w: Tensor[F], out: Array[F], NB: Comptime[int], L: Comptime[int
 
 @cube(launch=True, unchecked=True)
 def pad_input(x: Tensor[F], out: Tensor[F], PH: Comptime[int], PW: Comptime[int]):
-    """out (N, C, Hp, Wp) = x shifted by (PH, PW), zero around it; one unit per output row
-    (x: the row, y: the (n, c) plane), the interior copied in a loop LLVM vectorises."""
-    hp = ABSOLUTE_POS_X
-    nc = ABSOLUTE_POS_Y
-    wp_n = out.shape(3)
-    if hp < out.shape(2) and nc < out.shape(0) * out.shape(1):
-        ob = nc * out.stride(1) + hp * out.stride(2)
-        h = i32(hp) - PH
+    """out (N, C, Hp, Wp) = x shifted by (PH, PW), zero around it; one unit per (n, c)
+    plane (a unit per row spent more on its launch than on the copy), the interior of each
+    row copied in a loop LLVM vectorises."""
+    nc = ABSOLUTE_POS
+    if nc < out.shape(0) * out.shape(1):
+        wp_n = out.shape(3)
         w_n = x.shape(3)
-        if h < 0 or h >= i32(x.shape(2)):
-            for q in range(wp_n):
-                out[ob + q] = F(0)
-        else:
-            c = nc % x.shape(1)
-            n = nc // x.shape(1)
-            xb = n * x.stride(0) + c * x.stride(1) + u32(h) * x.stride(2)
-            hi = min(w_n + PW, wp_n)
-            for q in range(PW):
-                out[ob + q] = F(0)
-            if x.stride(3) == 1:
-                for q in range(PW, hi):
-                    out[ob + q] = x[xb + q - PW]
+        h_n = i32(x.shape(2))
+        hi = min(w_n + PW, wp_n)
+        xb = (nc // x.shape(1)) * x.stride(0) + (nc % x.shape(1)) * x.stride(1)
+        for hp in range(out.shape(2)):
+            ob = nc * out.stride(1) + hp * out.stride(2)
+            h = i32(hp) - PH
+            if h < 0 or h >= h_n:
+                for q in range(wp_n):
+                    out[ob + q] = F(0)
             else:
-                for q in range(PW, hi):
-                    out[ob + q] = x[xb + (q - PW) * x.stride(3)]
-            for q in range(hi, wp_n):
-                out[ob + q] = F(0)
+                xr = xb + u32(h) * x.stride(2)
+                for q in range(PW):
+                    out[ob + q] = F(0)
+                if x.stride(3) == 1:
+                    for q in range(PW, hi):
+                        out[ob + q] = x[xr + q - PW]
+                else:
+                    for q in range(PW, hi):
+                        out[ob + q] = x[xr + (q - PW) * x.stride(3)]
+                for q in range(hi, wp_n):
+                    out[ob + q] = F(0)
 
 
 def _line(rt, elem) -> int:
@@ -194,23 +225,15 @@ def tile_width(rt, ow: int, kw: int, nb: int) -> int:
     return min(range(1, most + 1), key=lambda r: (cdiv(ow, r) * (r + 1), -r))
 
 
-def padded(rt, x, ph: int, pw: int, hp: int, wp: int, slack: int):
-    """x (N, C, H, W) zero-padded to (N, C, hp, wp), with `slack` more elements after it
-    (x itself when it is contiguous, with nothing to pad and no slack needed)."""
-    n, c, h, w = x.shape
-    if (hp, wp) == (h, w) and (ph, pw) == (0, 0) and not slack and is_contiguous(x):
+def unit_w(rt, x):
+    """x, or a contiguous copy when its w stride is not 1 (the kernel's constant offsets)."""
+    if x.strides[3] == 1 or x.shape[3] == 1:
         return x
-    flat = rt.empty((n * c * hp * wp + slack,), x.elem)
-    out = strided(flat, (n, c, hp, wp), (c * hp * wp, hp * wp, wp, 1))
-    dim = (1, 1) if is_cpu(rt) else (64, 1)
-    pad_input.launch(rt, cube_count=(cdiv(hp, dim[0]), n * c), cube_dim=dim, x=x, out=out,
-                     PH=ph, PW=pw)
+    n, c, h, w = x.shape
+    out = rt.empty((n, c, h, w), x.elem)
+    dim = 1 if is_cpu(rt) else 64
+    pad_input.launch(rt, cube_count=cdiv(n * c, dim), cube_dim=dim, x=x, out=out, PH=0, PW=0)
     return out
-
-
-def slack(ow: int, rw: int, sw: int) -> int:
-    """Elements an edge tile reads past the end of the input: its missing pixels."""
-    return (cdiv(ow, rw) * rw - ow) * sw
 
 
 def packed(rt, w, nb: int, flip: bool = False):
@@ -227,24 +250,21 @@ def packed(rt, w, nb: int, flip: bool = False):
     return out.lines(lsz)
 
 
-def conv(rt, xp, wp, bias, out, geo: dict, rw: int, nb: int, act: str = "none"):
-    """out = act(conv(xp, weights) + bias), xp already padded, wp from `packed`."""
+def conv(rt, x, wp, bias, out, geo: dict, rw: int, nb: int, act: str = "none"):
+    """out = act(conv(x, weights) + bias), x with unit w stride, wp from `packed`."""
     n, oc, oh, ow = out.shape
     lsz = wp.line_size
     conv_blocked.launch(rt, cube_count=(oh * cdiv(ow, rw), cdiv(oc, nb * lsz), n),
-                        cube_dim=1, x=xp, w=wp, bias=bias if bias is not None else out,
+                        cube_dim=1, x=x, w=wp, bias=bias if bias is not None else out,
                         out=out, RW=rw, NB=nb, HAS_BIAS=bias is not None, ACT=act, **geo)
 
 
 def run(nb: int):
     """A `conv2d` candidate with tiles of NB lines of output channels: pad, pack, convolve."""
     def go(rt, x, w, bias, out, cfg):
-        _, _, h, wd = x.shape
-        ph, pw = cfg["PH"], cfg["PW"]
         rw = tile_width(rt, out.shape[3], cfg["KW"], nb)
-        xp = padded(rt, x, ph, pw, h + 2 * ph, wd + 2 * pw, slack(out.shape[3], rw, cfg["SW"]))
-        geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "DH", "DW")}
-        conv(rt, xp, packed(rt, w, nb), bias, out, geo, rw, nb, cfg["ACT"])
+        geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
+        conv(rt, unit_w(rt, x), packed(rt, w, nb), bias, out, geo, rw, nb, cfg["ACT"])
     return go
 
 
@@ -269,9 +289,7 @@ def grad_input(nb: int):
     def go(rt, g, g_rows, w, out, cfg):
         kh, kw, dh, dw = cfg["KH"], cfg["KW"], cfg["DH"], cfg["DW"]
         qh, qw = dh * (kh - 1) - cfg["PH"], dw * (kw - 1) - cfg["PW"]
-        h, wd = out.shape[2], out.shape[3]
-        rw = tile_width(rt, wd, kw, nb)
-        gp = padded(rt, g, qh, qw, h + dh * (kh - 1), wd + dw * (kw - 1), slack(wd, rw, 1))
-        conv(rt, gp, packed(rt, w, nb, flip=True), None, out,
-             dict(KH=kh, KW=kw, SH=1, SW=1, DH=dh, DW=dw), rw, nb)
+        rw = tile_width(rt, out.shape[3], kw, nb)
+        conv(rt, unit_w(rt, g), packed(rt, w, nb, flip=True), None, out,
+             dict(KH=kh, KW=kw, SH=1, SW=1, PH=qh, PW=qw, DH=dh, DW=dw), rw, nb)
     return go

@@ -18,13 +18,18 @@ BLOCKED = [c.name for c in C.CONV.candidates if c.name.startswith("blocked")]
 GRAD = [c.name for c in C.CONV_GRAD_INPUT.candidates]
 
 # (x shape, w shape, stride, padding, dilation): output channels off the line size (lanes
-# past OC skipped), rows that end in a partial tile, 3x3 and 1x1 at strides 1 and 2
+# past OC skipped), rows that end in a partial tile, 3x3 and 1x1 at strides 1 and 2,
+# dilation, asymmetric padding
 CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
          ((1, 3, 8, 9), (16, 3, 3, 3), 2, 1, 1),
          ((2, 4, 6, 7), (20, 4, 1, 1), 1, 0, 1),
          ((1, 4, 7, 8), (16, 4, 1, 1), 2, 0, 1),
          ((1, 3, 9, 10), (5, 3, 3, 2), (2, 1), (2, 0), (2, 1)),
-         ((1, 2, 5, 6), (4, 2, 3, 3), 1, (0, 1), 1)]
+         ((1, 2, 5, 6), (4, 2, 3, 3), 1, (0, 1), 1),
+         # interior tiles (no column tests) between the edge ones; padding past the
+         # kernel's reach (whole output rows and columns of padding only)
+         ((1, 3, 6, 45), (16, 3, 3, 3), 1, 1, 1),
+         ((1, 2, 4, 5), (16, 2, 3, 3), 1, 3, 1)]
 
 
 def _run(tunable, name, fn, monkeypatch):
