@@ -139,13 +139,13 @@ class Launch:
     """One prepared launch of a multi kernel: its arguments with the parameters' and the
     state's buffers in place; each step patches the gradients and the scalars.
 
-    The first launch goes through `CubeFunction.launch` (every check) and is recorded
-    privately to learn the executable's launch function and argument order; later ones call
-    that function with the argument list patched in place. The general path re-checks,
-    per launch, ~120 arguments whose types and values this plan fixed (~25 us of a 30 us
-    launch); what can change is checked here (the caller checks the gradients: dtype,
-    shape, device, contiguity; the float scalars are checked to fit F, or take the general
-    path, whose LaunchError names them)."""
+    The first launch goes through `CubeFunction.launch` (every check), traced
+    (`recording.trace`) to learn the executable and its argument order; later ones launch
+    that executable (`recording.launch`) with the argument list patched in place. The
+    general path re-checks, per launch, ~120 arguments whose types and values this plan
+    fixed (~25 us of a 30 us launch); what can change is checked here (the caller checks
+    the gradients: dtype, shape, device, contiguity; the float scalars are checked to fit
+    F, or take the general path, whose LaunchError names them)."""
     __slots__ = ("kernel", "rt", "grid", "args", "slots", "name", "fmax", "direct",
                  "template", "gpos", "spos")
 
@@ -173,7 +173,7 @@ class Launch:
         self.slots = [(sys.intern(f"g{k}"), sys.intern(f"go{k}")) for k in range(n)]
         self.name = self.kernel.__name__
         self.fmax = 3.4028234663852886e38 if segments[0][0].dtype.itemsize == 4 else math.inf
-        self.direct = None  # (launch function, cube count, cube dim) once learnt
+        self.direct = None  # (executable, cube count, cube dim) once learnt
         names = self.kernel.arg_names()
         pos = {nm: i for i, nm in enumerate(names)}
         self.gpos = [(pos[g], pos[go]) for g, go in self.slots]
@@ -195,10 +195,8 @@ class Launch:
         spos = self.spos
         for nm, v in scalars.items():
             argl[spos[nm]] = v
-        fn, cc, cd = direct
-        fn(cc, cd, argl)
-        if recording.active is not None:
-            recording.active.entries.append((fn, cc, cd, argl))
+        exe, cc, cd = direct
+        recording.launch(exe, cc, cd, argl)
         launch.record_launch(self.name)
 
     def _checked(self, grads: list, scalars: dict) -> None:
@@ -207,18 +205,11 @@ class Launch:
             args[gs] = g._buf
             args[go] = g.offset
         args.update(scalars)
-        # record the launch privately (as recording.hook does), then hand it on
-        outer, mine = recording.active, recording.Recording(inside_hook=True)
-        recording.active = mine
-        try:
+        with recording.trace() as t:  # handed on to an active recording
             self.kernel.launch(self.rt, self.grid, (launch.CUBE_DIM,), **args)
-        finally:
-            recording.active = outer
-        if mine.entries:
-            entry = mine.entries[0]
-            if outer is not None:
-                outer.entries.append(entry)
+        if t.entries and 0 in t.exes:
+            _, cc, cd, got = t.entries[0]
             ours = [args.get(nm) for nm in self.kernel.arg_names()]
-            if len(entry[3]) == len(ours) and all(a is b for a, b in zip(entry[3], ours)):
-                self.direct = entry[:3]  # the executable takes the arguments in our order
+            if len(got) == len(ours) and all(a is b for a, b in zip(got, ours)):
+                self.direct = (t.exes[0], cc, cd)  # it takes the arguments in our order
         launch.record_launch(self.name)
