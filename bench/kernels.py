@@ -253,7 +253,12 @@ def run_one(a) -> dict:
     for name, fn in benches.items():
         if a.only and name not in a.only:
             continue
-        r = fn()
+        try:
+            r = fn()
+        except Exception as e:  # a row that cannot run here (a kernel another change broke)
+            print(f"{name}: failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            res.setdefault("failed", []).append(f"{name}: {type(e).__name__}: {e}")
+            continue
         if r is not None:
             res["rows"].append(r)
     return res
@@ -296,6 +301,7 @@ def _markdown(results: list[dict], command: str) -> str:
             status = {True: "met", False: "NOT met", None: ""}[r["goal_met"]]
             md.append(f"| {r['name']} | {r['ours_ms']:.2f} | {peer} | {ratio} | {rate} | "
                       f"{pct} | {r['goal'] or ''} | {status} |")
+        md += [f"\nFailed: {f}" for f in res.get("failed", [])]
         md.append("")
     return "\n".join(md)
 
