@@ -1,6 +1,11 @@
 """Batched matmul C[z] = act(A[z] @ B[z] + bias), operands of any strides (a transpose is a
 view), batch broadcast by stride 0. Candidates:
 
+- `packed_rN`, `dot_rN`, `tpacked_r0`: the tiled / dot kernels with the N-th best tile of
+  the runtime's register file (`Features.vector_registers` and `vector_bits`, from the CPU
+  model it compiles for: AVX-512's 32 zmm registers take 12x2 and 9x3 where AVX2's 16 ymm
+  take 6x2 and 4x3); the tile is comptime, so each ISA compiles its own kernels, and autotune
+  picks among the ranks per shape bucket. GPUs run them too (at a default 16-register file).
 - `tiled_MRxNR`: each unit keeps an MR x NR tile of lines of C in registers; B and C are read
   and written as lines along N (line size 1 when B's rows are not contiguous), A as scalars
   broadcast into lines. The CPU's main kernel: one unit per cube, cubes walk down the rows so
