@@ -96,6 +96,8 @@ def test_later_steps_relaunch_the_plan_without_compiling(dev):
         if step:
             assert c.launches == 1 and c.compiles == 0
             assert c.names == ["adam_multi5"]
+            # later launches skip CubeFunction.launch: the executable, learnt at the first
+            assert opt._plans[0].chunks[0][0].direct is not None
 
 
 def test_parameters_without_gradients_and_uneven_step_counts(dev):
