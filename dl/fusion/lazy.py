@@ -5,6 +5,7 @@ from __future__ import annotations
 from cube import recording
 
 from .. import shapes
+from ..kernels import plan
 from ..tensor import Tensor
 from . import settings
 from .graph import Const, Node
@@ -58,8 +59,41 @@ def _compute(t: Tensor) -> None:
         # once, as eagerly, not again at every replay
         with recording.paused():
             materialise([t])
-    else:
+    elif not plan.enabled or not _planned_one(t):
         materialise([t])
+
+
+def _planned_one(t: Tensor) -> bool:
+    """One op over materialised tensors and scalars (what an eager, unfused program makes
+    op by op) through a dispatch plan (dl/kernels/plan.py): its kernel, grid and argument
+    layout decided once per (op, types, shapes, strides, offsets, scalar values); False
+    for a bigger graph (fusion's own structure cache serves it)."""
+    node = t._node
+    ops: list = [t.device.rt]
+    sig: list = [node.op, node.dtype, node.in_types, node.attrs, node.shape]
+    for x in node.inputs:
+        if x.__class__ is Const:
+            sig.append((x.value.__class__, x.value, x.dtype))
+            continue
+        if x.__class__ is Node:
+            x = x.result
+            if x is None:
+                return False
+        if x._node is not None:
+            return False
+        ops.append(x._buf)
+        sig.append((x.shape, x._strides, x.offset, x.dtype))
+
+    def run():
+        materialise([t])
+        return t._buf
+
+    buf = plan.planned(tuple(sig), tuple(ops), run)
+    if t._node is not None:  # replayed: the plan computed into fresh storage
+        out = Tensor(buf, t.shape, shapes.contiguous_strides(t.shape), 0, t.dtype, t.device)
+        node.result = out
+        t._buf, t._node, t._strides, t.offset = buf, None, out._strides, 0
+    return True
 
 
 Tensor._compute = _compute  # fusion completes the core Tensor: lazy values are its own

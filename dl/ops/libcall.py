@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from .. import shapes
 from ..fusion import elementwise
+from ..kernels import plan
 from ..kernels.launch import record_launch
 from ..kernels.view import strided
 from ..tensor import Tensor
-from . import plan
 
 
 def operand(t: Tensor, contiguous: bool = False):

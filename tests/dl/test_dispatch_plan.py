@@ -1,4 +1,4 @@
-"""Dispatch plans (dl/ops/plan.py): a library op called again with the same shapes, strides
+"""Dispatch plans (dl/kernels/plan.py): a library op called again with the same shapes, strides
 and dtypes replays the launches traced at an earlier call, over the new operands' memory.
 Each op here runs several times with fresh values at one key (so the later calls are
 replays) and every result is checked against torch in float64; aliasing, views, capture and
@@ -14,7 +14,7 @@ import dl
 import dl.nn.functional as F
 from autotune.tunable import NoCandidate
 from dl.kernels import matmul as lib_matmul
-from dl.ops import plan
+from dl.kernels import plan
 
 CALLS = 5  # > WARMUP + 1: the last calls replay
 
@@ -164,3 +164,51 @@ def test_disabled_plans_give_the_same_bits(dev):
         plan.enabled = True
     for g in got:
         np.testing.assert_array_equal(g, want)
+
+
+ELEMENTWISE = {
+    "add": (((6, 17), (6, 17)), lambda a, b: a + b),
+    "mul_broadcast": (((6, 17), (17,)), lambda a, b: a * b),
+    "sub_scalar": (((6, 17),), lambda a: a - 1.5),
+    "relu": (((6, 17),), lambda a: a.relu()),
+    "exp_of_transposed": (((17, 6),), lambda a: a.T.exp()),
+    "where_of_slice": (((8, 17),), lambda a: (a[2:6] > 0).float()),
+    "div_rows": (((6, 17), (6, 1)), lambda a, b: a / b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_repeated_elementwise_matches_numpy(dev, name):
+    """One eager op over materialised tensors goes through a plan from the third call; each
+    call's values are new (the plan must read the new operands' memory)."""
+    shapes, fn = ELEMENTWISE[name]
+    rng = np.random.default_rng(13)
+    for _ in range(CALLS):
+        xs = [rng.standard_normal(s).astype(np.float32) + 0.1 for s in shapes]
+        got = fn(*(dl.tensor(x, device=dev) for x in xs))
+        want = fn(*(torch.tensor(x.astype(np.float64)) for x in xs))
+        close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_scalar_values_key_the_plan(dev):
+    """x * c for several c at one shape: each value keys a plan of its own (the value is a
+    kernel argument the trace froze)."""
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((5, 9)).astype(np.float32)
+    t = dl.tensor(x, device=dev)
+    for _ in range(CALLS):
+        for c in (0.5, 2.0, -3.0, 7):
+            np.testing.assert_allclose((t * c).numpy(), x * np.float32(c), rtol=1e-6)
+
+
+def test_planned_launches_are_counted(dev):
+    """dl.count_kernels sees a replayed op's launches as it saw the traced call's."""
+    rng = np.random.default_rng(19)
+    a, _ = _pair((9, 9), rng, dev)
+    b, _ = _pair((9, 9), rng, dev)
+    counts = []
+    for _ in range(CALLS):
+        with dl.count_kernels() as c:
+            F.softmax((a + b) @ b, -1)._materialise()
+        counts.append((c.launches, c.names))
+    assert all(x == counts[0] for x in counts), counts

@@ -24,6 +24,8 @@ from cube import recording
 from runtimes.buffer import Buffer, LineView
 from runtimes.cpu import CpuExecutable
 
+from . import launch
+
 _PTR_LEN = struct.Struct("<qq")  # a buffer's pointer and length slots (the CPU's layout)
 
 # calls per key before the trace: tuning and compiling are over by then (DL_PLAN_WARMUP=0
@@ -89,21 +91,29 @@ def call(fn, args: tuple, kwargs: dict):
     if not enabled:
         return fn(*args, **kwargs)
     ops = (*args, *kwargs.values(), *kwargs) if kwargs else args
+    return planned(fn, ops, lambda: fn(*args, **kwargs))
+
+
+def planned(tag, ops: tuple, run):
+    """run() through the plan of (tag, ops' signature): ops[0] is the runtime, the buffers
+    among ops the memory the plan's launches may read and write besides what run allocates;
+    run returns what the replays return (buffers over that memory or fresh allocations,
+    or None). tag and ops' non-buffer values must decide everything else run does."""
     try:
-        key, ptrs = _key(fn, ops)
+        key, ptrs = _key(tag, ops)
         p = _plans.get(key)
     except (_Unkeyable, TypeError):  # TypeError: an unhashable argument
-        return fn(*args, **kwargs)
+        return run()
     if p.__class__ is Plan:
         return p.run(ops)
     if p is _NONE:
-        return fn(*args, **kwargs)
+        return run()
     if p is None or p < WARMUP:
         if len(_plans) >= MAX_PLANS:
             _plans.clear()
         _plans[key] = (p or 0) + 1
-        return fn(*args, **kwargs)
-    out, plan = _trace(fn, args, kwargs, ops, ptrs)
+        return run()
+    out, plan = _trace(run, ops, ptrs)
     if plan is None:  # spoiled (an autotune, a host read): try again after the warm-up
         n = _spoiled[key] = _spoiled.get(key, 0) + 1
         _plans[key] = _NONE if n >= RETRIES else 0
@@ -127,8 +137,8 @@ def stats() -> dict:
     return {"plans": plans, "unplanned": none, "warming": len(_plans) - plans - none}
 
 
-def _trace(fn, args, kwargs, ops, ptrs):
-    rt = args[0]
+def _trace(run, ops, ptrs):
+    rt = ops[0]
     allocs: list = []  # (buffer, shape, dtype) per rt.empty during the call
     _empty = rt.empty
 
@@ -138,15 +148,19 @@ def _trace(fn, args, kwargs, ops, ptrs):
         return b
 
     rt.empty = empty  # an instance attribute over the method, for this call only
+    names: list = []
+    launch.traces.append(names)
     try:
         with recording.trace() as t:
-            out = fn(*args, **kwargs)
+            out = run()
     finally:
         del rt.empty
+        launch.traces.remove(names)
     if t.spoiled:
         return out, None
     try:
         plan = Plan(t, ops, ptrs, allocs, out)
+        plan.names = names
     except _Unkeyable:
         return out, _NONE
     return out, plan
@@ -178,7 +192,7 @@ class Plan:
             if p is not None and p not in where:
                 where[p] = (ops[k], k, _SAME_OP)
         for j, (b, _, _) in enumerate(allocs):
-            where.setdefault(b.ptr, (b, j, _SAME_NEW))
+            where.setdefault(_storage(b), (b, j, _SAME_NEW))  # device memory: _Unkeyable
         self.allocs = [(shape, dtype) for _, shape, dtype in allocs]
         self.launches = []
         self.blobs: list | None = []  # the CPU's prepared argument blocks, pointers patched
@@ -223,6 +237,8 @@ class Plan:
         return call.func, bytes(call.args[0]), call.args[1:], patches
 
     def run(self, ops: tuple):
+        for name in self.names:  # dl.count_kernels sees the launches the trace counted
+            launch.record_launch(name)
         rt = ops[0]
         allocs = [rt.empty(shape) if dtype is None else rt.empty(shape, dtype)
                   for shape, dtype in self.allocs]
