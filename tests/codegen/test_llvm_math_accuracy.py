@@ -3,7 +3,8 @@ against float64 references, through the real CPU runtime: a @cube kernel applies
 to a buffer. The sweep walks the whole f32 range (every 4099th bit pattern, both signs), then
 the tails and special values: +-0, +-inf, NaN, subnormals, the overflow and underflow
 boundaries and the points where erf and tanh saturate. Lines of 16 (the kernel's own vector
-code) and of 1 (scalar code the loop vectoriser widens) both run.
+code) and of 1 (scalar code the loop vectoriser widens) both run, on the host's instruction
+set and on the runtime's AVX2-only model.
 
 The ulp bounds asserted here are the ones the docstrings of math.py state."""
 from __future__ import annotations
@@ -138,12 +139,14 @@ def run_op(rt, op: str, x: np.ndarray, line: int) -> np.ndarray:
     return dy.numpy()[:x.size]
 
 
-@pytest.fixture(scope="module")
-def cpu():
+@pytest.fixture(scope="module", params=["host", "avx2"])
+def cpu(request):
+    """The CPU runtime compiling for the host, and for its AVX2-only model (haswell, AVX-512
+    off): the same IR through both instruction selections."""
     try:
-        return cb.runtime("cpu")
-    except cb.RuntimeUnavailable as e:
-        pytest.skip(f"cpu runtime unavailable: {e}")
+        return cb.runtime("cpu", isa=request.param)
+    except (cb.RuntimeUnavailable, ValueError) as e:
+        pytest.skip(f"cpu runtime ({request.param}) unavailable: {e}")
 
 
 @pytest.mark.parametrize("line", [16, 1])
