@@ -242,7 +242,9 @@ CONV = Tunable("conv2d", [
     Candidate("blocked_2", cd.run(2), _direct_first(120, 5), cd.valid(2)),
     Candidate("blocked_4", cd.run(4), _direct_first(119, 4), cd.valid(4)),
     Candidate("blocked_1", cd.run(1), _direct_first(108, 3), cd.valid(1)),
-    Candidate("rows", _run_rows, 110, lambda rt, x, w, bias, out, cfg: cfg["G"] == 1),
+    # a 1x1 conv is a plain matmul of the input (no im2col copy): first on the CPU
+    Candidate("rows", _run_rows, 110, lambda rt, x, w, bias, out, cfg: cfg["G"] == 1,
+              prefer=lambda rt, x, w, bias, out, cfg: is_cpu(rt) and cfg["KH"] * cfg["KW"] == 1),
     Candidate("im2col", _run_im2col, 100),
     Candidate("direct", _run_direct, 50),
 ])
