@@ -9,6 +9,12 @@
   bias and activation. Most of the work is in the matmul.
 - `direct`: one unit per output element, the C/G x KH x KW loop in the kernel (no extra
   memory; for small problems and as the reference-like candidate).
+- `blocked_NB` (groups of 1, dl/kernels/conv_direct.py): the CPU's direct convolution, a
+  register tile of a row of output pixels x NB lines of output channels, weights packed in
+  OIhw(NB*L)o panels, no column buffer.
+
+`conv2d_grad_input` tunes the input gradient the same way: the blocked kernel on flipped,
+transposed weights (stride 1) beside weights^T @ output-gradient rows + col2im.
 """
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """conv2d, max_pool2d and avg_pool2d (NCHW) on the kernel library, with gradients:
 
-- conv2d: the input gradient is weights^T @ (output gradient as columns) then col2im
-  (dl/kernels/tensor_conv.py); the weight gradient is (output gradient as rows) @ im2col(x)^T,
-  with the library's own im2col kernel and tuned matmul. Groups run group by group.
+- conv2d: the input gradient is tuned (`lib_conv.conv2d_grad_input`): a direct conv of the
+  output gradient with the flipped weights (stride 1), or weights^T @ (output gradient as
+  columns) then col2im (dl/kernels/tensor_conv.py); the weight gradient is (output
+  gradient as rows) @ im2col(x)^T, with the library's own im2col kernel and tuned matmul.
+  Groups run group by group.
 - pools: the library's forward; the gradients gather per input element (max: through the
   argmax indices of `dl/kernels/tensor_pool.py`)."""
 from __future__ import annotations
