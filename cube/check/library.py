@@ -202,10 +202,11 @@ def _workload() -> None:
         labels = dl.tensor(np.array([0, 3, 1, 4]))
         emb = dl.nn.Embedding(10, 5)
         emb.to(dtype=dt)
-        for opt in (dl.optim.SGD(list(net.parameters()) + list(emb.parameters()), lr=0.1,
-                                 momentum=0.9),
-                    dl.optim.AdamW(list(net.parameters()) + list(emb.parameters()),
-                                   lr=1e-3)):
+        params = list(net.parameters()) + list(emb.parameters())
+        # the multi-tensor steps (foreach, the default) and the per-parameter kernels
+        for opt in [make(params, foreach=fe) for fe in (None, False) for make in (
+                lambda ps, **k: dl.optim.SGD(ps, lr=0.1, momentum=0.9, **k),
+                lambda ps, **k: dl.optim.AdamW(ps, lr=1e-3, **k))]:
             opt.zero_grad()
             logits = net(xin) + emb(labels)
             loss = F.cross_entropy(logits, labels) + F.mse_loss(logits, logits.detach() * 0)

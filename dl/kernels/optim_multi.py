@@ -115,7 +115,8 @@ def kernel(rule: Rule, n: int):
         linecache.cache[path] = (len(src), None, src.splitlines(True), path)
         env = {"cube": cube, "Array": Array, "Comptime": Comptime, "u32": u32,
                "F": optim.F, "ABSOLUTE_POS": ABSOLUTE_POS, "CUBE_POS": CUBE_POS,
-               "CUBE_DIM": CUBE_DIM, rule.helper: getattr(optim, rule.helper)}
+               "CUBE_DIM": CUBE_DIM, rule.helper: getattr(optim, rule.helper),
+               "__name__": __name__}  # the kernel's module: this one (cube check lists it)
         exec(compile(src, path, "exec"), env)
         got = _KERNELS[(rule.name, n)] = env[name]
     return got
