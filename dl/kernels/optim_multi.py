@@ -28,8 +28,11 @@ from cube import ABSOLUTE_POS, CUBE_DIM, CUBE_POS, Array, Comptime, cube, record
 from . import launch, optim
 
 # segments per launch where a runtime declares no lower bound: on the CPU, 16 made LLVM give
-# up hoisting the segment compares out of the unit loop (4x slower than 12 or 8)
+# up hoisting the segment compares out of the unit loop (4x slower than 12 or 8); OpenCL
+# passes the arguments by value and guarantees 1024 bytes of them (CL_DEVICE_MAX_PARAMETER_
+# SIZE; pocl here declares just that): 8 Adam segments take 944 (tests/dl/test_optim_foreach)
 MAX_SEGMENTS = 8
+OPENCL_MIN_PARAMETER_BYTES = 1024
 WEBGPU_DEFAULT_STORAGE_BUFFERS = 8  # the WebGPU spec's default limit per shader stage
 METAL_BUFFER_ARGUMENTS = 31  # Metal's buffer argument table; the argument block takes one
 

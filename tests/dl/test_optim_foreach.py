@@ -269,3 +269,16 @@ def test_the_plan_keeps_no_gradient_alive(dev):
         opt.zero_grad()
         gc.collect()
         assert all(r() is None for r in refs), step
+
+
+@pytest.mark.parametrize("rule", [optim_multi.ADAM, optim_multi.SGD_MOMENTUM, optim_multi.SGD])
+def test_the_widest_launch_fits_opencls_guaranteed_argument_bytes(rule):
+    """OpenCL passes a kernel's arguments by value (a pointer per buffer, the argument block
+    of 8-byte slots) and guarantees only 1024 bytes of them: MAX_SEGMENTS must fit that."""
+    import re
+    flags = {f: (2 if t == "int" else False) for f, t in rule.flags}
+    src = optim_multi.kernel(rule, optim_multi.MAX_SEGMENTS).source(
+        target="opencl", F=dl.float32.cube, **flags)
+    slots = int(re.search(r"s\[(\d+)\]", src).group(1))  # the argument block
+    buffers = src.count("__global")
+    assert (slots + buffers) * 8 <= optim_multi.OPENCL_MIN_PARAMETER_BYTES
