@@ -234,6 +234,7 @@ def run_one(a) -> dict:
     res = {"machine": machine(), "runtime": rt.name, "date": time.strftime("%Y-%m-%d"),
            "isa": isa.name if isa else None, "device": rt.describe(),
            "copy_GBps": bw / 1e9, "fma_peak_GFLOPs": peak / 1e9,
+           "loadavg_start": os.getloadavg()[0],
            "torch_threads": torch.get_num_threads() if torch else None, "rows": []}
     print(f"# {rt.describe()}: FMA peak {peak / 1e9:.0f} GFLOP/s, copy {bw / 1e9:.1f} GB/s",
           flush=True)
@@ -261,6 +262,7 @@ def run_one(a) -> dict:
             continue
         if r is not None:
             res["rows"].append(r)
+    res["loadavg_end"] = os.getloadavg()[0]
     return res
 
 
@@ -289,7 +291,9 @@ def _markdown(results: list[dict], command: str) -> str:
     for res in results:
         md += [f"## {res['runtime']}" + (f", CUBE_CPU_ISA={res['isa']}" if res["isa"] else ""),
                "", f"{res['device']}; FMA peak {res['fma_peak_GFLOPs']:.0f} GFLOP/s, copy "
-               f"{res['copy_GBps']:.1f} GB/s.", "",
+               f"{res['copy_GBps']:.1f} GB/s; 1-minute load average {res['loadavg_start']:.1f} "
+               f"at the start, {res['loadavg_end']:.1f} at the end (the machine's other "
+               "users: above the core count, every number here is the shared machine's).", "",
                "| benchmark | ours ms | peer ms | ours / peer speed | rate | % roofline | "
                "goal | status |", "|---|---|---|---|---|---|---|---|"]
         for r in res["rows"]:
