@@ -294,6 +294,39 @@ def conv2d_grad_input(rt, g, g_rows, w, x_shape, stride, padding, dilation):
     return out
 
 
+def _grad_weight_cols(rt, x, g, g_rows, out, cfg):
+    """The output gradient's rows @ im2col(x)^T."""
+    oc, c, kh, kw = out.shape
+    _, _, oh, ow = g.shape
+    npix, ck = x.shape[0] * oh * ow, c * kh * kw
+    col = rt.empty((1, ck, npix), x.elem)
+    geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
+    im2col.launch(rt, cube_count=(cdiv(npix, 256), c), cube_dim=256, x=x, col=col, G=1,
+                  OH=oh, OW=ow, **geo)
+    mm.matmul(rt, g_rows, strided(col, (npix, ck), (1, npix)),
+              out=strided(out, (oc, ck), (ck, 1)))
+
+
+# the weight gradient of a groups=1 conv2d: args (x, g (N, OC, OH, OW) contiguous, g as
+# (OC, N*OH*OW) rows, out (OC, C, KH, KW), geometry)
+CONV_GRAD_WEIGHT = Tunable("conv2d_grad_weight", [
+    Candidate("blocked", cd.grad_weight, _direct_first(120, 5), cd.grad_weight_ok),
+    Candidate("im2col", _grad_weight_cols, 110),
+])
+
+
+def conv2d_grad_weight(rt, x, g, g_rows, w_shape, stride, padding, dilation):
+    """The weight gradient (OC, C, KH, KW) = w_shape of a groups=1 conv2d of x, given the
+    output gradient g (contiguous NCHW) and the same as (OC, N*OH*OW) rows."""
+    (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
+    x, g, g_rows = x.buffer, g.buffer, g_rows.buffer
+    out = rt.empty(tuple(w_shape), g.elem)
+    cfg = dict(KH=w_shape[2], KW=w_shape[3], SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
+    key = tune_key("conv_gw", out.elem, [x.shape, out.shape], (sh, sw, ph, pw, dh, dw))
+    CONV_GRAD_WEIGHT(rt, key, x, g, g_rows, out, cfg)
+    return out
+
+
 def _pair(v) -> tuple[int, int]:
     return (int(v), int(v)) if isinstance(v, int) else (int(v[0]), int(v[1]))
 

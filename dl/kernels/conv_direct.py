@@ -293,3 +293,127 @@ def grad_input(nb: int):
         conv(rt, unit_w(rt, g), packed(rt, w, nb, flip=True), None, out,
              dict(KH=kh, KW=kw, SH=1, SW=1, PH=qh, PW=qw, DH=dh, DW=dw), rw, nb)
     return go
+
+
+# ---- the weight gradient ---------------------------------------------------------------------
+
+@cube(launch=True, unchecked=True)
+def pixel_major(g: Tensor[F], out: Array[F], OCP: Comptime[int]):
+    """g (N, OC, OH, OW) -> out (N, OH, OW, OCP), zero past OC: output channels contiguous
+    (lines), one unit per (n, oh) row."""
+    row = ABSOLUTE_POS
+    oh_n = g.shape(2)
+    ow_n = g.shape(3)
+    oc_n = g.shape(1)
+    if row < g.shape(0) * oh_n:
+        oh = row % oh_n
+        gb = (row // oh_n) * g.stride(0) + oh * g.stride(2)
+        for ow in range(ow_n):
+            ob = (row * ow_n + ow) * OCP
+            for oc in range(OCP):
+                v = F(0)
+                if oc < oc_n:
+                    v = g[gb + oc * g.stride(1) + ow * g.stride(3)]
+                out[ob + oc] = v
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
+def conv_wgrad_blocked(x: Tensor[F], g: Array[Line[F]], out: Tensor[F], OH: u32, OW: u32,
+                       RLO: u32, RHI: u32, LO: u32, HI: u32, KH: Comptime[int],
+                       KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
+                       PH: Comptime[int], PW: Comptime[int], DH: Comptime[int],
+                       DW: Comptime[int], NB: Comptime[int]):
+    """out (OC, C, KH, KW) = sum over pixels of g (`pixel_major`, lines of output channels)
+    x the input under each tap. One unit per (input channel: cube x, group of NB lines of
+    output channels: cube y) keeps KH*KW*NB line accumulators; per pixel it loads NB lines
+    of g and broadcasts KH*KW inputs. Pixels in rows [RLO, RHI) and columns [LO, HI) have
+    every tap inside the image (no tests); the others test each tap."""
+    L = cb.comptime(g.line_size())
+    c = CUBE_POS_X
+    grp = CUBE_POS_Y
+    h_n = i32(x.shape(2))
+    w_n = i32(x.shape(3))
+    oc_n = out.shape(0)
+    gl = g.len() // (x.shape(0) * OH * OW)  # lines per pixel
+    if c < x.shape(1):
+        sx2 = x.stride(2)
+        acc = cb.LocalArray(Line[F, L], KH * KW * NB)
+        for t in cb.range(KH * KW * NB, unroll=True):
+            acc[t] = Line[F, L](0)
+        gv = cb.LocalArray(Line[F, L], NB)
+        for n in range(x.shape(0)):
+            xb = n * x.stride(0) + c * x.stride(1)
+            for oh in range(OH):
+                h0 = i32(oh * SH) - PH
+                row_in = oh >= RLO and oh < RHI
+                gb = (n * OH + oh) * OW * gl + grp * NB
+                for ow in range(OW):
+                    for j in cb.range(NB, unroll=True):
+                        gv[j] = g[gb + ow * gl + j]
+                    w0 = i32(ow * SW) - PW
+                    if row_in and ow >= LO and ow < HI:
+                        xr = xb + u32(h0) * sx2 + u32(w0)
+                        for kh in cb.range(KH, unroll=True):
+                            for kw in cb.range(KW, unroll=True):
+                                a = Line[F, L](x[xr + kh * DH * sx2 + kw * DW])
+                                for j in cb.range(NB, unroll=True):
+                                    t = (kh * KW + kw) * NB + j
+                                    acc[t] = cb.fma(a, gv[j], acc[t])
+                    else:
+                        for kh in cb.range(KH, unroll=True):
+                            h = h0 + kh * DH
+                            for kw in cb.range(KW, unroll=True):
+                                ww = w0 + kw * DW
+                                if h >= 0 and h < h_n and ww >= 0 and ww < w_n:
+                                    a = Line[F, L](x[xb + u32(h) * sx2 + u32(ww)])
+                                    for j in cb.range(NB, unroll=True):
+                                        t = (kh * KW + kw) * NB + j
+                                        acc[t] = cb.fma(a, gv[j], acc[t])
+        for kh in cb.range(KH, unroll=True):
+            for kw in cb.range(KW, unroll=True):
+                ob = c * out.stride(1) + kh * out.stride(2) + kw * out.stride(3)
+                for j in cb.range(NB, unroll=True):
+                    v = acc[(kh * KW + kw) * NB + j]
+                    for q in cb.range(L, unroll=True):
+                        oc = (grp * NB + j) * L + q
+                        if oc < oc_n:
+                            out[ob + oc * out.stride(0)] = v[q]
+
+
+def wgrad_lines(rt, kh: int, kw: int) -> int:
+    """NB for the weight gradient: the widest of 4, 2, 1 whose KH*KW*NB accumulators, NB
+    lines of g and a broadcast fit the register file with one spare."""
+    for nb in (4, 2, 1):
+        if kh * kw * nb + nb + 2 <= registers(rt):
+            return nb
+    return 0
+
+
+def _inside(o_n: int, s: int, p: int, d: int, k: int, n: int) -> tuple[int, int]:
+    """[lo, hi): the outputs whose every tap o*s - p + t*d (t < k) lies in [0, n)."""
+    lo = cdiv(p, s)
+    hi = (n - 1 - (k - 1) * d + p) // s + 1 if n - 1 - (k - 1) * d + p >= 0 else 0
+    hi = max(lo, min(hi, o_n))
+    return min(lo, o_n), hi
+
+
+def grad_weight_ok(rt, x, g, g_rows, out, cfg) -> bool:
+    return x.strides[3] == 1 and wgrad_lines(rt, cfg["KH"], cfg["KW"]) > 0
+
+
+def grad_weight(rt, x, g, g_rows, out, cfg):
+    """A candidate of the weight gradient: `pixel_major` g, then `conv_wgrad_blocked`."""
+    n, oc, oh, ow = g.shape
+    c = x.shape[1]
+    nb = wgrad_lines(rt, cfg["KH"], cfg["KW"])
+    lsz = _line(rt, g.elem)
+    ocp = cdiv(oc, nb * lsz) * nb * lsz
+    gt = rt.empty((n * oh * ow * ocp,), g.elem)
+    dim = 1 if is_cpu(rt) else 64
+    pixel_major.launch(rt, cube_count=cdiv(n * oh, dim), cube_dim=dim, g=g, out=gt, OCP=ocp)
+    rlo, rhi = _inside(oh, cfg["SH"], cfg["PH"], cfg["DH"], cfg["KH"], x.shape[2])
+    lo, hi = _inside(ow, cfg["SW"], cfg["PW"], cfg["DW"], cfg["KW"], x.shape[3])
+    geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
+    conv_wgrad_blocked.launch(rt, cube_count=(c, ocp // (nb * lsz)), cube_dim=1, x=x,
+                              g=gt.lines(lsz), out=out, OH=oh, OW=ow, RLO=rlo, RHI=rhi,
+                              LO=lo, HI=hi, NB=nb, **geo)

@@ -14,13 +14,11 @@ from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled
 from ..kernels import conv as lib_conv
 from ..kernels import pool as lib_pool
-from ..kernels.common import cdiv
 from ..kernels.launch import launch_1d
 from ..kernels.tensor_pool import avg_pool2d_backward, max_pool2d_backward, max_pool2d_indices
 from ..tensor import Tensor
 from .index import cat
 from .libcall import copy, counted, operand, result
-from .linalg import mm_raw
 from .registry import register
 
 _F = (dtypes.float32, dtypes.float64)
@@ -98,21 +96,16 @@ def _conv_grads(x: Tensor, w: Tensor, g_rows: Tensor, geo: dict, want_x: bool,
     (sh, sw), (ph, pw), (dh, dw) = geo["stride"], geo["padding"], geo["dilation"]
     oh, ow = (lib_pool.out_size(s_, k, st, p_, d) for s_, k, st, p_, d in
               ((h, kh, sh, ph, dh), (wd, kw, sw, pw, dw)))
-    npix = n * oh * ow
-    ck = c * kh * kw
     gx = gw = None
-    cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
-    if want_w:
-        col = rt.empty((1, ck, npix), x.dtype.cube)
-        lib_conv.im2col.launch(rt, cube_count=(cdiv(npix, 256), c), cube_dim=256,
-                               x=operand(x), col=col, G=1, OH=oh, OW=ow, **cfg)
-        cols = result(col, x.dtype, x.device, (ck, npix))
-        gw = mm_raw(g_rows, cols.mT).reshape(oc, c, kh, kw)
+    gn = g if g is not None else _contig(g_rows.reshape(oc, n, oh, ow).permute(1, 0, 2, 3))
+    if want_w:  # tuned: a direct kernel, or g's rows @ im2col(x)^T
+        buf = counted("conv2d_grad_weight", lib_conv.conv2d_grad_weight, rt, operand(x),
+                      operand(gn), operand(g_rows), tuple(w.shape), geo["stride"],
+                      geo["padding"], geo["dilation"])
+        gw = result(buf, w.dtype, w.device)
     if want_x:
         # tuned: a direct conv of g with the flipped weights (stride 1), or
         # weights^T @ g's rows then col2im
-        gn = g if g is not None else _contig(g_rows.reshape(oc, n, oh, ow)
-                                             .permute(1, 0, 2, 3))
         buf = counted("conv2d_grad_input", lib_conv.conv2d_grad_input, rt, operand(gn),
                       operand(g_rows), operand(w, contiguous=True), tuple(x.shape),
                       geo["stride"], geo["padding"], geo["dilation"])

@@ -1,6 +1,6 @@
 """The direct blocked conv2d (dl/kernels/conv_direct.py): forward candidates against NumPy
-float64, the input-gradient candidates against torch float64, and the dl op's backward
-through them, on every runtime that starts."""
+float64, the input- and weight-gradient candidates against torch float64, and the dl op's
+backward through them, on every runtime that starts."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +16,7 @@ from dl.nn import functional as F
 
 BLOCKED = [c.name for c in C.CONV.candidates if c.name.startswith("blocked")]
 GRAD = [c.name for c in C.CONV_GRAD_INPUT.candidates]
+GRADW = [c.name for c in C.CONV_GRAD_WEIGHT.candidates]
 
 # (x shape, w shape, stride, padding, dilation): output channels off the line size (lanes
 # past OC skipped), rows that end in a partial tile, 3x3 and 1x1 at strides 1 and 2,
@@ -100,6 +101,24 @@ def test_grad_input_candidates(rt, name, case, monkeypatch):
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("name", GRADW)
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_grad_weight_candidates(rt, name, case, monkeypatch):
+    xs, ws, s, p, d = case
+    rng = np.random.default_rng(sum(xs) + 1)
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = torch.nn.functional.conv2d(torch.tensor(x, dtype=torch.float64),
+                                   torch.zeros(ws, dtype=torch.float64), None, s, p, d)
+    g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    g_rows = np.ascontiguousarray(g.transpose(1, 0, 2, 3).reshape(g.shape[1], -1))
+    out = _run(C.CONV_GRAD_WEIGHT, name, lambda: C.conv2d_grad_weight(
+        rt, rt.from_numpy(x), rt.from_numpy(g), rt.from_numpy(g_rows), ws, s, p, d),
+        monkeypatch)
+    ref = torch.nn.grad.conv2d_weight(torch.tensor(x, dtype=torch.float64), ws,
+                                      torch.tensor(g, dtype=torch.float64), s, p, d)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("cfg", [dict(padding=1), dict(stride=2, padding=1), dict()])
 def test_dl_conv2d_backward_through_blocked(dev, cfg, monkeypatch):
     """F.conv2d forward and backward with the blocked candidates chosen, against torch."""
@@ -107,7 +126,8 @@ def test_dl_conv2d_backward_through_blocked(dev, cfg, monkeypatch):
     gy = None
     monkeypatch.setenv("CUBE_AUTOTUNE", "off")
     with C.CONV.only("blocked_2"), C.CONV_GRAD_INPUT.only(
-            "blocked_2" if cfg.get("stride", 1) == 1 else "col2im"):
+            "blocked_2" if cfg.get("stride", 1) == 1 else "col2im"), \
+            C.CONV_GRAD_WEIGHT.only("blocked"):
         try:
             X, W, B = (dl.tensor(a, device=dev, requires_grad=True) for a in (x, w, b))
             y = F.conv2d(X, W, B, **cfg)
