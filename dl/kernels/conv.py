@@ -14,7 +14,9 @@
   OIhw(NB*L)o panels, no column buffer.
 
 `conv2d_grad_input` tunes the input gradient the same way: the blocked kernel on flipped,
-transposed weights (stride 1) beside weights^T @ output-gradient rows + col2im.
+transposed weights (stride 1) beside weights^T @ output-gradient rows + col2im;
+`conv2d_grad_weight` the weight gradient: a direct blocked kernel beside output-gradient
+rows @ im2col(x)^T.
 """
 from __future__ import annotations
 

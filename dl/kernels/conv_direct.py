@@ -11,7 +11,13 @@ channel and tap it loads NB weight lines and broadcasts RW input scalars, RW * N
 - the input is read as scalars straight from NCHW (any stride or dilation alike); the
   padding is never materialised: rows outside the image are skipped, and only tiles at
   the left/right edges test their columns (a padded copy cost ~10% of the conv).
-- the output is written NCHW, one scalar per lane (stores are ~3% of the tile's work).
+- the output is written NCHW, one scalar per lane (~7% of the tile's work: a lane extract
+  and a store each; the language has no in-register transpose).
+
+The weight gradient (`conv_wgrad_blocked`) turns the tile around: one unit per input
+channel and NB lines of output channels keeps KH*KW*NB line accumulators while it walks
+every pixel of the output gradient, read pixel-major (`pixel_major`: output channels
+contiguous), broadcasting the input under each tap (no column buffer).
 """
 from __future__ import annotations
 
