@@ -63,26 +63,54 @@ def _compute(t: Tensor) -> None:
         materialise([t])
 
 
-def _planned_one(t: Tensor) -> bool:
-    """One op over materialised tensors and scalars (what an eager, unfused program makes
-    op by op) through a dispatch plan (dl/kernels/plan.py): its kernel, grid and argument
-    layout decided once per (op, types, shapes, strides, offsets, scalar values); False
-    for a bigger graph (fusion's own structure cache serves it)."""
-    node = t._node
-    ops: list = [t.device.rt]
-    sig: list = [node.op, node.dtype, node.in_types, node.attrs, node.shape]
-    for x in node.inputs:
+PLAN_MAX_NODES = 8  # bigger graphs: fusion's own structure cache (the walk costs as much)
+
+
+def _visit(n: Node, ops: list, sig: list, pos: dict, leaves: dict) -> bool:
+    """Appends n's graph to sig (nodes in topological order, each input a node's position,
+    a leaf's operand index with its view, or a scalar's value) and its leaves' memory to
+    ops; False where a leaf is itself lazy. A plain function, not a closure: a recursive
+    closure is a reference cycle, which kept the operands alive until a gc pass."""
+    refs = []
+    for x in n.inputs:
         if x.__class__ is Const:
-            sig.append((x.value.__class__, x.value, x.dtype))
+            refs.append((x.value.__class__, x.value, x.dtype))
             continue
         if x.__class__ is Node:
+            if x.result is None:
+                k = pos.get(id(x))
+                if k is None:
+                    if not _visit(x, ops, sig, pos, leaves):
+                        return False
+                    k = pos[id(x)]
+                refs.append(k)
+                continue
             x = x.result
-            if x is None:
-                return False
         if x._node is not None:
             return False
-        ops.append(x._buf)
-        sig.append((x.shape, x._strides, x.offset, x.dtype))
+        lk = (id(x._buf), x.shape, x._strides, x.offset)
+        j = leaves.get(lk)
+        if j is None:
+            j = leaves[lk] = len(ops)
+            ops.append(x._buf)
+        refs.append((j, x.shape, x._strides, x.offset, x.dtype))
+    pos[id(n)] = len(sig)
+    sig.append((n.op, n.dtype, n.in_types, n.attrs, n.shape, tuple(refs)))
+    return True
+
+
+def _planned_one(t: Tensor) -> bool:
+    """A small graph over materialised tensors and scalars (what an eager program makes op
+    by op: one op, or an op and its backward's mask) through a dispatch plan
+    (dl/kernels/plan.py): its kernel, grid and argument layout decided once per (ops, types,
+    shapes, strides, offsets, scalar values); False for a bigger graph."""
+    node = t._node
+    if node.size > PLAN_MAX_NODES:
+        return False
+    ops: list = [t.device.rt]
+    sig: list = []
+    if not _visit(node, ops, sig, {}, {}):
+        return False
 
     def run():
         materialise([t])

@@ -166,17 +166,27 @@ def _trace(run, ops, ptrs):
     return out, plan
 
 
-def _rebase(a, base):
-    """The recorded argument `a` (a view or line view of some memory) over `base`'s memory:
-    same shape, strides and line size, another allocation."""
+def _view_of(a) -> tuple:
+    """What a replay needs of a recorded buffer argument to make it again over other memory
+    (shape, strides, line size), holding none of its memory: a plan must not keep the
+    traced call's buffers alive."""
     if isinstance(a, LineView):
+        return (a.line_size, _view_of(a.buffer))
+    return (None, (a.shape, a.strides, a.contiguous))
+
+
+def _rebase(view: tuple, base):
+    """The recorded argument described by `view` over `base`'s memory."""
+    line, inner = view
+    if line is not None:
         v = object.__new__(LineView)
-        v.__dict__.update(a.__dict__)
-        v.buffer = _rebase(a.buffer, base)
+        b = _rebase(inner, base)
+        v.buffer, v.line_size, v.rt, v.elem = b, line, b.rt, b.elem
+        v.shape, v.strides, v.size, v.contiguous = b.shape, b.strides, b.size, b.contiguous
         return v
     v = object.__new__(type(base))
     v.__dict__.update(base.__dict__)
-    v.shape, v.strides, v.contiguous = a.shape, a.strides, a.contiguous
+    v.shape, v.strides, v.contiguous = inner
     return v
 
 
@@ -220,7 +230,7 @@ class Plan:
         if src is None:
             raise _Unkeyable  # memory from outside the call: a cache the plan cannot track
         base, k, how = src
-        return (how if a is base else how + 1, k, a)
+        return (how, k, None) if a is base else (how + 1, k, _view_of(a))
 
     @staticmethod
     def _blob(exe, cc, cd, largs, specs):
@@ -231,7 +241,7 @@ class Plan:
             return None  # an empty grid
         size = exe.layout.spec.slot_bytes
         patches = []
-        for s, (how, k, a) in zip(exe.layout.params, specs, strict=True):
+        for s, (how, k, _), a in zip(exe.layout.params, specs, largs, strict=True):
             if s.kind != "scalar" and how is not None:
                 patches.append((s.ptr * size, how < _SAME_NEW, k, a.line_size))
         return call.func, bytes(call.args[0]), call.args[1:], patches

@@ -212,3 +212,24 @@ def test_planned_launches_are_counted(dev):
             F.softmax((a + b) @ b, -1)._materialise()
         counts.append((c.launches, c.names))
     assert all(x == counts[0] for x in counts), counts
+
+
+def test_plans_hold_no_memory(dev):
+    """A plan keeps views' shapes and strides, not buffers: once the tensors of a traced or
+    replayed call are gone, their memory is free (no gc pass needed)."""
+    import gc
+    import weakref
+    rng = np.random.default_rng(23)
+    refs = []
+    gc.disable()
+    try:
+        for _ in range(CALLS):
+            a, _ = _pair((6, 6), rng, dev)
+            b, _ = _pair((6, 6), rng, dev)
+            y = (a @ b).relu() * 2.0 + a
+            y._materialise()
+            refs += [weakref.ref(a._buf), weakref.ref(y._buf)]
+            del a, b, y
+        assert all(r() is None for r in refs)
+    finally:
+        gc.enable()
