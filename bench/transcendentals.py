@@ -13,7 +13,9 @@ A small `--n` (1 << 18: 2 MiB in and out, in cache) shows compute cost rather th
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -93,6 +95,13 @@ def reference(name: str, x: np.ndarray) -> np.ndarray:
     return x / (1.0 + np.exp(-x))
 
 
+def _scratch(prefix: str) -> str:
+    """A temporary directory removed when the process exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
+
+
 def old_math(rev: str):
     """A context that swaps in codegen/llvm/math.py's implementations as of git revision rev
     (kernels first launched inside it compile with them): the before of a before/after."""
@@ -110,7 +119,7 @@ def old_math(rev: str):
     # the old objects go to a cache of their own: the disk cache's key is the kernel's IR and
     # the generator files, which a swap in memory does not change (sharing the cache, ours
     # would load the old objects, and later runs too)
-    own_cache = tempfile.mkdtemp(prefix="cube-bench-tx-before-")
+    own_cache = _scratch("cube-bench-tx-before-")
 
     @contextlib.contextmanager
     def swapped():
@@ -184,7 +193,7 @@ def main() -> None:
         # a private, empty kernel cache: every kernel here is compiled by this run (in this
         # session objects found in the shared cache ran the AVX2 model's GELU 2.2x slower
         # than the same IR compiled afresh, and the cause was not pinned down)
-        os.environ["CUBE_CACHE_DIR"] = tempfile.mkdtemp(prefix="cube-bench-tx-")
+        os.environ["CUBE_CACHE_DIR"] = _scratch("cube-bench-tx-")
     rows = [r for isa in a.isa for n in a.n
             for r in run(n, a.lines, a.repeat, isa, a.baseline)]
     if a.out:
