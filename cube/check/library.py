@@ -189,6 +189,18 @@ def _workload() -> None:
     img = t(2, 3, 10, 10)
     wconv, bconv = t(4, 3, 3, 3), t(4)
     _each_candidate(conv.CONV, lambda: F.conv2d(img, wconv, bconv, padding=1).numpy())
+    # the conv gradients' candidates (dl's backward takes the GPU-first ones here) and an
+    # input with a non-unit w stride (the direct kernel copies it first)
+    gy = rng.standard_normal((2, 4, 10, 10)).astype(np.float32)
+    gb, wb = rt.from_numpy(gy), rt.from_numpy(wconv.numpy())
+    gr = rt.from_numpy(np.ascontiguousarray(gy.transpose(1, 0, 2, 3).reshape(4, -1)))
+    xt = rt.from_numpy(np.ascontiguousarray(img.numpy().transpose(0, 1, 3, 2)))
+    xb = xt.view((2, 3, 10, 10), (300, 100, 1, 10))
+    _each_candidate(conv.CONV_GRAD_WEIGHT, lambda: conv.conv2d_grad_weight(
+        rt, rt.from_numpy(img.numpy()), gb, gr, (4, 3, 3, 3), 1, 1, 1))
+    _each_candidate(conv.CONV_GRAD_INPUT, lambda: conv.conv2d_grad_input(
+        rt, gb, gr, wb, (2, 3, 10, 10), 1, 1, 1))
+    _each_candidate(conv.CONV, lambda: conv.conv2d(rt, xb, wb, padding=1))
     _each_candidate(pool.POOL, lambda: F.max_pool2d(img, 2).numpy())
     _each_candidate(pool.POOL, lambda: F.avg_pool2d(img, 2).numpy())
     # a small network, forward and backward, two optimisers
