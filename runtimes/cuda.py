@@ -87,7 +87,10 @@ class CudaRuntime(Runtime):
         return f"{name} {self.arch()} nvrtc-{nvrtc.getVersion()}"
 
     def compile_options(self) -> tuple[str, ...]:
-        return (f"--gpu-architecture={self.arch()}", "-std=c++17")
+        # --fmad=false: NVRTC contracts a * b + c into one fma by default, rounding once
+        # where Python (and the interpreter, the CPU, dl's unfused kernels) round twice, so
+        # a fused kernel's bits differed from the same ops unfused
+        return (f"--gpu-architecture={self.arch()}", "-std=c++17", "--fmad=false")
 
     # ---- memory ------------------------------------------------------------------------
     def from_numpy(self, arr, dtype=None) -> DeviceBuffer:
@@ -110,7 +113,8 @@ class CudaRuntime(Runtime):
     def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
         src = emit_source(kernel, self.target)
         self.stats["codegen"] += 1
-        key = make_key(self.cache_format, cache_key, self.device_id()) if cache_key else None
+        key = make_key(self.cache_format, cache_key, self.device_id(),
+                       *self.compile_options()) if cache_key else None
         files = default_cache().get(key) if key else None
         binary = files.get("kernel.bin") if files and files.get("source.cu") == \
             src.text.encode() else None

@@ -24,4 +24,5 @@ class HipRuntime(CudaRuntime):
         return arch.split(":")[0]
 
     def compile_options(self) -> tuple[str, ...]:
-        return (f"--offload-arch={self.arch()}", "-std=c++17")
+        # no a * b + c contracted into an fma: each op rounds, as in Python (see cuda.py)
+        return (f"--offload-arch={self.arch()}", "-std=c++17", "-ffp-contract=off")

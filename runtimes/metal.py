@@ -79,7 +79,11 @@ class MetalRuntime(Runtime):
 
     def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
         src = emit_source(kernel, "msl")
-        lib, err = self.device.newLibraryWithSource_options_error_(src.text, None, None)
+        # fast math off: Metal's default reassociates and contracts a * b + c into one fma,
+        # so results would differ from Python's (and the other runtimes') op-by-op rounding
+        opts = Metal.MTLCompileOptions.new()
+        opts.setFastMathEnabled_(False)
+        lib, err = self.device.newLibraryWithSource_options_error_(src.text, opts, None)
         if lib is None:
             raise BackendCompileError(f"the Metal compiler rejected kernel {kernel.name}",
                                       str(err), src.text)
