@@ -12,7 +12,6 @@ move (on 2 busy cores torch's OpenMP threads spin and its 2-thread times swing b
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -51,20 +50,8 @@ CLOCK = time.perf_counter
 
 def _paired(fns, repeat: int, warmup: int = 2, block: int = 5) -> list[float]:
     """`paired_medians` (turns of `block` runs, each after an untimed one) on CLOCK."""
-    if CLOCK is time.perf_counter:
-        return paired_medians(fns, repeat=repeat, warmup=warmup, block=block)
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    ts: list[list[float]] = [[] for _ in fns]
-    while len(ts[0]) < repeat:
-        for k, fn in enumerate(fns):
-            fn()
-            for _ in range(min(block, repeat - len(ts[k]))):
-                t = CLOCK()
-                fn()
-                ts[k].append(CLOCK() - t)
-    return [statistics.median(t) for t in ts]
+    return paired_medians(fns, repeat=repeat, warmup=warmup, block=block,
+                          pause=0.01 if CLOCK is time.perf_counter else 0.0, clock=CLOCK)
 
 
 def _name(xs, oc, k, s, p) -> str:

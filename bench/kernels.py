@@ -88,6 +88,10 @@ def fma_peak(rt) -> float:
 
 
 SETTLE_S = 0.5  # pause before timing ours: lets a peer's spinning worker threads go to sleep
+# between paired turns: OpenBLAS's and torch's OpenMP workers spin about 100 ms after a call,
+# holding one of our cores (a 1 ms sgemm then timed at half speed, 0.5x NumPy, where the
+# autotuner, timing alone, saw parity)
+TURN_PAUSE_S = 0.2
 
 
 def _settle() -> None:
@@ -114,7 +118,7 @@ def bench_sgemm(dev, n, peak, repeat=7):
     a, b = rng.random((n, n), np.float32), rng.random((n, n), np.float32)
     da, db = dl.tensor(a, device=dev), dl.tensor(b, device=dev)
     ours, peer = paired_medians([lambda: dl.matmul(da, db), lambda: np.matmul(a, b)],
-                                repeat=repeat, warmup=2, block=1, pause=SETTLE_S / 10)
+                                repeat=repeat, warmup=2, block=1, pause=TURN_PAUSE_S)
     return _row(f"sgemm {n}^3 (dl.matmul)", ours, "numpy", peer, 2 * n ** 3, "GFLOPs", peak,
                 0.95)
 
@@ -131,7 +135,7 @@ def bench_linear(dev, m, k, n, peak, repeat=9):
         tx, tw, tb = map(torch.from_numpy, (x, w, bias))
         fns.append(lambda: torch.nn.functional.linear(tx, tw, tb))
     with dl.no_grad():
-        ts = paired_medians(fns, repeat=repeat, warmup=2, block=1, pause=SETTLE_S / 10)
+        ts = paired_medians(fns, repeat=repeat, warmup=2, block=1, pause=TURN_PAUSE_S)
     return _row(f"F.linear {m}x{k}x{n}", ts[0], "torch", ts[1] if len(ts) > 1 else None,
                 2 * m * k * n, "GFLOPs", peak, 1.0)
 

@@ -55,7 +55,7 @@ def median_time(fn, repeat: int = 15, warmup: int = 3, inner: int = 1) -> float:
 
 
 def paired_medians(fns, repeat: int = 15, warmup: int = 3, block: int = 5,
-                   pause: float = 0.01) -> list[float]:
+                   pause: float = 0.01, clock=time.perf_counter) -> list[float]:
     """Median seconds of each of fns, timed in turns of `block` runs, each turn after a short
     pause and one untimed run: drift in a shared machine's speed then falls on every
     contender alike (one long block after the other gave ratios that moved by 2x between
@@ -69,9 +69,9 @@ def paired_medians(fns, repeat: int = 15, warmup: int = 3, block: int = 5,
             time.sleep(pause)
             fn()
             for _ in range(min(block, repeat - len(ts[k]))):
-                t = time.perf_counter()
+                t = clock()
                 fn()
-                ts[k].append(time.perf_counter() - t)
+                ts[k].append(clock() - t)
     return [statistics.median(t) for t in ts]
 
 
