@@ -123,6 +123,9 @@ def trace():
         if pauses != seen:
             t.spoiled = True
         if outer is not None:
+            if outer.__class__ is Trace:  # a trace inside a trace: the executables too
+                base = len(outer.entries)
+                outer.exes.update((base + i, e) for i, e in t.exes.items())
             outer.entries.extend(t.entries)
 
 

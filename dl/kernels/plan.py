@@ -147,6 +147,7 @@ def _trace(run, ops, ptrs):
         allocs.append((b, shape, dtype))
         return b
 
+    outer = rt.__dict__.get("empty")  # a trace around this one (a plan inside a plan)
     rt.empty = empty  # an instance attribute over the method, for this call only
     names: list = []
     launch.traces.append(names)
@@ -154,8 +155,11 @@ def _trace(run, ops, ptrs):
         with recording.trace() as t:
             out = run()
     finally:
-        del rt.empty
-        launch.traces.remove(names)
+        if outer is None:
+            del rt.empty
+        else:
+            rt.empty = outer
+        launch.traces.pop()  # traces nest: this one is the innermost
     if t.spoiled:
         return out, None
     try:

@@ -7,6 +7,7 @@ from .. import dtypes, shapes
 from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled
 from ..kernels import matmul as lib
+from ..kernels import plan
 from ..kernels.view import transpose
 from ..tensor import Tensor
 from .creation import zeros
@@ -51,6 +52,37 @@ def _mm2d(av, bv, dt, device, bias: Tensor | None, act: str) -> Tensor:
     return result(buf, dt, device, (m, n))
 
 
+def _planned_2d(a: Tensor, b: Tensor, bias: Tensor | None, act: str, ta: bool, tb: bool):
+    """The 2-D product through a dispatch plan keyed on the tensors themselves (their
+    shapes and strides, not the library views built from them): a repeated nn.Linear or
+    matmul skips the views, checks and library call; None where the plan cannot serve."""
+    if a._node is not None or b._node is not None or a.offset or b.offset or \
+            0 in a.shape or 0 in b.shape:
+        return None
+    if bias is None:
+        ops: tuple = (a.device.rt, a._buf, b._buf)
+        bkey = None
+    else:
+        if bias._node is not None or bias.offset or not bias.is_contiguous():
+            return None
+        ops = (a.device.rt, a._buf, b._buf, bias._buf)
+        bkey = bias.shape
+    m, n = (a.shape[1] if ta else a.shape[0]), (b.shape[0] if tb else b.shape[1])
+    tag = (_planned_2d, a.shape, a._strides, b.shape, b._strides, bkey, act, ta, tb,
+           a.dtype.name)
+    buf = plan.planned(tag, ops, lambda: _mm_views(a, b, bias, act, ta, tb)._buf)
+    return Tensor(buf, (m, n), shapes.contiguous_strides((m, n)), 0, a.dtype, a.device)
+
+
+def _mm_views(a, b, bias, act, ta, tb) -> Tensor | None:
+    av, bv = operand(a), operand(b)
+    av, bv = transpose(av) if ta else av, transpose(bv) if tb else bv
+    if av.shape[1] != bv.shape[0]:
+        raise ValueError(f"matmul: shapes {tuple(av.shape)} and {tuple(bv.shape)} do not "
+                         f"match")
+    return _mm2d(av, bv, a.dtype, a.device, bias, act)
+
+
 def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none",
            ta: bool = False, tb: bool = False) -> Tensor:
     """act(a' @ b' + bias) without autograd; a (..., M, K), b (..., K, N), rank >= 2; with
@@ -58,6 +90,11 @@ def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none",
     dt = a.dtype
     if dt in _F and a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and \
             (bias is None or bias.dtype is dt):
+        if plan.enabled and (a.shape[0] if ta else a.shape[1]) == \
+                (b.shape[1] if tb else b.shape[0]):
+            y = _planned_2d(a, b, bias, act, ta, tb)
+            if y is not None:
+                return y
         av, bv = operand(a), operand(b)
         av, bv = transpose(av) if ta else av, transpose(bv) if tb else bv
         if av.shape[1] != bv.shape[0]:
