@@ -74,7 +74,7 @@ def _visit(n: Node, ops: list, sig: list, pos: dict, leaves: dict) -> bool:
     refs = []
     for x in n.inputs:
         if x.__class__ is Const:
-            refs.append((x.value.__class__, x.value, x.dtype))
+            refs.append((plan.scalar_key(x.value), x.dtype))
             continue
         if x.__class__ is Node:
             if x.result is None:

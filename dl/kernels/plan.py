@@ -16,6 +16,7 @@ or an autotune timing; or when an operand is not a host buffer (device runtimes:
 the memory here)."""
 from __future__ import annotations
 
+import math
 import os
 import struct
 
@@ -57,6 +58,14 @@ def _storage(a):
     return None
 
 
+def scalar_key(v) -> tuple:
+    """A scalar argument as a key: its type and value, and a float's sign (-0.0 == 0.0,
+    but a plan traced with one must not replay the other)."""
+    if v.__class__ is float:
+        return (float, v, math.copysign(1.0, v))
+    return (v.__class__, v)
+
+
 def _key(fn, ops) -> tuple:
     """(key, operand addresses); raises _Unkeyable. Buffers key by shape, strides, element
     (and line size); other arguments by type and value; operands sharing memory by which
@@ -78,7 +87,7 @@ def _key(fn, ops) -> tuple:
             sig.append((a.shape, a.strides, a.elem))
         else:
             p = None
-            sig.append((c, a))
+            sig.append(scalar_key(a))
         ptrs.append(p)
     live = [p for p in ptrs if p is not None]
     if len(set(live)) != len(live):

@@ -197,8 +197,10 @@ def test_scalar_values_key_the_plan(dev):
     x = rng.standard_normal((5, 9)).astype(np.float32)
     t = dl.tensor(x, device=dev)
     for _ in range(CALLS):
-        for c in (0.5, 2.0, -3.0, 7):
-            np.testing.assert_allclose((t * c).numpy(), x * np.float32(c), rtol=1e-6)
+        for c in (0.5, 2.0, -3.0, 7, 0.0, -0.0):
+            got, want = (t * c).numpy(), x * np.float32(c)
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.0 != 0.0
 
 
 def test_planned_launches_are_counted(dev):
