@@ -73,21 +73,14 @@ def _key(fn, ops) -> tuple:
     sig: list = [fn, _epoch[0]]
     ptrs: list = []
     for a in ops:
-        c = a.__class__
-        if c is LineView:
-            b = a.buffer
-            p = b.__dict__.get("ptr")
-            if p is None:
-                raise _Unkeyable  # device memory: no address to tell operands apart
-            sig.append((b.shape, b.strides, b.elem, a.line_size))
-        elif isinstance(a, Buffer):
-            p = a.__dict__.get("ptr")
-            if p is None:
-                raise _Unkeyable
-            sig.append((a.shape, a.strides, a.elem))
-        else:
-            p = None
+        p = _storage(a)
+        if p is None:
             sig.append(scalar_key(a))
+        elif a.__class__ is LineView:
+            b = a.buffer
+            sig.append((b.shape, b.strides, b.elem, a.line_size))
+        else:
+            sig.append((a.shape, a.strides, a.elem))
         ptrs.append(p)
     live = [p for p in ptrs if p is not None]
     if len(set(live)) != len(live):
@@ -172,8 +165,7 @@ def _trace(run, ops, ptrs):
     if t.spoiled:
         return out, None
     try:
-        plan = Plan(t, ops, ptrs, allocs, out)
-        plan.names = names
+        plan = Plan(t, ops, ptrs, allocs, out, names)
     except _Unkeyable:
         return out, _NONE
     return out, plan
@@ -209,7 +201,9 @@ _SAME_OP, _VIEW_OP, _SAME_NEW, _VIEW_NEW = range(4)
 class Plan:
     """One key's launches; see the module docstring."""
 
-    def __init__(self, t: recording.Trace, ops: list, ptrs: list, allocs: list, out):
+    def __init__(self, t: recording.Trace, ops: list, ptrs: list, allocs: list, out,
+                 names: list):
+        self.names = names  # what the trace counted (dl.count_kernels), counted again
         where: dict = {}  # memory address -> (operand or allocation, its index)
         for k, p in enumerate(ptrs):
             if p is not None and p not in where:

@@ -32,11 +32,7 @@ def copy(t: Tensor) -> Tensor:
 def result(buf, dtype, device, shape=None) -> Tensor:
     """A library output buffer (contiguous, offset 0) as a tensor."""
     shape = tuple(buf.shape if shape is None else shape)
-    b = buf.buffer
-    t = Tensor(b, shape, shapes.contiguous_strides(shape), 0, dtype, device)
-    if b.shape == shape and b.contiguous and shape:  # its library view: the buffer itself
-        t._lib_view = (b, b)
-    return t
+    return Tensor(buf.buffer, shape, shapes.contiguous_strides(shape), 0, dtype, device)
 
 
 def counted(name: str, fn, *args, **kwargs):

@@ -75,6 +75,7 @@ def _planned_2d(a: Tensor, b: Tensor, bias: Tensor | None, act: str, ta: bool, t
 
 
 def _mm_views(a, b, bias, act, ta, tb) -> Tensor | None:
+    """The 2-D product through library views of a and b (None for an empty product)."""
     av, bv = operand(a), operand(b)
     av, bv = transpose(av) if ta else av, transpose(bv) if tb else bv
     if av.shape[1] != bv.shape[0]:
@@ -95,12 +96,7 @@ def mm_raw(a: Tensor, b: Tensor, bias: Tensor | None = None, act: str = "none",
             y = _planned_2d(a, b, bias, act, ta, tb)
             if y is not None:
                 return y
-        av, bv = operand(a), operand(b)
-        av, bv = transpose(av) if ta else av, transpose(bv) if tb else bv
-        if av.shape[1] != bv.shape[0]:
-            raise ValueError(f"matmul: shapes {tuple(av.shape)} and {tuple(bv.shape)} do not "
-                             f"match")
-        y = _mm2d(av, bv, dt, a.device, bias, act)
+        y = _mm_views(a, b, bias, act, ta, tb)
         if y is not None:
             return y
     a, b = (a.mT if ta else a), (b.mT if tb else b)
