@@ -18,7 +18,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "examples")]
 
-from run import machine, paired_medians  # noqa: E402
+from run import machine, paired_medians, train_step  # noqa: E402
 
 import dl  # noqa: E402
 from dl import nn  # noqa: E402
@@ -40,29 +40,17 @@ def _captured_note(captured) -> str:
     return f"replay of {captured.launches} launches vs torch eager"
 
 
-def _train_step(model, opt, loss_fn, x, y):
-    """One training step as a torch user writes it: zero_grad, forward, loss, backward,
-    step (the same code drives torch's modules and ours)."""
-    def run():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return run
-
-
 def _paired_training(name, ours, ref, x, y, device, repeat):
     """Eager and captured training steps of `ours` (two copies: the capture's replays must
     not share parameters with the eager run) beside torch's, Adam in both."""
     ox, oy = dl.tensor(x, device=device), dl.tensor(y, device=device)
     tx, ty = torch.tensor(x), torch.tensor(y)
-    run = _train_step(ours, dl.optim.Adam(ours.parameters(), lr=1e-3), nn.CrossEntropyLoss(),
+    run = train_step(ours, dl.optim.Adam(ours.parameters(), lr=1e-3), nn.CrossEntropyLoss(),
                       ox, oy)
     twin = _clone_model(ours, ref, device)
-    captured = dl.capture(_train_step(twin, dl.optim.Adam(twin.parameters(), lr=1e-3),
+    captured = dl.capture(train_step(twin, dl.optim.Adam(twin.parameters(), lr=1e-3),
                                       nn.CrossEntropyLoss(), ox, oy))
-    tstep = _train_step(ref, torch.optim.Adam(ref.parameters(), lr=1e-3),
+    tstep = train_step(ref, torch.optim.Adam(ref.parameters(), lr=1e-3),
                         torch.nn.CrossEntropyLoss(), tx, ty)
     t_ours, t_cap, t_torch = paired_medians(
         [lambda: run().item(), lambda: captured().item(), lambda: tstep().item()],

@@ -21,7 +21,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from run import machine, paired_medians  # noqa: E402
+from run import machine, paired_medians, train_step  # noqa: E402
 
 import dl  # noqa: E402
 
@@ -67,15 +67,8 @@ def _training(foreach, device):
     opt = dl.optim.Adam(model.parameters(), lr=1e-3, foreach=foreach)
     x = dl.tensor(rng.standard_normal((64, 784)).astype(np.float32), device=device)
     y = dl.tensor(rng.integers(0, 10, 64), device=device)
-    loss_fn = dl.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    step = train_step(model, opt, dl.nn.CrossEntropyLoss(), x, y)
+    return lambda: step().item()
 
 
 def _torch_training(**kw):
@@ -87,15 +80,8 @@ def _torch_training(**kw):
     rng = np.random.default_rng(0)
     x = torch.from_numpy(rng.standard_normal((64, 784)).astype(np.float32))
     y = torch.from_numpy(rng.integers(0, 10, 64))
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    step = train_step(model, opt, torch.nn.CrossEntropyLoss(), x, y)
+    return lambda: step().item()
 
 
 def main() -> None:

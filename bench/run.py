@@ -75,6 +75,18 @@ def paired_medians(fns, repeat: int = 15, warmup: int = 3, block: int = 5,
     return [statistics.median(t) for t in ts]
 
 
+def train_step(model, opt, loss_fn, x, y):
+    """One training step as a torch user writes it: zero_grad, forward, loss, backward,
+    step (the same code drives torch's modules and ours)."""
+    def run():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return run
+
+
 @cube(launch=True)
 def add3(a: Array[Line[f32]], b: Array[Line[f32]], out: Array[Line[f32]]):
     i = ABSOLUTE_POS
