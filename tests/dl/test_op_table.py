@@ -1,0 +1,193 @@
+"""Runs the op table (tests/dl/op_table): every entry forward against torch and gradients
+against torch autograd, per runtime and dtype, with fusion on and off."""
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+
+import numpy as np
+import op_table
+import pytest
+import torch
+from dl_helpers import TOL
+from op_table import core  # noqa: I001
+
+import dl
+from cube.targets import RUNTIMES
+
+MODULES = [importlib.import_module(f"op_table.{m.name}")
+           for m in pkgutil.iter_modules(op_table.__path__) if m.name.startswith("ops_")]
+OPS = core.collect(*MODULES)
+
+_TORCH_DTYPE = {dl.float32: torch.float32, dl.float64: torch.float64,
+                dl.float16: torch.float16, dl.bfloat16: torch.bfloat16}
+
+
+def _names_unique():
+    names = [o.name for o in OPS]
+    dup = {n for n in names if names.count(n) > 1}
+    assert not dup, f"op table entries named twice: {sorted(dup)}"
+
+
+def test_op_table_names_unique():
+    _names_unique()
+    assert OPS, "the op table is empty"
+
+
+def _convert(v, dtype, dev, noncontig, lib):
+    """A sample value for dl (lib='dl') or torch: float arrays in `dtype`, others as they are."""
+    if isinstance(v, (list, tuple)) and any(isinstance(e, np.ndarray) for e in v):
+        return type(v)(_convert(e, dtype, dev, noncontig, lib) for e in v)
+    if not isinstance(v, np.ndarray):
+        return v
+    a = v
+    is_float = a.dtype.kind == "f"
+    if noncontig and a.ndim >= 2:
+        a = np.ascontiguousarray(a.swapaxes(-1, -2))
+    if lib == "dl":
+        if is_float:
+            t = dl.tensor(a.astype(np.float64), device=dev).to(dtype) if dtype in (
+                dl.float16, dl.bfloat16) else dl.tensor(a.astype(dtype.storage_np), device=dev)
+        else:
+            t = dl.tensor(a, device=dev)
+    else:
+        t = torch.from_numpy(np.array(a))
+        if is_float:
+            t = t.to(_TORCH_DTYPE[dtype])
+    if noncontig and a.ndim >= 2:
+        t = t.transpose(-1, -2)
+    return t
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        return [o for x in out for o in _flat(x)]
+    if hasattr(out, "_fields"):  # torch's named tuples (sort, topk, ...)
+        return [o for x in tuple(out) for o in _flat(x)]
+    return [out]
+
+
+def _np(x):
+    if isinstance(x, dl.Tensor):
+        return np.asarray(x.numpy()) if x.dtype is not dl.bfloat16 else \
+            np.asarray(x.to(dl.float32).numpy())
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
+    return np.asarray(x)
+
+
+def _compare(got, want, dtype, tol, signed_zero, what):
+    g, w = _np(got), _np(want)
+    assert g.shape == w.shape, f"{what}: shape {g.shape} != torch's {w.shape}"
+    if w.dtype.kind in "biu" or w.dtype == bool:
+        np.testing.assert_array_equal(g, w, err_msg=what)
+        return
+    r, a = tol
+    np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=r, atol=a,
+                               equal_nan=True, err_msg=what)
+    if signed_zero:
+        zg, zw = g == 0, w == 0
+        np.testing.assert_array_equal(np.signbit(g[zg & zw]), np.signbit(w[zg & zw]),
+                                      err_msg=f"{what}: the sign of zero")
+
+
+def _dtype_name(t) -> str:
+    if isinstance(t, dl.Tensor):
+        return t.dtype.name
+    return {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+            torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
+            torch.bool: "bool"}.get(t.dtype, str(t.dtype))
+
+
+def _run_sample(info: core.OpInfo, s: core.Sample, dtype, dev: str, grad: bool):
+    tol = info.tol.get(dtype, TOL[dtype])
+    dargs = [_convert(a, dtype, dev, s.noncontig, "dl") for a in s.args]
+    targs = [_convert(a, dtype, dev, s.noncontig, "torch") for a in s.args]
+    dkw = {k: _convert(v, dtype, dev, s.noncontig, "dl") for k, v in s.kwargs.items()}
+    tkw = {k: _convert(v, dtype, dev, s.noncontig, "torch") for k, v in s.kwargs.items()}
+    gidx = [i for i, a in enumerate(s.args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
+            and (s.grad is None or i in s.grad)] if grad else []
+    if gidx:
+        for i in gidx:
+            dargs[i] = dargs[i].detach().requires_grad_(True)
+            targs[i] = targs[i].detach().requires_grad_(True)
+    want = _flat(info.ref(*targs, **tkw))
+    got = _flat(info.op(*dargs, **dkw))
+    assert len(got) == len(want), f"{len(got)} outputs, torch gives {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        what = f"output {k}"
+        if isinstance(w, torch.Tensor):
+            assert isinstance(g, dl.Tensor), f"{what}: {type(g).__name__}, torch gives a tensor"
+            if info.check_dtype:
+                assert _dtype_name(g) == _dtype_name(w), \
+                    f"{what}: dtype {_dtype_name(g)}, torch gives {_dtype_name(w)}"
+        elif isinstance(w, (bool, int, float)):
+            if isinstance(w, float) and math.isnan(w):
+                assert math.isnan(float(g)), what
+                continue
+            assert type(g) is type(w) or (isinstance(g, (int, float)) and not isinstance(
+                w, bool)), f"{what}: {type(g).__name__}, torch gives {type(w).__name__}"
+        _compare(g, w, dtype, tol, info.signed_zero, what)
+    if not gidx:
+        return
+    floats = [(g, w) for g, w in zip(got, want) if isinstance(w, torch.Tensor)
+              and w.dtype.is_floating_point and w.requires_grad]
+    if not floats:
+        return
+    dloss, tloss = None, None
+    for k, (g, w) in enumerate(floats):
+        wt = np.random.default_rng(100 + k).uniform(0.5, 1.5, tuple(w.shape))
+        dw = _convert(wt, dtype, dev, False, "dl")
+        tw = _convert(wt, dtype, dev, False, "torch")
+        d = (g * dw).sum()
+        t = (w * tw).sum()
+        dloss = d if dloss is None else dloss + d
+        tloss = t if tloss is None else tloss + t
+    tloss.backward()
+    dloss.backward()
+    gtol = info.grad_tol.get(dtype, tuple(x * 10 for x in tol))
+    for i in gidx:
+        tg = targs[i].grad
+        dg = dargs[i].grad
+        if tg is None:
+            assert dg is None or np.all(_np(dg) == 0), f"grad of arg {i}: torch gives none"
+            continue
+        assert dg is not None, f"grad of arg {i} is missing (torch has one)"
+        _compare(dg, tg, dtype, gtol, False, f"grad of arg {i}")
+
+
+def _cases():
+    for info in OPS:
+        for name in RUNTIMES:
+            for dtype in info.dtypes:
+                yield pytest.param(info, name, dtype, id=f"{info.name}-{name}-{dtype.name}")
+
+
+@pytest.mark.parametrize("info,runtime,dtype", list(_cases()))
+def test_op(info: core.OpInfo, runtime: str, dtype):
+    import cube as cb
+    reason = info.skip_reason(runtime, dtype)
+    if reason:
+        pytest.skip(f"declared: {reason}")
+    try:
+        rt = cb.runtime(runtime)
+    except cb.RuntimeUnavailable as e:
+        pytest.skip(f"runtime {runtime} unavailable: {str(e).splitlines()[0]}")
+    f = rt.features
+    if (dtype is dl.float64 and not f.f64) or (dtype is dl.float16 and not f.f16) or (
+            dtype is dl.bfloat16 and not f.bf16):
+        pytest.skip(f"{runtime}'s device declares no {dtype.name}")
+    failures = []
+    for s in core.samples_for(info, runtime):
+        for fused in info.fusion_modes:
+            grad = info.grad and dtype in info.grad_dtypes
+            try:
+                with dl.fusion(fused):
+                    _run_sample(info, s, dtype, runtime, grad)
+            except Exception as e:  # every failing sample is reported, not the first only
+                label = s.desc or f"args {[getattr(a, 'shape', a) for a in s.args]}"
+                failures.append(f"[{label}, fusion {'on' if fused else 'off'}] "
+                                f"{type(e).__name__}: {str(e)[:600]}")
+    assert not failures, f"{info.name} on {runtime} {dtype.name}:\n" + "\n".join(failures)
