@@ -1,5 +1,9 @@
 """Modules, initialised and behaving as PyTorch's (tests compare them with copied weights)."""
-from . import functional, init
+from . import (
+    functional,
+    init,
+    parallel,  # noqa: E402
+)
 from .activation import (
     GELU,
     CrossEntropyLoss,
@@ -12,6 +16,7 @@ from .activation import (
     Softmax,
     Tanh,
 )
+from .activation_extra import *  # noqa: F403  (each module exports its __all__)
 from .attention import MultiheadAttention, TransformerEncoderLayer
 from .containers import ModuleList, Sequential
 from .layers import (
@@ -24,6 +29,8 @@ from .layers import (
     Linear,
     MaxPool2d,
 )
+from .layers_extra import *  # noqa: F403
+from .losses import *  # noqa: F403
 from .module import Module
 from .parameter import Parameter
 

@@ -153,3 +153,12 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None
         w = dropout(w, dropout_p, training)
     out = ops.matmul(w, v)
     return (out, w) if return_weights else out
+
+
+# the functional surface beyond the core, one module per family (each exports its __all__)
+from . import functional_act, functional_layers, functional_losses  # noqa: E402
+from .functional_act import *  # noqa: E402, F403
+from .functional_layers import *  # noqa: E402, F403
+from .functional_losses import *  # noqa: E402, F403
+
+__all__ += functional_act.__all__ + functional_layers.__all__ + functional_losses.__all__

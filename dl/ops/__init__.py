@@ -21,7 +21,9 @@ from .creation import (
 )
 from .elementwise import *  # noqa: F403  (every declared elementwise op: its __all__)
 from .index import cat, gather, index_select, repeat, stack
+from .indexing import *  # noqa: F403  (issue 17's modules each export their __all__)
 from .linalg import bmm, linear, matmul, mm
+from .mathops import *  # noqa: F403
 from .random import Generator, manual_seed
 from .reduce import (
     amax,
@@ -60,3 +62,4 @@ from .shape import (
     unsqueeze,
     zero_,
 )
+from .sorting import *  # noqa: F403

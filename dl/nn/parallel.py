@@ -1,0 +1,4 @@
+"""Data parallelism: DistributedDataParallel (dl.distributed underneath)."""
+from __future__ import annotations
+
+__all__: list[str] = []
