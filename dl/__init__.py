@@ -8,7 +8,7 @@
 
 `dl.fusion(False)` turns fusion off; `with dl.count_kernels() as c:` counts launches.
 """
-from . import autograd, dtypes, fusion, nn, ops, optim
+from . import autograd, distributed, dtypes, fusion, nn, ops, optim, utils
 from .autograd import enable_grad, no_grad, set_grad_enabled
 from .capture import CaptureError, capture
 from .devices import Device, set_default_device

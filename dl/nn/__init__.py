@@ -1,9 +1,5 @@
 """Modules, initialised and behaving as PyTorch's (tests compare them with copied weights)."""
-from . import (
-    functional,
-    init,
-    parallel,  # noqa: E402
-)
+from . import functional, init, parallel, utils
 from .activation import (
     GELU,
     CrossEntropyLoss,
