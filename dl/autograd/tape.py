@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..fusion import elementwise, realise
 from .grad_mode import is_grad_enabled, no_grad
+from .hooks import run_post_accumulate_grad_hooks
 
 
 class GradFn:
@@ -90,6 +91,7 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                     g = g if g.dtype == t.dtype else g.to(t.dtype)
                     t.grad = g if t.grad is None else t.grad + g
                     touched.append(t)
+                    run_post_accumulate_grad_hooks(t)
                 continue
             for x, gx in zip(t._grad_fn.inputs, t._grad_fn.backward(g)):
                 if x is None or gx is None:
