@@ -1,0 +1,189 @@
+"""The process group: torch.distributed's `init_process_group` and friends over MPI.
+
+One process per rank, started by `mpirun -n N python script.py`: MPI gives the rank and world
+size (the `world_size=` and `rank=` arguments, when given, must agree with it). The "nccl"
+backend runs its collectives on CUDA tensors through NCCL (CuPy), its communicator set up
+through an MPI broadcast of NCCL's unique id; tensors on other devices use MPI.
+
+Waiting never hangs forever: every wait polls its request against a deadline (`timeout=`,
+30 minutes by default as torch's), and a rank that times out prints which collective it was
+waiting for and aborts the whole job (MPI_Abort), since the ranks that are still waiting could
+not be woken otherwise.
+
+Checked mode (`DL_DISTRIBUTED_DEBUG=DETAIL` in the environment, or `set_debug(True)`): before
+every collective the ranks exchange a signature (the collective, dtype, shape) in one small
+extra all-gather and raise the same RuntimeError on every rank when they differ, instead of
+reducing garbage or hanging. It costs one small all-gather (a few microseconds on one machine)
+per collective; it is off by default, as torch's TORCH_DISTRIBUTED_DEBUG."""
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+
+DEFAULT_TIMEOUT = 1800.0  # seconds, torch's default for init_process_group
+
+_group = None
+_debug = os.environ.get("DL_DISTRIBUTED_DEBUG", "").upper() in ("DETAIL", "INFO", "1")
+
+
+class Backend:
+    """Backend names, as torch.distributed.Backend."""
+    MPI = "mpi"
+    NCCL = "nccl"
+    GLOO = "gloo"  # accepted as another name for MPI (CPU collectives)
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise RuntimeError(f"dl.distributed needs mpi4py and an MPI library ({e}): apt-get "
+                           f"install openmpi-bin libopenmpi-dev && pip install "
+                           f"'cube-lang[mpi]'") from None
+    return MPI
+
+
+class ProcessGroup:
+    """The world: the MPI communicator (and, for "nccl", the NCCL communicator)."""
+
+    def __init__(self, backend: str, comm, timeout: float):
+        self.backend = backend
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.timeout = timeout
+        self.nccl = None
+
+    def wait(self, req, what: str, timeout: float | None = None) -> None:
+        """Wait for an MPI request, polling against the deadline (see the module)."""
+        if req.Test():
+            return
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        spins = 0
+        while not req.Test():
+            spins += 1
+            if spins > 200:  # a short spin first (latency), then sleep a little each time
+                time.sleep(min(1e-3, 1e-6 * (spins - 200)))
+            if time.monotonic() > deadline:
+                self.abort(f"rank {self.rank}: {what} timed out after {limit:g} s (another "
+                           f"rank died, hangs or skipped this collective); aborting the job")
+
+    def abort(self, message: str) -> None:
+        sys.stderr.write(f"dl.distributed: {message}\n")
+        sys.stderr.flush()
+        if self.nccl is not None:
+            try:
+                self.nccl.abort()
+            except Exception:  # noqa: BLE001 - aborting anyway
+                pass
+        self.comm.Abort(1)
+
+
+def _seconds(timeout) -> float:
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, datetime.timedelta):
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+def init_process_group(backend: str | None = None, init_method: str | None = None,
+                       timeout=None, world_size: int = -1, rank: int = -1, store=None,
+                       group_name: str = "", pg_options=None, device_id=None) -> None:
+    """Join the world of `mpirun`'s processes (torch's signature; `init_method` and `store`
+    are not needed: MPI knows the ranks). backend: "mpi" (default; "gloo" means the same) or
+    "nccl" (CUDA tensors through NCCL). timeout: seconds or a timedelta, for every wait."""
+    global _group
+    if _group is not None:
+        raise RuntimeError("trying to initialize the default process group twice")
+    backend = (backend or Backend.MPI).lower()
+    if backend not in (Backend.MPI, Backend.NCCL, Backend.GLOO):
+        raise ValueError(f"unknown backend {backend!r}: 'mpi' or 'nccl'")
+    MPI = _mpi()
+    world = MPI.COMM_WORLD
+    if world_size not in (-1, None) and int(world_size) != world.Get_size():
+        raise ValueError(f"world_size={world_size}, but mpirun started {world.Get_size()} "
+                         f"processes")
+    if rank not in (-1, None) and int(rank) != world.Get_rank():
+        raise ValueError(f"rank={rank}, but MPI says this process is rank "
+                         f"{world.Get_rank()}")
+    pg = ProcessGroup(Backend.MPI if backend == Backend.GLOO else backend, world.Dup(),
+                      _seconds(timeout))
+    if backend == Backend.NCCL:
+        from . import nccl_backend
+        pg.nccl = nccl_backend.communicator(pg, device_id)
+    _group = pg
+
+
+def destroy_process_group(group=None) -> None:
+    """Leave the world (the communicators are freed; init_process_group may be called again)."""
+    global _group
+    pg = _group
+    if pg is None:
+        return
+    _group = None
+    if pg.nccl is not None:
+        try:
+            pg.nccl.destroy()
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            pass
+    pg.comm.Free()
+
+
+def is_available() -> bool:
+    """Whether mpi4py imports (MPI collectives can run)."""
+    try:
+        _mpi()
+    except RuntimeError:
+        return False
+    return True
+
+
+def is_mpi_available() -> bool:
+    return is_available()
+
+
+def is_nccl_available() -> bool:
+    """Whether CuPy's NCCL bindings import (a GPU is not checked)."""
+    try:
+        from cupy.cuda import nccl  # noqa: F401
+    except Exception:  # noqa: BLE001 - any failure means no
+        return False
+    return True
+
+
+def is_initialized() -> bool:
+    return _group is not None
+
+
+def current() -> ProcessGroup:
+    """The initialised world (a clear error before init_process_group)."""
+    if _group is None:
+        raise RuntimeError("Default process group has not been initialized, please make sure "
+                           "to call dl.distributed.init_process_group() first")
+    return _group
+
+
+def get_rank(group=None) -> int:
+    return current().rank
+
+
+def get_world_size(group=None) -> int:
+    return current().size
+
+
+def get_backend(group=None) -> str:
+    return current().backend
+
+
+def set_debug(on: bool) -> None:
+    """Checked mode on or off (see the module): signatures compared before each collective."""
+    global _debug
+    _debug = bool(on)
+
+
+def debug() -> bool:
+    return _debug
