@@ -10,13 +10,14 @@ from ..ops import batch_norm as batch_norm_op
 from ..ops import xent as xent_op
 from ..ops.conv import avg_pool2d, conv2d, max_pool2d
 from ..ops.elementwise import gelu, relu, sigmoid, silu, tanh
+from ..ops.indexing import pad
 from ..ops.linalg import linear
 from ..ops.rows import layer_norm, log_softmax, softmax
 from ..tensor import Tensor
 
 __all__ = ["avg_pool2d", "batch_norm", "conv2d", "cross_entropy", "dropout", "embedding",
            "gelu", "layer_norm", "linear", "log_softmax", "max_pool2d", "mse_loss",
-           "nll_loss", "relu", "scaled_dot_product_attention", "sigmoid", "silu", "softmax",
+           "nll_loss", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu", "softmax",
            "tanh"]
 
 

@@ -230,15 +230,15 @@ def _index_view(x: Tensor, idx):
 
 @register("getitem", dunder="__getitem__")
 def getitem(x: Tensor, idx) -> Tensor:
-    """`x[idx]`: basic indexing is a view (ints, slices with a positive step,
-    None, ...); a 1-D or n-D integer tensor picks rows along dim 0 (a copy). Boolean masks
-    are not supported (use where). Differentiable."""
-    if isinstance(idx, Tensor):
-        if idx.dtype is dtypes.bool_:
-            raise IndexError("boolean mask indexing is not supported (its shape depends on "
-                             "the data); use where()")
-        flat = x.index_select(0, reshape(idx, -1))
-        return reshape(flat, *idx.shape, *x.shape[1:])
+    """`x[idx]`: basic indexing is a view (ints, slices with a positive step, None, ...).
+    Advanced indexing, as PyTorch, gives a copy: integer tensors (or lists) broadcast together
+    and pick entries along the dims they index (several index tensors side by side put the
+    index's dims in their place, apart they go first); a bool mask selects its true entries
+    (a host synchronisation: the count decides the shape, see `nonzero`). Differentiable
+    (repeated indices accumulate their gradients)."""
+    from .indexing import _is_advanced, advanced_getitem
+    if _is_advanced(idx):
+        return advanced_getitem(x, idx)
     shape, strides, off = _index_view(x, idx)
     y = x._view(shape, strides, off)
     old, dt, dev = x.shape, x.dtype, x.device
@@ -252,12 +252,17 @@ def getitem(x: Tensor, idx) -> Tensor:
 
 @register("setitem", dunder="__setitem__")
 def setitem(x: Tensor, idx, value) -> None:
-    """`x[idx] = value`: writes value (a tensor broadcast to the indexed view, or
-    a scalar) into x's storage, in place. Refused on a tensor that requires grad while grad
-    mode is on (wrap it in dl.no_grad())."""
+    """`x[idx] = value`: writes value (a tensor broadcast to the indexed shape, or a scalar)
+    into x's storage, in place; with index tensors or masks among idx, as PyTorch's
+    `index_put_` (repeated indices: one of the values wins). Refused on a tensor that requires
+    grad while grad mode is on (wrap it in dl.no_grad())."""
     if x.requires_grad and is_grad_enabled():
         raise RuntimeError("in-place assignment to a tensor that requires grad (wrap it in "
                            "dl.no_grad())")
+    from .indexing import _is_advanced, advanced_setitem
+    if _is_advanced(idx):
+        advanced_setitem(x, idx, value)
+        return
     with no_grad():
         view = getitem(x, idx)
     assign(view, value)
