@@ -1,0 +1,232 @@
+"""Inclusive scans along the rows of a (rows, n) view: cumulative sum, product and
+log-sum-exp, forwards or (REV) from the end of the row backwards.
+
+- `scan_unit`: one unit per row, a sequential loop (short rows, or many rows on the CPU,
+  whose cube units run as a loop anyway).
+- `scan_block`: a work-efficient block scan. A cube of BLOCK units takes a tile of
+  BLOCK * ITEMS elements of a row; each unit scans its ITEMS elements sequentially, the unit
+  totals are scanned in shared memory (Blelloch's up-sweep / down-sweep: 2 * BLOCK combines),
+  and each unit adds its exclusive prefix to its elements. A row longer than a tile takes
+  three steps (reduce-then-scan): the tiles' totals (`scan_block` with TOTALS), an inclusive
+  scan of those totals (recursively, the same code), and the tile scan again with the total
+  of the tiles before it as a carry-in. The input is read twice, the output written once.
+
+The scan order is the logical one: with REV, logical position j is the row's element n-1-j
+(a reverse cumulative sum, cumsum's gradient), and tile totals are in logical order.
+Float sums accumulate in the element type (the caller gives halves as float32).
+"""
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+
+import cube as cb
+from cube import ABSOLUTE_POS, CUBE_POS, UNIT_POS, Comptime, Tensor, cube, u32
+
+from .common import cdiv, is_cpu
+from .launch import cube_count
+from .view import strided
+
+F = typing.TypeVar("F")
+OPS = ("sum", "prod", "logsumexp")
+LN2 = 0.6931471805599453
+
+
+@cube
+def logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow: -inf with -inf is -inf, inf with inf is inf,
+    nan propagates."""
+    m = max(a, b)
+    mn = min(a, b)
+    r = m + cb.log1p(cb.exp(mn - m))
+    if mn == m:
+        r = m + LN2
+    if a != a or b != b:
+        r = a + b
+    return r
+
+
+@cube
+def combine(a, b, OP: Comptime[str]):
+    if OP == "prod":
+        return a * b
+    elif OP == "logsumexp":
+        return logaddexp(a, b)
+    else:
+        return a + b
+
+
+@cube
+def _pos(j, n, REV: Comptime[bool]):
+    if REV:
+        return n - 1 - j
+    else:
+        return j
+
+
+@cube(launch=True)
+def scan_unit(x: Tensor[F], out: Tensor[F], OP: Comptime[str], REV: Comptime[bool],
+              INIT: Comptime[float]):
+    """x, out: (rows, n), any strides; one unit per row."""
+    row = ABSOLUTE_POS
+    if row < x.shape(0):
+        n = x.shape(1)
+        bx = row * x.stride(0)
+        bo = row * out.stride(0)
+        acc = F(INIT)
+        for j in range(n):
+            p = _pos(j, n, REV)
+            acc = combine(acc, x[bx + p * x.stride(1)], OP)
+            out[bo + p * out.stride(1)] = acc
+
+
+@cube
+def _exclusive_block(sh, v, ident, OP: Comptime[str], BLOCK: Comptime[int]):
+    """Blelloch's work-efficient exclusive scan of the units' values `v` over the cube:
+    returns (the combination of the values of the units before this one, the cube's total).
+    BLOCK is a power of two."""
+    t = UNIT_POS
+    sh[t] = v
+    cb.sync_cube()
+    offset = u32(1)
+    d = u32(BLOCK // 2)
+    while d > 0:  # up-sweep: sh[k] holds the total of its subtree
+        if t < d:
+            ai = offset * (2 * t + 1) - 1
+            bi = offset * (2 * t + 2) - 1
+            sh[bi] = combine(sh[ai], sh[bi], OP)
+        offset = offset * 2
+        d = d // 2
+        cb.sync_cube()
+    total = sh[BLOCK - 1]
+    cb.sync_cube()
+    if t == 0:
+        sh[BLOCK - 1] = ident
+    cb.sync_cube()
+    d = u32(1)
+    while d < BLOCK:  # down-sweep: each node passes its prefix left, prefix+left right
+        offset = offset // 2
+        if t < d:
+            ai = offset * (2 * t + 1) - 1
+            bi = offset * (2 * t + 2) - 1
+            left = sh[ai]
+            sh[ai] = sh[bi]
+            sh[bi] = combine(sh[bi], left, OP)
+        d = d * 2
+        cb.sync_cube()
+    prefix = sh[t]
+    cb.sync_cube()
+    return prefix, total
+
+
+@cube(launch=True)
+def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], OP: Comptime[str],
+               REV: Comptime[bool], TOTALS: Comptime[bool], CARRY: Comptime[bool],
+               BLOCK: Comptime[int], ITEMS: Comptime[int], INIT: Comptime[float]):
+    """x, out: (rows, n), any strides. One cube per tile of BLOCK * ITEMS (logical) elements
+    of a row, tiles of a row in consecutive cubes. TOTALS: write each tile's total to
+    part[row, tile] and nothing else. CARRY: part holds the inclusive scan of the tile
+    totals; tile b starts from part[row, b - 1]."""
+    TILE = cb.comptime(BLOCK * ITEMS)
+    n = x.shape(1)
+    nb = (n + TILE - 1) // TILE
+    row = CUBE_POS // nb
+    blk = CUBE_POS % nb
+    t = UNIT_POS
+    bx = row * x.stride(0)
+    start = blk * TILE + t * ITEMS
+    ident = F(INIT)
+    loc = cb.LocalArray(F, ITEMS)
+    acc = ident
+    for q in cb.range(ITEMS, unroll=True):
+        j = start + q
+        if j < n and row < x.shape(0):
+            acc = combine(acc, x[bx + _pos(j, n, REV) * x.stride(1)], OP)
+        loc[q] = acc
+    sh = cb.SharedMemory(F, BLOCK)
+    prefix, total = _exclusive_block(sh, acc, ident, OP, BLOCK)
+    if TOTALS:
+        if t == 0 and row < x.shape(0):
+            part[row * part.stride(0) + blk * part.stride(1)] = total
+    else:
+        if CARRY:
+            if blk > 0:
+                prefix = combine(part[row * part.stride(0) + (blk - 1) * part.stride(1)],
+                                 prefix, OP)
+        bo = row * out.stride(0)
+        for q in cb.range(ITEMS, unroll=True):
+            j = start + q
+            if j < n and row < x.shape(0):
+                out[bo + _pos(j, n, REV) * out.stride(1)] = combine(prefix, loc[q], OP)
+
+
+# ---- launch -------------------------------------------------------------------------------
+
+def _init(op: str) -> float:
+    return {"sum": 0.0, "prod": 1.0, "logsumexp": -np.inf}[op]
+
+
+def _config(rt) -> tuple[int, int]:
+    """(BLOCK, ITEMS) of a tile."""
+    if is_cpu(rt):
+        return 64, 16
+    return min(128, rt.features.max_cube_dim), 8
+
+
+def _block(rt, x, out, op: str, rev: bool, block: int, items: int) -> None:
+    rows, n = x.shape
+    tile = block * items
+    nb = cdiv(n, tile)
+    args = dict(OP=op, REV=rev, BLOCK=block, ITEMS=items, INIT=_init(op))
+    if nb == 1:
+        scan_block.launch(rt, cube_count=cube_count(rows, 1), cube_dim=block, x=x, out=out,
+                          part=out, TOTALS=False, CARRY=False, **args)
+        return
+    part = rt.empty((rows, nb), x.elem)
+    count = cube_count(rows * nb, 1)
+    scan_block.launch(rt, cube_count=count, cube_dim=block, x=x, out=out, part=part,
+                      TOTALS=True, CARRY=False, **args)
+    scan(rt, part, part, op, False, block=block, items=items)  # in place: one tile per row
+    scan_block.launch(rt, cube_count=count, cube_dim=block, x=x, out=out, part=part,
+                      TOTALS=False, CARRY=True, **args)
+
+
+def scan(rt, x, out, op: str = "sum", rev: bool = False, block: int | None = None,
+         items: int | None = None, candidate: str | None = None):
+    """out = the inclusive scan of x along its rows (both (rows, n) views, any strides;
+    out may be x). `candidate` forces "unit" or "block" (tests)."""
+    if op not in OPS:
+        raise ValueError(f"scan op must be one of {OPS}, got {op!r}")
+    x, out = x.buffer, out.buffer
+    if len(x.shape) != 2 or tuple(x.shape) != tuple(out.shape):
+        raise ValueError(f"scan takes two (rows, n) views of one shape, got {x.shape} and "
+                         f"{out.shape}")
+    rows, n = x.shape
+    if rows * n == 0:
+        return out
+    b0, i0 = _config(rt)
+    block, items = block or b0, items or i0
+    if candidate is None:
+        few = rows < (4 if is_cpu(rt) else 256)
+        candidate = "block" if n > 32 and few or (n > 4096 and rows < 64) else "unit"
+    if candidate == "unit":
+        scan_unit.launch(rt, cube_count=cdiv(rows, 64), cube_dim=64, x=x, out=out, OP=op,
+                         REV=rev, INIT=_init(op))
+    else:
+        _block(rt, x, out, op, rev, block, items)
+    return out
+
+
+def scan_rows(rt, x, op: str = "sum", rev: bool = False, **kw):
+    """A fresh contiguous (rows, n) result."""
+    out = rt.empty(tuple(x.buffer.shape), x.buffer.elem)
+    return scan(rt, x, strided(out, out.shape, (out.shape[1], 1)), op, rev, **kw)
+
+
+def reference(x: np.ndarray, op: str = "sum", rev: bool = False) -> np.ndarray:
+    x = x.astype(np.float64)
+    x = x[:, ::-1] if rev else x
+    y = {"sum": np.cumsum, "prod": np.cumprod,
+         "logsumexp": lambda a, axis: np.logaddexp.accumulate(a, axis=axis)}[op](x, axis=1)
+    return y[:, ::-1] if rev else y
