@@ -55,7 +55,9 @@ _OPERATORS = {
     "__pow__": "a ** b", "__rpow__": "2 ** a", "__eq__": "a == b", "__ne__": "a != b",
     "__lt__": "a < b", "__le__": "a <= b", "__gt__": "a > b", "__ge__": "a >= b",
     "__and__": "a & b", "__rand__": "True & a", "__or__": "a | b", "__ror__": "True | a",
-    "__xor__": "a ^ b",
+    "__xor__": "a ^ b", "__rxor__": "True ^ a", "__mod__": "a % b", "__rmod__": "2 % a",
+    "__floordiv__": "a // b", "__rfloordiv__": "2 // a", "__lshift__": "a << b",
+    "__rshift__": "a >> b", "__rlshift__": "1 << a", "__rrshift__": "8 >> a",
 }
 
 
@@ -306,12 +308,30 @@ _declare(reciprocal, "reciprocal")
 
 
 # ---- binary --------------------------------------------------------------------------------
-def _binary(op, kind, a, b, grad=None) -> Tensor:
+class DTypeError(TypeError, RuntimeError):
+    """An op given a dtype it does not take (a TypeError, and a RuntimeError as PyTorch's)."""
+
+
+def check_dtype(op: str, dt: dtypes.DType, accepts: str | None) -> None:
+    """Raise DTypeError naming op and dtype where `accepts` refuses dt: "no_bool" (numbers),
+    "int" (integers and bools), "float" (floats only)."""
+    if accepts is None:
+        return
+    bad = (accepts == "no_bool" and dt is dtypes.bool_) or \
+        (accepts == "int" and dt.is_float) or (accepts == "float" and not dt.is_float)
+    if bad:
+        raise DTypeError(f"{op} is not implemented for {dt.name} tensors"
+                         + (" (integer and bool tensors only)" if accepts == "int" else
+                            " (float tensors only)" if accepts == "float" else ""))
+
+
+def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     if not is_tensor(a) and not is_tensor(b):
         a = tensor(a)
     pt = result_type(a, b)
-    if kind == "arith":
-        out = dtypes.int64 if pt is dtypes.bool_ else pt
+    check_dtype(op, pt, accepts)
+    if kind in ("arith", "bitwise"):
+        out = dtypes.int64 if pt is dtypes.bool_ and kind == "arith" else pt
         ins = (out.compute, out.compute)
     elif kind == "float":  # true division and pow compute in floats
         out = _float_of(pt)
@@ -332,13 +352,16 @@ def _binary(op, kind, a, b, grad=None) -> Tensor:
     return y
 
 
-def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, rdunder=None):
+def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, rdunder=None,
+           accepts: str | None = None):
     """Declares the binary elementwise op named as the decorated math function.
     kind: "arith" (the promoted type; bool + bool is int64), "float" (true division, pow),
     "compare" or "logical" (bool results). grad(g, a, b, y): the operands' gradients (a pair,
     None where an operand is a scalar or takes none), summed back over broadcast dims.
     alpha: the op takes `alpha` (b * alpha first). aliases: more names in dl.ops.
-    dunder / rdunder: its operator and reflected operator (`2 - t` is `sub(2, t)`)."""
+    dunder / rdunder: its operator and reflected operator (`2 - t` is `sub(2, t)`).
+    kind "bitwise": the promoted dtype, bool with bool staying bool. accepts: the promoted
+    dtypes taken (`check_dtype`; None: all)."""
     def wrap(math_fn):
         name = math_fn.__name__
         _emits(name, math_fn)
@@ -346,10 +369,10 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
             def fn(a, b, alpha=None):
                 if alpha is not None:
                     b = mul(b, alpha)
-                return _binary(name, kind, a, b, grad)
+                return _binary(name, kind, a, b, grad, accepts)
         else:
             def fn(a, b):
-                return _binary(name, kind, a, b, grad)
+                return _binary(name, kind, a, b, grad, accepts)
         notes = ["a and b are tensors or Python scalars; they broadcast (NumPy rules).",
                  _KIND_NOTES[kind]]
         if alpha:
@@ -367,6 +390,8 @@ _KIND_NOTES = {
     "float": "The result is float: the promoted dtype, float32 for integer or bool operands.",
     "compare": "The result is bool; the operands compare in their promoted dtype.",
     "logical": "The operands are taken as bools (non-zero is true); the result is bool.",
+    "bitwise": "Integer and bool tensors only; the result has the promoted dtype (bool with "
+               "bool stays bool).",
 }
 
 
@@ -471,19 +496,19 @@ def ge(ir, x, y):
     return ir.binary("ge", x, y)
 
 
-@binary("logical", dunder="__and__", rdunder="__rand__")
+@binary("logical")
 def logical_and(ir, x, y):
     """Logical a and b, elementwise."""
     return ir.binary("and", x, y)
 
 
-@binary("logical", dunder="__or__", rdunder="__ror__")
+@binary("logical")
 def logical_or(ir, x, y):
     """Logical a or b, elementwise."""
     return ir.binary("or", x, y)
 
 
-@binary("logical", dunder="__xor__")
+@binary("logical")
 def logical_xor(ir, x, y):
     """Logical a xor b, elementwise."""
     return ir.binary("xor", x, y)
@@ -492,15 +517,14 @@ def logical_xor(ir, x, y):
 def logical_not(x):
     """Logical not, elementwise: a bool tensor, True where x is 0 (False).
 
-    Any dtype (non-zero is true). Not differentiable; lazy (fuses). Also `t.logical_not()`
-    and `~t` (on every dtype: unlike PyTorch, `~` on an integer tensor is logical, not
-    bitwise)."""
+    Any dtype (non-zero is true). Not differentiable; lazy (fuses). Also
+    `t.logical_not()` (`~t` is `bitwise_not`, as in PyTorch)."""
     return _unary_node("logical_not", x.to(dtypes.bool_) if x.dtype is not dtypes.bool_
                        else x, dtypes.bool_)
 
 
 _emits("logical_not", lambda ir, x: ir.unary("not", x))
-_declare(logical_not, "logical_not", dunder="__invert__")
+_declare(logical_not, "logical_not")
 
 
 # ---- where / clamp -------------------------------------------------------------------------
@@ -598,3 +622,396 @@ def cast(x: Tensor, dtype) -> Tensor:
         src = x.dtype
         record(y, "cast", (x,), lambda g: (cast(g, src),))
     return y
+
+
+# ---- math (issue 17): atan2, remainder, fmod, floor_divide, hypot, lerp, bitwise ops, -------
+# ---- predicates, nan_to_num and the parametrised activations --------------------------------
+_PI = math.pi
+# Cephes' atan (double precision): atan(u) = u + u z P(z) / Q(z), z = u^2, for |u| <= 0.66
+_ATAN_P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1,
+           -1.228866684490136173410e2, -6.485021904942025371773e1)
+_ATAN_Q = (2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668951e2,
+           4.853903996359136964868e2, 1.945506571482613964425e2)
+_MOREBITS = 6.123233995736765886130e-17
+
+
+def _poly(ir, z, coefs, lead_one: bool = False):
+    acc = ir.add(z, coefs[0]) if lead_one else coefs[0]
+    for c in coefs[1:]:
+        acc = ir.add(ir.mul(acc, z), c)
+    return acc
+
+
+def _atan01(ir, t):
+    """atan(t) for t in [0, 1] (Cephes' reduction: pi/4 + atan((t-1)/(t+1)) above 0.66)."""
+    big = ir.binary("gt", t, 0.66)
+    u = ir.select(big, ir.div(ir.sub(t, 1.0), ir.add(t, 1.0)), t)
+    z = ir.mul(u, u)
+    r = ir.add(u, ir.div(ir.mul(ir.mul(u, z), _poly(ir, z, _ATAN_P)),
+                         _poly(ir, z, _ATAN_Q, lead_one=True)))
+    return ir.select(big, ir.add(r, _PI / 4 + 0.5 * _MOREBITS), r)
+
+
+def _signbit(ir, x):
+    """x < 0 or x is -0.0 (1 / -0.0 is -inf)."""
+    return ir.binary("or", ir.binary("lt", x, 0.0), ir.binary("lt", ir.div(1.0, x), 0.0))
+
+
+def _isnan(ir, x):
+    return ir.binary("ne", x, x)
+
+
+def _anynan(ir, x, y):
+    return ir.binary("or", _isnan(ir, x), _isnan(ir, y))
+
+
+def _mod_fix(ir, r, y):
+    """Where the truncated remainder r and the divisor y differ in sign (r != 0)."""
+    return ir.binary("and", ir.binary("ne", r, 0),
+                     ir.binary("ne", ir.binary("lt", r, 0), ir.binary("lt", y, 0)))
+
+
+def _atan2_grad(g, a, b, y):
+    d = a * a + b * b
+    return (g * b / d if is_tensor(a) else None, -(g * a) / d if is_tensor(b) else None)
+
+
+@binary("float", _atan2_grad, aliases=("arctan2",))
+def atan2(ir, y, x):
+    """The angle of the point (x=b, y=a), atan(a / b) in the right quadrant, in [-pi, pi].
+
+    C's atan2 on signed zeros and infinities (atan2(0.0, -0.0) is pi, atan2(-0.0, 1) is
+    -0.0, atan2(inf, -inf) is 3pi/4), as PyTorch."""
+    ay, ax = ir.unary("abs", y), ir.unary("abs", x)
+    mx, mn = ir.binary("max", ax, ay), ir.binary("min", ax, ay)
+    r = _atan01(ir, ir.select(ir.binary("eq", ax, ay), 1.0, ir.div(mn, mx)))
+    r = ir.select(ir.binary("gt", ay, ax), ir.sub(_PI / 2, r), r)
+    neg_x = _signbit(ir, x)
+    r = ir.select(neg_x, ir.sub(_PI, r), r)
+    r = ir.select(ir.binary("eq", mx, 0.0), ir.select(neg_x, _PI, 0.0), r)
+    r = ir.select(_signbit(ir, y), ir.unary("neg", r), r)
+    return ir.select(_anynan(ir, x, y), ir.add(x, y), r)
+
+
+def _trunc(x):
+    return where(x < 0, ceil(x), floor(x))
+
+
+@binary("arith", lambda g, a, b, y: (g if is_tensor(a) else None,
+                                     -(g * floor_divide(a, b)) if is_tensor(b) else None),
+        dunder="__mod__", rdunder="__rmod__", accepts="no_bool")
+def remainder(ir, x, y):
+    """The remainder of a / b with the sign of b (Python's %, PyTorch's remainder).
+
+    Floats: fmod(a, b) + b where they differ in sign (a zero keeps fmod's sign, as
+    PyTorch's). Integers: exact. Bool tensors are refused. An integer division by zero
+    gives 0 (PyTorch raises)."""
+    r = ir.binary("rem", x, y)
+    return ir.select(_mod_fix(ir, r, y), ir.add(r, y), r)
+
+
+@binary("arith", lambda g, a, b, y: (g if is_tensor(a) else None,
+                                     -(g * _trunc(a / b)) if is_tensor(b) else None),
+        accepts="no_bool")
+def fmod(ir, x, y):
+    """The remainder of a / b truncated toward zero, with the sign of a (C's fmod).
+
+    Bool tensors are refused; an integer division by zero gives 0 (PyTorch raises)."""
+    return ir.binary("rem", x, y)
+
+
+@binary("arith", dunder="__floordiv__", rdunder="__rfloordiv__", accepts="no_bool")
+def floor_divide(ir, x, y):
+    """floor(a / b), elementwise, in the promoted dtype (PyTorch's floor_divide, `//`).
+
+    Floats follow PyTorch's algorithm ((a - fmod(a, b)) / b, adjusted; a / b where b is 0);
+    integers divide exactly (a division by zero gives 0; PyTorch raises). Bool tensors are
+    refused. Not differentiable (PyTorch's backward raises)."""
+    q = ir.div(x, y)
+    r = ir.binary("rem", x, y)
+    if not x.type.is_float:
+        return ir.select(_mod_fix(ir, r, y), ir.sub(q, 1), q)
+    d = ir.div(ir.sub(x, r), y)
+    d = ir.select(_mod_fix(ir, r, y), ir.sub(d, 1.0), d)
+    fl = ir.unary("floor", d)
+    fl = ir.select(ir.binary("gt", ir.sub(d, fl), 0.5), ir.add(fl, 1.0), fl)
+    res = ir.select(ir.binary("ne", d, 0.0), fl, ir.mul(q, 0.0))  # 0 with the sign of a / b
+    return ir.select(ir.binary("eq", y, 0.0), q, res)
+
+
+def _hypot_grad(g, a, b, y):
+    return (g * a / y if is_tensor(a) else None, g * b / y if is_tensor(b) else None)
+
+
+@binary("float", _hypot_grad, accepts="float")
+def hypot(ir, x, y):
+    """sqrt(a^2 + b^2), elementwise, without overflow or underflow in the squares.
+
+    inf where either is infinite (even with a nan), as C's hypot. Float tensors only."""
+    ax, ay = ir.unary("abs", x), ir.unary("abs", y)
+    mx, mn = ir.binary("max", ax, ay), ir.binary("min", ax, ay)
+    r = ir.div(mn, mx)
+    h = ir.mul(mx, ir.unary("sqrt", ir.add(1.0, ir.mul(r, r))))
+    h = ir.select(ir.binary("eq", mx, 0.0), 0.0, h)
+    h = ir.select(_anynan(ir, x, y), ir.add(x, y), h)
+    inf = float("inf")
+    return ir.select(ir.binary("or", ir.binary("eq", ax, inf), ir.binary("eq", ay, inf)),
+                     inf, h)
+
+
+@binary("bitwise", dunder="__and__", rdunder="__rand__", accepts="int")
+def bitwise_and(ir, x, y):
+    """a AND b, bit by bit (integers) or logical (bools): `a & b`."""
+    return ir.binary("and", x, y)
+
+
+@binary("bitwise", dunder="__or__", rdunder="__ror__", accepts="int")
+def bitwise_or(ir, x, y):
+    """a OR b, bit by bit (integers) or logical (bools): `a | b`."""
+    return ir.binary("or", x, y)
+
+
+@binary("bitwise", dunder="__xor__", rdunder="__rxor__", accepts="int")
+def bitwise_xor(ir, x, y):
+    """a XOR b, bit by bit (integers) or logical (bools): `a ^ b`."""
+    return ir.binary("xor", x, y)
+
+
+@binary("arith", dunder="__lshift__", rdunder="__rlshift__", accepts="int")
+def bitwise_left_shift(ir, x, y):
+    """a shifted left by b bits (integers; shifts of 0 to the type's width - 1): `a << b`."""
+    return ir.binary("shl", x, y)
+
+
+@binary("arith", dunder="__rshift__", rdunder="__rrshift__", accepts="int")
+def bitwise_right_shift(ir, x, y):
+    """a shifted right by b bits, arithmetic (the sign fills in), as PyTorch: `a >> b`."""
+    return ir.binary("shr", x, y)
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """NOT x: bit by bit on integer tensors, logical on bool tensors (float tensors are
+    refused, as PyTorch). Not differentiable; lazy (fuses). Also `t.bitwise_not()` and
+    `~t`."""
+    check_dtype("bitwise_not", x.dtype, "int")
+    return _unary_node("logical_not" if x.dtype is dtypes.bool_ else "bitwise_not", x,
+                       x.dtype)
+
+
+_emits("bitwise_not", lambda ir, x: ir.unary("bitnot", x))
+_declare(bitwise_not, "bitwise_not", dunder="__invert__")
+
+
+def _pred(op: str, x: Tensor) -> Tensor:
+    return elementwise(op, [x], [x.dtype.compute], dtypes.bool_)
+
+
+_emits("isnan", lambda ir, x: _isnan(ir, x))
+_emits("notnan", lambda ir, x: ir.binary("eq", x, x))
+_emits("isinf", lambda ir, x: ir.binary("eq", ir.unary("abs", x), float("inf")))
+_emits("isfinite", lambda ir, x: ir.binary("lt", ir.unary("abs", x), float("inf")))
+
+
+def isnan(x: Tensor) -> Tensor:
+    """A bool tensor: True where x is nan (never for integer and bool tensors). Lazy (fuses).
+    Also `t.isnan()`."""
+    return _pred("isnan", x)
+
+
+def isinf(x: Tensor) -> Tensor:
+    """A bool tensor: True where x is +inf or -inf (never for integer and bool tensors).
+    Lazy (fuses). Also `t.isinf()`."""
+    return _pred("isinf" if x.dtype.is_float else "isnan", x)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """A bool tensor: True where x is neither inf, -inf nor nan (always for integer and
+    bool tensors). Lazy (fuses). Also `t.isfinite()`."""
+    return _pred("isfinite" if x.dtype.is_float else "notnan", x)
+
+
+for _f in (isnan, isinf, isfinite):
+    _declare(_f, _f.__name__)
+
+_FMAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+         "float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """x with nan replaced by `nan`, +inf by `posinf` and -inf by `neginf` (None: the
+    largest / lowest finite value of x's dtype), elementwise.
+
+    Integer and bool tensors are returned as a copy. Differentiable (the gradient is 0
+    where x is not finite, as PyTorch's). Lazy (fuses). Also `t.nan_to_num()`."""
+    if not x.dtype.is_float:
+        return x.clone()
+    big = _FMAX[x.dtype.name]
+    pos = big if posinf is None else posinf
+    neg = -big if neginf is None else neginf
+    ct = x.dtype.compute
+    y = elementwise("nan_to_num", [x, nan, pos, neg], [ct] * 4, x.dtype)
+    return record(y, "nan_to_num", (x,), lambda g: (where(isfinite(x), g, 0.0),))
+
+
+def _nan_to_num_math(ir, x, nan, pos, neg):
+    inf = float("inf")
+    y = ir.select(ir.binary("eq", x, inf), pos, ir.select(ir.binary("eq", x, -inf), neg, x))
+    return ir.select(_isnan(ir, x), nan, y)
+
+
+_emits("nan_to_num", _nan_to_num_math)
+_declare(nan_to_num, "nan_to_num")
+
+
+def lerp(input: Tensor, end, weight) -> Tensor:  # noqa: A002
+    """input + weight * (end - input), elementwise (PyTorch's form: end - (end - input) *
+    (1 - weight) where |weight| >= 0.5).
+
+    end: a tensor or scalar; weight: a scalar or a tensor; all broadcast. Float tensors only
+    (the promoted dtype). Differentiable in all three. Lazy (fuses). Also `t.lerp(end, w)`."""
+    out = result_type(input, end, weight)
+    check_dtype("lerp", out, "float")
+    ct = out.compute
+    y = elementwise("lerp", [input, end, weight], [ct, ct, ct], out)
+    te = end if is_tensor(end) else None
+    tw = weight if is_tensor(weight) else None
+
+    def back(g):
+        return (sum_to(g * (1.0 - weight), input.shape),
+                None if te is None else sum_to(g * weight, te.shape),
+                None if tw is None else sum_to(g * (end - input), tw.shape))
+    return record(y, "lerp", (input, te, tw), back)
+
+
+def _lerp_math(ir, a, b, w):
+    d = ir.sub(b, a)
+    small = ir.binary("lt", ir.unary("abs", w), 0.5)
+    return ir.select(small, ir.add(a, ir.mul(w, d)), ir.sub(b, ir.mul(d, ir.sub(1.0, w))))
+
+
+_emits("lerp", _lerp_math)
+_declare(lerp, "lerp")
+
+
+# ---- activations with parameters: the parameters are kernel arguments, not structure ------
+def _act(op: str, x: Tensor, params: tuple, grad) -> Tensor:
+    dt = _float_of(x.dtype)
+    y = elementwise(op, [x, *params], [dt.compute] * (1 + len(params)), dt)
+    return record(y, op, (x,), lambda g: (grad(g, x, y),))
+
+
+def _softplus_math(ir, x, beta, threshold):
+    bx = ir.mul(x, beta)
+    return ir.select(ir.binary("gt", bx, threshold), x,
+                     ir.div(ir.unary("log1p", ir.unary("exp", bx)), beta))
+
+
+_emits("softplus_bt", _softplus_math)
+
+
+def softplus_bt(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, elementwise; x itself where beta * x > threshold
+    (PyTorch's nn.functional.softplus; `softplus` is this with beta 1, threshold 20).
+    Integer tensors give float32. Differentiable; lazy (fuses)."""
+    if beta == 1.0 and threshold == 20.0:
+        return softplus(x)
+
+    def grad(g, x, y):
+        bx = x * beta
+        return where(bx > threshold, g, g * sigmoid(bx))
+    return _act("softplus_bt", x, (float(beta), float(threshold)), grad)
+
+
+_emits("leaky_relu", lambda ir, x, s: ir.select(ir.binary("gt", x, 0.0), x, ir.mul(x, s)))
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x where x > 0, else negative_slope * x, elementwise. Integer tensors give float32.
+    Differentiable (the slope's side at 0, as PyTorch); lazy (fuses). Also
+    `t.leaky_relu()`."""
+    s = float(negative_slope)
+    return _act("leaky_relu", x, (s,), lambda g, x, y: where(x > 0, g, g * s))
+
+
+def _elu_math(ir, x, alpha, scale, input_scale):
+    neg = ir.mul(ir.sub(ir.unary("exp", ir.mul(x, input_scale)), 1.0), ir.mul(alpha, scale))
+    return ir.select(ir.binary("le", x, 0.0), neg, ir.mul(x, scale))
+
+
+_emits("elu", _elu_math)
+
+
+def elu(x: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0):
+    """scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1), elementwise
+    (PyTorch's elu; selu is elu with fixed alpha and scale). Integer tensors give float32.
+    Differentiable; lazy (fuses). Also `t.elu()`."""
+    a, s, i = float(alpha), float(scale), float(input_scale)
+
+    def grad(g, x, y):
+        return where(x <= 0, g * (exp(x * i) * (a * s * i)), g * s)
+    return _act("elu", x, (a, s, i), grad)
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x: Tensor) -> Tensor:
+    """scale * elu(x, alpha) with PyTorch's constants (alpha 1.6733, scale 1.0507),
+    elementwise. Differentiable; lazy (fuses). Also `t.selu()`."""
+    return elu(x, SELU_ALPHA, SELU_SCALE)
+
+
+def _mish_math(ir, x):
+    return ir.mul(x, ir.unary("tanh", ir.unary("log1p", ir.unary("exp", x))))
+
+
+def _mish_grad(g, x, y):
+    t = tanh(log1p(exp(x)))
+    return g * (t + x * sigmoid(x) * (1.0 - t * t))
+
+
+_emits("mish", _mish_math)
+
+
+def mish(x: Tensor) -> Tensor:
+    """x * tanh(softplus(x)), elementwise. Integer tensors give float32. Differentiable;
+    lazy (fuses). Also `t.mish()`."""
+    return _act("mish", x, (), _mish_grad)
+
+
+def _hardswish_math(ir, x):
+    r6 = ir.binary("min", ir.binary("max", ir.add(x, 3.0), 0.0), 6.0)
+    return ir.div(ir.mul(x, r6), 6.0)
+
+
+def _hardswish_grad(g, x, y):
+    return where(x < -3.0, 0.0, where(x <= 3.0, g * (x / 3.0 + 0.5), g))
+
+
+_emits("hardswish", _hardswish_math)
+
+
+def hardswish(x: Tensor) -> Tensor:
+    """x * relu6(x + 3) / 6, elementwise. Integer tensors give float32. Differentiable
+    (PyTorch's gradient: (2x + 3) / 6 on [-3, 3]); lazy (fuses). Also `t.hardswish()`."""
+    return _act("hardswish", x, (), _hardswish_grad)
+
+
+def _logsigmoid_math(ir, x):
+    e = ir.unary("log1p", ir.unary("exp", ir.unary("neg", ir.unary("abs", x))))
+    return ir.sub(ir.binary("min", x, 0.0), e)
+
+
+_emits("logsigmoid", _logsigmoid_math)
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), elementwise, stable for large |x|.
+    Integer tensors give float32. Differentiable; lazy (fuses). Also `t.logsigmoid()`."""
+    return _act("logsigmoid", x, (), lambda g, x, y: g / (1.0 + exp(x)))
+
+
+for _f in (softplus_bt, leaky_relu, elu, selu, mish, hardswish, logsigmoid):
+    _declare(_f, _f.__name__)
