@@ -8,12 +8,23 @@ def numel(shape) -> int:
     return math.prod(shape)
 
 
+_STRIDES: dict = {}  # shape -> its row-major strides (every new tensor asks)
+
+
 def contiguous_strides(shape) -> tuple:
+    st = _STRIDES.get(shape)
+    if st is not None:
+        return st
     out, acc = [], 1
     for s in reversed(shape):
         out.append(acc)
         acc *= max(s, 1)
-    return tuple(reversed(out))
+    st = tuple(reversed(out))
+    if type(shape) is tuple:
+        if len(_STRIDES) > 4096:
+            _STRIDES.clear()
+        _STRIDES[shape] = st
+    return st
 
 
 def is_contiguous(shape, strides) -> bool:
@@ -28,6 +39,8 @@ def is_contiguous(shape, strides) -> bool:
 
 def broadcast_shapes(*shapes) -> tuple:
     """NumPy broadcasting; the error names every shape and the dimension that clashes."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:  # the common case: no broadcasting
+        return tuple(shapes[0])
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(-rank, 0):

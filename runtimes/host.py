@@ -109,6 +109,35 @@ def _host_block(nbytes: int) -> tuple:
     return raw[off:off + nbytes], addr + off
 
 
+# Small buffers are carved from a thread's current slab: reading an array's address costs
+# ~0.8 us (more than the allocation), and every eager dl op allocates its output; a slab's
+# address is read once and each buffer's is the slab's plus an offset. A live buffer keeps
+# its whole slab alive (NumPy's base chain), so slabs are small and so are their buffers.
+SLAB_BYTES = 16 << 10
+SLAB_MAX_BYTES = 2 << 10  # bigger buffers get their own block
+
+
+class _Slab(threading.local):
+    mem = None
+    addr = 0
+    used = SLAB_BYTES
+
+
+_slab = _Slab()
+
+
+def _slab_block(nbytes: int) -> tuple:
+    """(bytes array, address) of nbytes at a fresh ALIGN-aligned offset of the thread's slab."""
+    s = _slab
+    used = s.used
+    end = used + nbytes
+    if end > SLAB_BYTES:
+        s.mem, s.addr = _host_block(SLAB_BYTES)
+        used, end = 0, nbytes
+    s.used = -(-end // ALIGN) * ALIGN
+    return s.mem[used:end], s.addr + used
+
+
 class HostMemoryMixin:
     def from_numpy(self, arr, dtype=None) -> HostBuffer:
         elem = as_elem(dtype) if dtype is not None else None
@@ -125,6 +154,8 @@ class HostMemoryMixin:
         for s in shape:
             n *= s
         nbytes = n * dt.itemsize
+        if nbytes <= SLAB_MAX_BYTES:
+            return HostBuffer._over(self, _slab_block(nbytes), None, dt, shape, n, elem)
         if nbytes < POOL_MIN_BYTES:
             return HostBuffer._over(self, _host_block(nbytes), None, dt, shape, n, elem)
         block = Block(self.host_pool, nbytes)

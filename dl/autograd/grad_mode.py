@@ -4,12 +4,17 @@ from __future__ import annotations
 import functools
 import threading
 
-_state = threading.local()
+
+class _State(threading.local):
+    on = True  # a class default: a plain attribute read, cheaper than getattr(..., default)
+
+
+_state = _State()
 
 
 def is_grad_enabled() -> bool:
     """Whether ops record the autograd tape in this thread (True unless turned off)."""
-    return getattr(_state, "on", True)
+    return _state.on
 
 
 def set_grad_enabled(on: bool) -> None:

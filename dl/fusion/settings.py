@@ -3,14 +3,19 @@ from __future__ import annotations
 
 import threading
 
-_state = threading.local()
+
+class _State(threading.local):
+    on = True  # a class default: a plain attribute read, cheaper than getattr(..., default)
+
+
+_state = _State()
 
 # Nodes in one fused kernel before we materialise: bounds compile time and register pressure.
 MAX_NODES = 48
 
 
 def enabled() -> bool:
-    return getattr(_state, "on", True)
+    return _state.on
 
 
 class fusion:
