@@ -1,0 +1,207 @@
+"""Sorting the rows of a (rows, n) view: a bitonic sort of (value, index) pairs.
+
+The order is a strict total order on (value, original index): nan sorts as the largest value
+(first when descending, as PyTorch), equal values keep their original order, so every sort
+is stable. A row is padded to P, the next power of two; padding positions carry an index
+>= n and sort after everything in either direction.
+
+- `sort_tile` with P <= TILE: one cube per row sorts it in shared memory (one launch: load,
+  the log2(P) * (log2(P) + 1) / 2 compare-exchange steps, write the kept positions).
+- longer rows: `sort_tile` (LOCAL) sorts each TILE of the row in shared memory with the
+  directions of the whole network into global work arrays (keys, u32 indices); then for each
+  stage k > TILE the steps with a distance j >= TILE run as `sort_step` launches (one unit per
+  pair) and the steps j < TILE as one `sort_tile` (MERGE) launch per stage, in shared memory;
+  the last stage's MERGE writes the outputs.
+
+Outputs: the sorted positions lo..hi-1 of each row (sort: 0..n, topk: 0..k, kthvalue: one),
+values in the element type and indices in the index type (int64, or int32 on devices without
+64-bit ints).
+"""
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+
+import cube as cb
+from cube import ABSOLUTE_POS, CUBE_POS, UNIT_POS, Comptime, Tensor, cube, u32
+
+from .common import is_cpu
+from .launch import cube_count
+
+F = typing.TypeVar("F")
+I = typing.TypeVar("I")  # noqa: E741 - the index type variable
+
+FULL, LOCAL, MERGE = 0, 1, 2
+
+
+@cube
+def before(av, ai, bv, bi, n, DESC: Comptime[bool]):
+    """Whether (av, ai) sorts strictly before (bv, bi): padding (index >= n) last, nan as the
+    largest value, ties by index."""
+    an = av != av
+    bn = bv != bv
+    less = av < bv or (bn and not an)
+    if DESC:
+        less = av > bv or (an and not bn)
+    eq = av == bv or (an and bn)
+    return ai < n and (bi >= n or less or (eq and ai < bi))
+
+
+@cube
+def _exchange(sk, si, i, m, up, n, DESC: Comptime[bool]):
+    av = sk[i]
+    ai = si[i]
+    bv = sk[m]
+    bi = si[m]
+    sw = False
+    if up:
+        sw = before(bv, bi, av, ai, n, DESC)
+    else:
+        sw = before(av, ai, bv, bi, n, DESC)
+    if sw:
+        sk[i] = bv
+        sk[m] = av
+        si[i] = bi
+        si[m] = ai
+
+
+@cube(launch=True)
+def sort_tile(x: Tensor[F], keys: Tensor[F], idx: Tensor[u32], vals: Tensor[F],
+              inds: Tensor[I], n: u32, P: u32, k: u32, lo: u32, hi: u32, MODE: Comptime[int],
+              DESC: Comptime[bool], TILE: Comptime[int], BLOCK: Comptime[int]):
+    """MODE FULL (P <= TILE): one cube sorts row CUBE_POS of x and writes positions lo..hi-1
+    to vals/inds (rows, hi - lo). LOCAL: cube c sorts tile c % (P / TILE) of its row for the
+    stages k = 2..TILE, from x into keys/idx (rows, P). MERGE: the steps j < TILE of stage k
+    on keys/idx; when k == P the outputs are written instead."""
+    size = P if MODE == FULL else u32(TILE)
+    tiles = P // size
+    row = CUBE_POS // tiles
+    base = (CUBE_POS % tiles) * size
+    t = UNIT_POS
+    valid = row < vals.shape(0)
+    sk = cb.SharedMemory(F, TILE)
+    si = cb.SharedMemory(u32, TILE)
+    for e in range(t, size, BLOCK):
+        g = base + e
+        if MODE == MERGE:
+            sk[e] = keys[row * P + g]
+            si[e] = idx[row * P + g]
+        else:
+            v = F(0)
+            if g < n and valid:
+                v = x[row * x.stride(0) + g * x.stride(1)]
+            sk[e] = v
+            si[e] = g
+    cb.sync_cube()
+    kk = u32(2)
+    if MODE == MERGE:
+        kk = k
+    while kk <= size or (MODE == MERGE and kk == k):
+        j = kk // 2
+        if MODE == MERGE:
+            j = u32(TILE // 2)
+        while j > 0:
+            for p in range(t, size // 2, BLOCK):
+                i = 2 * j * (p // j) + p % j
+                _exchange(sk, si, i, i + j, ((base + i) & kk) == 0, n, DESC)
+            cb.sync_cube()
+            j = j // 2
+        kk = kk * 2
+    if MODE == FULL or (MODE == MERGE and k == P):
+        for e in range(t, size, BLOCK):
+            g = base + e
+            if g >= lo and g < hi and valid:
+                o = g - lo
+                vals[row * vals.stride(0) + o * vals.stride(1)] = sk[e]
+                inds[row * inds.stride(0) + o * inds.stride(1)] = I(si[e])
+    else:
+        for e in range(t, size, BLOCK):
+            if valid:
+                keys[row * P + base + e] = sk[e]
+                idx[row * P + base + e] = si[e]
+
+
+@cube(launch=True)
+def sort_step(keys: Tensor[F], idx: Tensor[u32], rows: u32, n: u32, P: u32, k: u32, j: u32,
+              DESC: Comptime[bool]):
+    """One compare-exchange step (stage k, distance j) over all rows of keys/idx (rows, P):
+    one unit per pair."""
+    g = ABSOLUTE_POS
+    half = P // 2
+    row = g // half
+    if row < rows:
+        p = g % half
+        i = 2 * j * (p // j) + p % j
+        _exchange(keys, idx, row * P + i, row * P + i + j, (i & k) == 0, n, DESC)
+
+
+# ---- launch -------------------------------------------------------------------------------
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _tile(rt, elem, P: int) -> tuple[int, int]:
+    """(TILE, BLOCK) for rows padded to P."""
+    per = np.dtype(elem.np).itemsize + 4
+    tile = 1024
+    while tile > 64 and tile * per > rt.features.max_shared_bytes // 2:
+        tile //= 2
+    if P <= 64:
+        tile = 64
+    block = min(tile // 2, 256, rt.features.max_cube_dim)
+    if is_cpu(rt):
+        block = min(block, 64)
+    return tile, block
+
+
+def sort_rows(rt, x, vals, inds, descending: bool = False, lo: int = 0, hi: int | None = None):
+    """Sorts the rows of x ((rows, n), any strides) and writes the sorted positions lo..hi-1
+    of each row into vals (x's type) and inds (an int type), both (rows, hi - lo) views."""
+    x, vals, inds = x.buffer, vals.buffer, inds.buffer
+    rows, n = x.shape
+    hi = n if hi is None else hi
+    if not 0 <= lo <= hi <= n:
+        raise ValueError(f"sort_rows: positions {lo}..{hi} outside a row of {n}")
+    if tuple(vals.shape) != (rows, hi - lo) or tuple(inds.shape) != (rows, hi - lo):
+        raise ValueError(f"sort_rows: outputs {vals.shape} and {inds.shape}, want "
+                         f"{(rows, hi - lo)}")
+    if rows == 0 or hi == lo:
+        return vals, inds
+    P = max(2, _pow2(n))
+    tile, block = _tile(rt, x.elem, P)
+    common = dict(x=x, vals=vals, inds=inds, n=n, P=P, lo=lo, hi=hi, DESC=bool(descending),
+                  TILE=tile, BLOCK=block)
+    if P <= tile:
+        dummy = rt.empty((1, 1), cb.u32)
+        sort_tile.launch(rt, cube_count=cube_count(rows, 1), cube_dim=block, keys=x,
+                         idx=dummy, k=0, MODE=FULL, **common)
+        return vals, inds
+    keys = rt.empty((rows, P), x.elem)
+    idx = rt.empty((rows, P), cb.u32)
+    tiles = cube_count(rows * (P // tile), 1)
+    sort_tile.launch(rt, cube_count=tiles, cube_dim=block, keys=keys, idx=idx, k=0,
+                     MODE=LOCAL, **common)
+    k = tile * 2
+    pairs = rows * P // 2
+    while k <= P:
+        j = k // 2
+        while j >= tile:
+            sort_step.launch(rt, cube_count=cube_count(pairs, 128), cube_dim=128, keys=keys,
+                             idx=idx, rows=rows, n=n, P=P, k=k, j=j, DESC=bool(descending))
+            j //= 2
+        sort_tile.launch(rt, cube_count=tiles, cube_dim=block, keys=keys, idx=idx, k=k,
+                         MODE=MERGE, **common)
+        k *= 2
+    return vals, inds
+
+
+def reference(x: np.ndarray, descending: bool = False):
+    """Stable (values, indices) along the last axis, nan largest."""
+    key = -x if descending else x
+    if descending:  # nan first: sort by (not nan, -x)
+        order = np.lexsort((key, ~np.isnan(x)), axis=-1)
+    else:
+        order = np.argsort(key, axis=-1, kind="stable")
+    return np.take_along_axis(x, order, -1), order
