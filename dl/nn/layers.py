@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes, ops
+from ..autograd import no_grad
 from . import functional as F
 from . import init
 from .module import Module
@@ -53,21 +54,51 @@ class Linear(Module):
 class Embedding(Module):
     """A lookup table: row i of `weight` (num_embeddings, embedding_dim) for index i.
 
-    Weights are N(0, 1), as PyTorch's; no padding_idx or max_norm."""
+    Weights are N(0, 1), as PyTorch's; the row `padding_idx` (negative counts from the end)
+    starts at zero and gets no gradient. No max_norm, scale_grad_by_freq or sparse."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, device=None, dtype=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, device=None, dtype=None):
         super().__init__()
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are "
+                                      "not supported")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = _param(num_embeddings, embedding_dim, device=device, dtype=dtype)
+        self.padding_idx, self.max_norm = padding_idx, max_norm
+        self.norm_type, self.scale_grad_by_freq, self.sparse = norm_type, False, False
+        if _weight is not None:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError("Shape of weight does not match num_embeddings and "
+                                 "embedding_dim")
+            self.weight = Parameter(_weight)
+            self.weight.requires_grad = not _freeze
+        else:
+            self.weight = _param(num_embeddings, embedding_dim, device=device, dtype=dtype)
+            self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """N(0, 1) weights, the padding row zero."""
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
 
     def forward(self, idx):
         """The rows of weight for the int tensor idx: shape (*idx.shape, embedding_dim)."""
-        return F.embedding(idx, self.weight)
+        if self.padding_idx is None:
+            return F.embedding(idx, self.weight)
+        return F.embedding(idx, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         """The module's settings, shown in its repr."""
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
 class Flatten(Module):
