@@ -67,7 +67,7 @@ def _pos(j, n, REV: Comptime[bool]):
 
 @cube(launch=True)
 def scan_unit(x: Tensor[F], out: Tensor[F], OP: Comptime[str], REV: Comptime[bool],
-              INIT: Comptime[float]):
+              INIT: Comptime[object]):
     """x, out: (rows, n), any strides; one unit per row."""
     row = ABSOLUTE_POS
     if row < x.shape(0):
@@ -123,7 +123,7 @@ def _exclusive_block(sh, v, ident, OP: Comptime[str], BLOCK: Comptime[int]):
 @cube(launch=True)
 def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], OP: Comptime[str],
                REV: Comptime[bool], TOTALS: Comptime[bool], CARRY: Comptime[bool],
-               BLOCK: Comptime[int], ITEMS: Comptime[int], INIT: Comptime[float]):
+               BLOCK: Comptime[int], ITEMS: Comptime[int], INIT: Comptime[object]):
     """x, out: (rows, n), any strides. One cube per tile of BLOCK * ITEMS (logical) elements
     of a row, tiles of a row in consecutive cubes. TOTALS: write each tile's total to
     part[row, tile] and nothing else. CARRY: part holds the inclusive scan of the tile
@@ -174,11 +174,11 @@ def _config(rt) -> tuple[int, int]:
     return min(128, rt.features.max_cube_dim), 8
 
 
-def _block(rt, x, out, op: str, rev: bool, block: int, items: int) -> None:
+def _block(rt, x, out, op: str, rev: bool, block: int, items: int, init) -> None:
     rows, n = x.shape
     tile = block * items
     nb = cdiv(n, tile)
-    args = dict(OP=op, REV=rev, BLOCK=block, ITEMS=items, INIT=_init(op))
+    args = dict(OP=op, REV=rev, BLOCK=block, ITEMS=items, INIT=init)
     if nb == 1:
         scan_block.launch(rt, cube_count=cube_count(rows, 1), cube_dim=block, x=x, out=out,
                           part=out, TOTALS=False, CARRY=False, **args)
@@ -207,14 +207,15 @@ def scan(rt, x, out, op: str = "sum", rev: bool = False, block: int | None = Non
         return out
     b0, i0 = _config(rt)
     block, items = block or b0, items or i0
+    init = _init(op) if x.elem.is_float else int(_init(op))
     if candidate is None:
         few = rows < (4 if is_cpu(rt) else 256)
         candidate = "block" if n > 32 and few or (n > 4096 and rows < 64) else "unit"
     if candidate == "unit":
         scan_unit.launch(rt, cube_count=cdiv(rows, 64), cube_dim=64, x=x, out=out, OP=op,
-                         REV=rev, INIT=_init(op))
+                         REV=rev, INIT=init)
     else:
-        _block(rt, x, out, op, rev, block, items)
+        _block(rt, x, out, op, rev, block, items, init)
     return out
 
 

@@ -205,3 +205,27 @@ def reference(x: np.ndarray, descending: bool = False):
     else:
         order = np.argsort(key, axis=-1, kind="stable")
     return np.take_along_axis(x, order, -1), order
+
+
+@cube(launch=True)
+def scatter_rows_kernel(g: Tensor[F], idx: Tensor[I], out: Tensor[F]):
+    """out[r, idx[r, i]] = g[r, i]: one unit per (r, i); a row's indices are distinct, so no
+    two units write one place."""
+    p = ABSOLUTE_POS
+    k = g.shape(1)
+    r = p // k
+    i = p % k
+    if r < g.shape(0):
+        j = u32(idx[r * idx.stride(0) + i * idx.stride(1)])
+        out[r * out.stride(0) + j * out.stride(1)] = g[r * g.stride(0) + i * g.stride(1)]
+
+
+def scatter_rows(rt, g, idx, out):
+    """The gradient of selected entries: out (zeros, (rows, n)) receives g ((rows, k)) at
+    the indices idx ((rows, k)) of each row."""
+    g, idx, out = g.buffer, idx.buffer, out.buffer
+    n = g.shape[0] * g.shape[1]
+    if n:
+        scatter_rows_kernel.launch(rt, cube_count=cube_count(n, 128), cube_dim=128, g=g,
+                                   idx=idx, out=out)
+    return out
