@@ -5,8 +5,10 @@ for this backward; it may still be lazy: `t.grad._materialise()` computes it). D
 training starts a bucket's all-reduce from here (dl.nn.parallel).
 
     h = dl.autograd.register_post_accumulate_grad_hook(w, lambda t: print(t.grad.shape))
-    # or w.register_post_accumulate_grad_hook(...)
     h.remove()
+
+(A function, not yet torch's Tensor method: the Tensor method surface is declared in
+dl/ops/registry.py, which may bind it as `Tensor.register_post_accumulate_grad_hook`.)
 
 The hooks live on the tensor itself (an attribute the tape reads), so they go with it."""
 from __future__ import annotations
@@ -57,7 +59,3 @@ def run_post_accumulate_grad_hooks(t: Tensor) -> None:
         for h in list(hooks.values()):
             h(t)
 
-
-# torch's method name on the tensor (the class is completed by the layers above it, as
-# dl.ops does for the op methods)
-Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

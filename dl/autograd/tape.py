@@ -55,9 +55,13 @@ def _topo(root) -> list:
         seen.add(id(t))
         stack.append((t, True))
         if t._grad_fn is not None:
-            for x in t._grad_fn.inputs:
-                if x is not None and id(x) not in seen:
-                    stack.append((x, False))
+            # leaves first onto the stack, so they come right after their consumer in the
+            # reversed order: a parameter's gradient is final (and its post-accumulate hook
+            # runs) as soon as possible, not at the end of backward; same values
+            for leaf in (True, False):
+                for x in t._grad_fn.inputs:
+                    if x is not None and id(x) not in seen and (x._grad_fn is None) == leaf:
+                        stack.append((x, False))
     return order
 
 

@@ -24,7 +24,10 @@ from cube import recording
 
 from .. import dtypes
 from ..io import host
+from ..ops.index import stack
+from ..ops.shape import assign
 from ..tensor import Tensor
+from . import nccl_backend
 from . import process_group as _pg
 
 
@@ -105,25 +108,31 @@ def _read(t: Tensor, reduce: bool) -> tuple[np.ndarray, bool]:
             np.zeros(t.shape, t.dtype.storage_np)
         if not wide:
             if raw.flags.c_contiguous and t.numel():
-                return raw, True
-            return np.ascontiguousarray(raw), False
+                return _bits(raw), True
+            return _bits(np.ascontiguousarray(raw)), False
         return np.ascontiguousarray(host.from_storage(raw, t.dtype), np.float32), False
     vals = t.numpy()  # a host copy (bfloat16 widened to float32)
     if wide:
         return np.ascontiguousarray(vals, np.float32), False
-    return np.ascontiguousarray(host.to_storage(vals, t.dtype)), False
+    return _bits(np.ascontiguousarray(host.to_storage(vals, t.dtype))), False
+
+
+def _bits(arr: np.ndarray) -> np.ndarray:
+    """float16 moves as its bits (MPI has no half type; NumPy's 'e' maps to none)."""
+    return arr.view(np.uint16) if arr.dtype == np.float16 else arr
 
 
 def _write(t: Tensor, arr: np.ndarray) -> None:
     """Write arr (t's storage dtype, or float32 for a 16-bit float t) into t's memory."""
     arr = arr.reshape(t.shape)
+    if t.dtype is dtypes.float16 and arr.dtype == np.uint16:
+        arr = arr.view(np.float16)
     if t.numel() == 0:
         return
     if t.device.is_host:
         view = t._buf.share(t.offset, t.shape, t._strides)
         view[...] = host.to_storage(arr, t.dtype) if arr.dtype != view.dtype else arr
         return
-    from ..ops.shape import assign
     assign(t, Tensor._from_numpy(arr, t.dtype, t.device))
 
 
@@ -210,7 +219,6 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
     opname = _op_name(op)
     _check_avg(opname, tensor)
     if _nccl(pg, tensor):
-        from . import nccl_backend
         return _launch(pg, "all_reduce",
                        lambda: nccl_backend.all_reduce(pg, tensor, opname), async_op,
                        (opname, tensor))
@@ -236,7 +244,6 @@ def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
     if not 0 <= src < pg.size:
         raise ValueError(f"broadcast: src={src} is not a rank of a world of {pg.size}")
     if _nccl(pg, tensor):
-        from . import nccl_backend
         return _launch(pg, "broadcast", lambda: nccl_backend.broadcast(pg, tensor, src),
                        async_op, (None, tensor, src))
 
@@ -259,7 +266,6 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
         raise ValueError(f"all_gather_into_tensor: output has {output_tensor.numel()} "
                          f"elements, needs {input_tensor.numel()} x {pg.size}")
     if _nccl(pg, output_tensor, input_tensor):
-        from . import nccl_backend
         return _launch(pg, "all_gather_into_tensor",
                        lambda: nccl_backend.all_gather(pg, output_tensor, input_tensor),
                        async_op, (None, input_tensor))
@@ -287,7 +293,6 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
             raise ValueError(f"all_gather: an output of shape {t.shape} for an input of "
                              f"shape {tensor.shape}")
     if _nccl(pg, tensor, *tensor_list):
-        from . import nccl_backend
         return _launch(pg, "all_gather",
                        lambda: nccl_backend.all_gather_list(pg, tensor_list, tensor),
                        async_op, (None, tensor))
@@ -318,7 +323,6 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
     opname = _op_name(op)
     _check_avg(opname, input)
     if _nccl(pg, output, input):
-        from . import nccl_backend
         return _launch(pg, "reduce_scatter_tensor",
                        lambda: nccl_backend.reduce_scatter(pg, output, input, opname),
                        async_op, (opname, input))
@@ -355,7 +359,6 @@ def reduce_scatter(output: Tensor, input_list: list, op=ReduceOp.SUM, group=None
     opname = _op_name(op)
     _check_avg(opname, output)
     if _nccl(pg, output, *input_list):
-        from ..ops.index import stack
         return reduce_scatter_tensor(output, stack(input_list), op, group, async_op)
     mop = _mpi_op(opname)
 

@@ -10,8 +10,13 @@ CUDA_VISIBLE_DEVICES before CuPy starts (when the cuda runtime has started alrea
 its GPU)."""
 from __future__ import annotations
 
+import importlib
 import os
+import subprocess
+import sys
 
+from .. import devices
+from ..ops.shape import assign, contiguous
 from ..tensor import Tensor
 
 # NCCL's enums (nccl.h, 2.10+), for CuPy builds that lack a name
@@ -21,13 +26,12 @@ _OP = {"sum": 0, "product": 1, "max": 2, "min": 3, "avg": 4}
 
 
 def _pick_gpu(device_id) -> None:
-    if "cupy" in __import__("sys").modules:
+    if "cupy" in sys.modules:
         return  # CuPy is up: its current device stays
     local = device_id if device_id is not None else os.environ.get(
         "OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("LOCAL_RANK"))
     if local is None or "CUDA_VISIBLE_DEVICES" in os.environ:
         return
-    import subprocess
     try:
         n = len(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
                                timeout=30).stdout.strip().splitlines())
@@ -40,23 +44,27 @@ def _pick_gpu(device_id) -> None:
 def communicator(pg, device_id=None):
     """The NCCL communicator of the world (rank 0's unique id broadcast through MPI)."""
     _pick_gpu(device_id)
+    lib = nccl()
+    uid = lib.get_unique_id() if pg.rank == 0 else None
+    uid = pg.comm.bcast(uid, root=0)
+    _ = devices.get("cuda").rt  # start the runtime (its stream) on this rank's GPU
+    return lib.NcclCommunicator(pg.size, uid, pg.rank)
+
+
+def nccl():
+    """CuPy's NCCL bindings, imported on first use (CuPy is an optional dependency)."""
     try:
-        from cupy.cuda import nccl
+        return importlib.import_module("cupy.cuda.nccl")
     except Exception as e:  # noqa: BLE001 - any failure: no NCCL here
         raise RuntimeError(f"the nccl backend needs CuPy with NCCL on a GPU ({e}): pip "
                            f"install 'cube-lang[cuda]'") from None
-    uid = nccl.get_unique_id() if pg.rank == 0 else None
-    uid = pg.comm.bcast(uid, root=0)
-    import dl
-    _ = dl.device("cuda").rt  # start the runtime (its stream) on this rank's GPU
-    return nccl.NcclCommunicator(pg.size, uid, pg.rank)
 
 
 class _EventRequest:
     """A CUDA event after the collective, with MPI's request interface (Test)."""
 
     def __init__(self, stream):
-        import cupy as cp
+        cp = importlib.import_module("cupy")
         self.event = cp.cuda.Event(block=False, disable_timing=True)
         self.event.record(stream)
 
@@ -72,14 +80,12 @@ def _contig(t: Tensor) -> tuple[Tensor, bool]:
     t._materialise()
     if t.is_contiguous():
         return t, False
-    from ..ops.shape import contiguous
     return contiguous(t)._materialise(), True
 
 
 def _dt(t: Tensor) -> int:
-    from cupy.cuda import nccl
     name = t.dtype.name
-    return getattr(nccl, "NCCL_" + name.upper(), _DT[name])
+    return getattr(nccl(), "NCCL_" + name.upper(), _DT[name])
 
 
 def _stream(t: Tensor):
@@ -90,7 +96,6 @@ def _done(t: Tensor, work: Tensor, copied: bool, finish=None):
     """(request, finish) for the collective just enqueued: a copy back for a staged view."""
     def fin():
         if copied:
-            from ..ops.shape import assign
             assign(t, work)
         if finish is not None:
             finish()
@@ -126,7 +131,6 @@ def all_gather_list(pg, outs: list, inp: Tensor):
     pg.nccl.allGather(_ptr(i), _ptr(w), i.numel(), _dt(i), s.ptr)
 
     def scatter():
-        from ..ops.shape import assign
         for r, o in enumerate(outs):
             assign(o, w[r])
     return _EventRequest(s), scatter

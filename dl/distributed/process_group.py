@@ -18,9 +18,12 @@ per collective; it is off by default, as torch's TORCH_DISTRIBUTED_DEBUG."""
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 import sys
 import time
+
+from . import nccl_backend
 
 DEFAULT_TIMEOUT = 1800.0  # seconds, torch's default for init_process_group
 
@@ -36,8 +39,9 @@ class Backend:
 
 
 def _mpi():
+    """mpi4py's MPI module, imported on first use (importing it initialises MPI)."""
     try:
-        from mpi4py import MPI
+        MPI = importlib.import_module("mpi4py.MPI")
     except ImportError as e:
         raise RuntimeError(f"dl.distributed needs mpi4py and an MPI library ({e}): apt-get "
                            f"install openmpi-bin libopenmpi-dev && pip install "
@@ -113,7 +117,6 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     pg = ProcessGroup(Backend.MPI if backend == Backend.GLOO else backend, world.Dup(),
                       _seconds(timeout))
     if backend == Backend.NCCL:
-        from . import nccl_backend
         pg.nccl = nccl_backend.communicator(pg, device_id)
     _group = pg
 
@@ -149,8 +152,8 @@ def is_mpi_available() -> bool:
 def is_nccl_available() -> bool:
     """Whether CuPy's NCCL bindings import (a GPU is not checked)."""
     try:
-        from cupy.cuda import nccl  # noqa: F401
-    except Exception:  # noqa: BLE001 - any failure means no
+        nccl_backend.nccl()
+    except RuntimeError:
         return False
     return True
 

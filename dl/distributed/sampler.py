@@ -9,12 +9,13 @@ import math
 
 import numpy as np
 
+from . import process_group
+
 
 class DistributedSampler:
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False):
         if num_replicas is None or rank is None:
-            from . import process_group
             if num_replicas is None:
                 num_replicas = process_group.get_world_size()
             if rank is None:
