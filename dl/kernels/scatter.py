@@ -181,7 +181,7 @@ def tri_kernel(x: Tensor[F], x_off: u32, out: Tensor[F], n: u32, k: i32,
         if keep:
             out[i] = x[src]
         else:
-            out[i] = F(0)
+            out[i] = F(u32(0))
 
 
 @cube(launch=True)
@@ -239,3 +239,22 @@ def nonzero_kernel(m: Tensor[B], m_off: u32, starts: Array[u32], out: Array[I],
                     out[k * u32(m.rank()) + u32(d)] = I(rem % m.shape(d))
                     rem = rem // m.shape(d)
                 k += u32(1)
+
+
+@cube(launch=True)
+def bounds_kernel(idx: Tensor[I], idx_off: u32, lo: I, size: I, flag: Array[u32],
+                  bad: Array[I], n: u32):
+    """flag[0] = 1 and bad[0] = an entry of idx outside [lo, size), if any (every writer
+    writes the same flag; any one offender's value lands in bad)."""
+    i = ABSOLUTE_POS
+    if i < n:
+        rem = i
+        p = idx_off
+        for d in cb.range(idx.rank() - 1, -1, -1, unroll=True):
+            c = rem % idx.shape(d)
+            rem = rem // idx.shape(d)
+            p += c * idx.stride(d)
+        v = idx[p]
+        if v >= size or v < lo:
+            flag[0] = u32(1)
+            bad[0] = v

@@ -21,7 +21,7 @@ from ..tensor import Tensor
 from .creation import full, tensor, zeros
 from .elementwise import cast, ne, where
 from .index import cat, gather, index_select
-from .reduce import amax, amin, sum_to
+from .reduce import sum_to
 from .registry import register
 from .shape import assign, contiguous, expand, getitem, reshape
 
@@ -45,16 +45,23 @@ def _check_index(idx, what: str) -> Tensor:
     return idx._materialise()
 
 
-def _check_bounds(idx: Tensor, size: int, what: str, dim: int) -> None:
-    """IndexError for entries outside [-size, size) (a host synchronisation, as PyTorch's CPU
-    check)."""
-    if idx.numel() == 0:
+def _check_bounds(idx: Tensor, size: int, what: str, dim: int, wrap: bool = True) -> None:
+    """IndexError for entries outside [-size, size) ([0, size) without `wrap`, as PyTorch's
+    scatter/index_add): one kernel and a host synchronisation
+    reading its flag (as PyTorch's CPU check)."""
+    n = idx.numel()
+    if n == 0:
         return
-    lo, hi = int(amin(idx).item()), int(amax(idx).item())
-    bad = hi if hi >= size else lo if lo < -size else None
-    if bad is not None:
-        raise IndexError(f"{what}: index {bad} is out of bounds for dimension {dim} with size "
-                         f"{size}")
+    idx._materialise()
+    rt = idx.device.rt
+    flag = rt.from_numpy(np.zeros(1, np.uint32))
+    bad = rt.from_numpy(np.zeros(1, idx.dtype.storage_np))
+    launch_1d(K.bounds_kernel, rt, n, idx=idx._karg(idx.shape or (1,), idx._strides or (1,)),
+              idx_off=idx.offset, lo=-size if wrap else 0, size=size, flag=flag, bad=bad,
+              n=n)
+    if int(flag.numpy().reshape(-1)[0]):
+        raise IndexError(f"{what}: index {int(bad.numpy().reshape(-1)[0])} is out of bounds "
+                         f"for dimension {dim} with size {size}")
 
 
 def _wrap(idx: Tensor, size: int) -> Tensor:
@@ -144,7 +151,7 @@ def _scatter_into(dst: Tensor, d: int, idx: Tensor, src, mode: int) -> None:
     s._materialise()
     sstr = (0,) * len(ishape) if s.numel() == 1 and not isinstance(src, Tensor) else \
         (s._strides or (1,))
-    _check_bounds(idx, shape[d], "scatter", d)
+    _check_bounds(idx, shape[d], "scatter", d, wrap=False)
     launch_1d(K.scatter_kernel, dst.device.rt, n, x=dst._karg(shape, dstrides),
               x_off=dst.offset, idx=idx._karg(ishape, idx._strides or (1,)),
               idx_off=idx.offset, src=s._karg(ishape, sstr), src_off=s.offset, n=n, dim=d,
@@ -299,6 +306,11 @@ class _Adv:
                 items.append(("int", i))
             else:
                 items.append(("basic", i))
+        if any(k != "basic" for k, _ in items):
+            # as PyTorch, an int among index tensors is an index tensor (0-d) itself: it
+            # decides whether the indexed dims are adjacent
+            items = [("int", i) if k == "basic" and not isinstance(i, (slice, type(None))) and
+                     i is not Ellipsis else (k, i) for k, i in items]
         consumed = sum(i[1].ndim if i[0] == "mask" else 0 if i[1] is None or i[1] is Ellipsis
                        else 1 for i in items)
         if consumed > x.ndim:
@@ -332,6 +344,12 @@ class _Adv:
                     vd += 1
                 xd += i.ndim
             elif kind == "int":
+                if not isinstance(i, Tensor):
+                    i = int(i)
+                    if not -x.shape[xd] <= i < x.shape[xd]:
+                        raise IndexError(f"index {i} is out of bounds for dimension {xd} with "
+                                         f"size {x.shape[xd]}")
+                    i = full((), i, dtype=_index_dtype(x.device), device=x.device)
                 basic.append(slice(None))
                 tens.append((vd, i))
                 vd += 1
@@ -418,6 +436,27 @@ def advanced_getitem(x: Tensor, idx) -> Tensor:
     return record(y, "index", (view,), back)
 
 
+def setitem_autograd(x: Tensor, idx, value) -> None:
+    """`x[idx] = value` recorded for autograd (x non-leaf, or value requiring grad)."""
+    _inplace(x, "setitem", lambda a: _setitem_out(a, idx, value), None)
+
+
+def _setitem_out(x: Tensor, idx, value) -> Tensor:
+    if _is_advanced(idx):
+        return _index_put(x, idx, value, False, "setitem")
+    y = _fresh(x)
+    with no_grad():
+        assign(getitem(y, idx), value)
+    vt = value if isinstance(value, Tensor) else None
+
+    def back(g):
+        gx = _fresh(g)
+        assign(getitem(gx, idx), 0.0)
+        gv = None if vt is None else cast(sum_to(getitem(g, idx), vt.shape), vt.dtype)
+        return gx, gv
+    return record(y, "setitem", (x, vt), back)
+
+
 def advanced_setitem(x: Tensor, idx, value, accumulate: bool = False) -> None:
     """x[idx] = value with index tensors among the entries, in place."""
     adv = _Adv(x, idx, "index_put")
@@ -429,9 +468,10 @@ def advanced_setitem(x: Tensor, idx, value, accumulate: bool = False) -> None:
 
 # ---- index_put / index_add ------------------------------------------------------------------
 def _index_put(x, indices, values, accumulate, what):
-    if not isinstance(indices, (tuple, list)):
-        raise TypeError(f"{what}: indices must be a tuple of tensors")
-    indices = tuple(indices)
+    if what != "setitem":
+        if not isinstance(indices, (tuple, list)):
+            raise TypeError(f"{what}: indices must be a tuple of tensors")
+        indices = tuple(indices)
     y = _fresh(x)
     adv = _Adv(y, indices, what)
     adv.put(getitem(y, adv.basic), values, accumulate)
@@ -445,7 +485,7 @@ def _index_put(x, indices, values, accumulate, what):
             adv.put(getitem(gx, adv.basic), 0.0, False)
         gv = None
         if vt is not None:
-            gv = sum_to(adv.take(getitem(g, adv.basic)), vt.shape)
+            gv = cast(sum_to(adv.take(getitem(g, adv.basic)), vt.shape), vt.dtype)
         return gx, gv
     return record(y, what, (x, vt), back)
 
@@ -481,7 +521,7 @@ def _index_add_check(x, dim, index, source, what):
         raise RuntimeError(f"{what}: source of shape {source.shape} does not match the "
                            f"input's shape {x.shape} with dimension {d} of size "
                            f"{idx.shape[0]} (the index's length)")
-    _check_bounds(idx, xs[d], what, d)
+    _check_bounds(idx, xs[d], what, d, wrap=False)
     return idx, d
 
 
@@ -491,7 +531,7 @@ def _index_add_into(dst, d, idx, source, alpha):
     if source.dtype is not dst.dtype:
         source = cast(source, dst.dtype)
     xs, xst = dst.shape or (1,), dst._strides or (1,)
-    src = reshape(source, *xs[:d], -1, *xs[d + 1:]) if source.ndim else reshape(source, 1)
+    src = source if source.ndim else reshape(source, 1)
     off = contiguous(cast(_wrap(idx, xs[d]), _index_dtype(dst.device)) * xst[d])._materialise()
     _put(dst, off, xst[:d], xst[d + 1:], src, 2)
 

@@ -254,12 +254,12 @@ def getitem(x: Tensor, idx) -> Tensor:
 def setitem(x: Tensor, idx, value) -> None:
     """`x[idx] = value`: writes value (a tensor broadcast to the indexed shape, or a scalar)
     into x's storage, in place; with index tensors or masks among idx, as PyTorch's
-    `index_put_` (repeated indices: one of the values wins). Refused on a tensor that requires
-    grad while grad mode is on (wrap it in dl.no_grad())."""
-    if x.requires_grad and is_grad_enabled():
-        raise RuntimeError("in-place assignment to a tensor that requires grad (wrap it in "
-                           "dl.no_grad())")
-    from .indexing import _is_advanced, advanced_setitem
+    `index_put_` (repeated indices: one of the values wins). Differentiable in x and value
+    as PyTorch's (x takes the result's history; a leaf that requires grad is refused)."""
+    from .indexing import _is_advanced, advanced_setitem, setitem_autograd
+    if is_grad_enabled() and (x.requires_grad or getattr(value, "requires_grad", False)):
+        setitem_autograd(x, idx, value)
+        return
     if _is_advanced(idx):
         advanced_setitem(x, idx, value)
         return
