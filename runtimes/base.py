@@ -176,6 +176,11 @@ class Runtime:
 
     zeros = _buffer.zeros  # any element type, bf16 included
 
+    def empty_exact(self, shape: tuple, n: int, elem) -> Buffer:
+        """empty(shape, elem) where the caller knows shape is a tuple of ints with n
+        elements (host runtimes skip the conversions)."""
+        return self.empty(shape, elem)
+
     def empty_like(self, buf) -> Buffer:
         """A new buffer of `buf`'s shape and element type (a buffer, a line view or a NumPy
         array)."""

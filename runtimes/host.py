@@ -161,6 +161,15 @@ class HostMemoryMixin:
         block = Block(self.host_pool, nbytes)
         return HostBuffer._over(self, block.mem, block, dt, shape, n, elem)
 
+    def empty_exact(self, shape: tuple, n: int, elem) -> HostBuffer:
+        """empty(shape, elem) for a replay that knows its shape (a tuple of ints), element
+        count and cube element type are valid: no conversions, no checks."""
+        dt = elem.np
+        nbytes = n * dt.itemsize
+        if nbytes <= SLAB_MAX_BYTES:
+            return HostBuffer._over(self, _slab_block(nbytes), None, dt, shape, n, elem)
+        return self.empty(shape, elem)
+
     @property
     def host_pool(self) -> Pool:
         pool = self.__dict__.get("_host_pool")

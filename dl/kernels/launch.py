@@ -77,6 +77,16 @@ def record_launch(name) -> None:
             c.names.append(name)
 
 
+def record_launches(names: list) -> None:
+    """record_launch of each name (a replayed plan's launches)."""
+    if traces or _active:
+        for name in names:
+            record_launch(name)
+        return
+    with _lock:
+        _totals["launches"] += len(names)
+
+
 def record_compile() -> None:
     record("compiles")
     for c in _active:

@@ -70,9 +70,9 @@ def _key(fn, ops) -> tuple:
     """(key, operand addresses); raises _Unkeyable. Buffers key by shape, strides, element
     (and line size); other arguments by type and value; operands sharing memory by which
     one they share it with, as a plan maps an argument to the first operand it aliases."""
-    sig: list = [fn, _epoch[0]]
-    ptrs: list = []
-    for a in ops:
+    sig: list = [fn, _epoch[0], ops[0]]  # ops[0]: the runtime
+    ptrs: list = [None]
+    for a in ops[1:]:
         p = _storage(a)
         if p is None:
             sig.append(scalar_key(a))
@@ -211,6 +211,8 @@ class Plan:
         for j, (b, _, _) in enumerate(allocs):
             where.setdefault(_storage(b), (b, j, _SAME_NEW))  # device memory: _Unkeyable
         self.allocs = [(shape, dtype) for _, shape, dtype in allocs]
+        # what a replay allocates, as `empty_exact` takes it (host runtimes: every plan's)
+        self.exact = [(b.shape, b.size, b.elem) for b, _, _ in allocs]
         self.launches = []
         self.blobs: list | None = []  # the CPU's prepared argument blocks, pointers patched
         for i, (fn, cc, cd, largs) in enumerate(t.entries):
@@ -254,11 +256,14 @@ class Plan:
         return call.func, bytes(call.args[0]), call.args[1:], patches
 
     def run(self, ops: tuple):
-        for name in self.names:  # dl.count_kernels sees the launches the trace counted
-            launch.record_launch(name)
+        launch.record_launches(self.names)  # dl.count_kernels sees what the trace counted
         rt = ops[0]
-        allocs = [rt.empty(shape) if dtype is None else rt.empty(shape, dtype)
-                  for shape, dtype in self.allocs]
+        if "empty" in rt.__dict__:  # an outer trace records allocations through rt.empty
+            allocs = [rt.empty(shape) if dtype is None else rt.empty(shape, dtype)
+                      for shape, dtype in self.allocs]
+        else:
+            exact = rt.empty_exact
+            allocs = [exact(shape, n, elem) for shape, n, elem in self.exact]
         active = recording.active
         if self.blobs is not None and active is None:
             pack = _PTR_LEN.pack_into
