@@ -1,5 +1,7 @@
 """Runs the op table (tests/dl/op_table): every entry forward against torch and gradients
-against torch autograd, per runtime and dtype, with fusion on and off."""
+against torch autograd (or float64 finite differences), per runtime and dtype, with fusion on
+and off; which runtime runs which samples, dtypes and fusion modes without CUBE_SLOW=1 is
+the policy in op_table/core.py's docstring."""
 from __future__ import annotations
 
 import importlib
@@ -21,7 +23,8 @@ MODULES = [importlib.import_module(f"op_table.{m.name}")
 OPS = core.collect(*MODULES)
 
 _TORCH_DTYPE = {dl.float32: torch.float32, dl.float64: torch.float64,
-                dl.float16: torch.float16, dl.bfloat16: torch.bfloat16}
+                dl.float16: torch.float16, dl.bfloat16: torch.bfloat16,
+                dl.int32: torch.int32, dl.int64: torch.int64, dl.bool_: torch.bool}
 
 
 def _names_unique():
@@ -43,6 +46,9 @@ def _convert(v, dtype, dev, noncontig, lib):
         return v
     a = v
     is_float = a.dtype.kind == "f"
+    if is_float and not dtype.is_float:  # an integer or bool dtype under test
+        a = _as_int(a, dtype)
+        is_float = False
     if noncontig and a.ndim >= 2:
         a = np.ascontiguousarray(a.swapaxes(-1, -2))
     if lib == "dl":
@@ -58,6 +64,14 @@ def _convert(v, dtype, dev, noncontig, lib):
     if noncontig and a.ndim >= 2:
         t = t.transpose(-1, -2)
     return t
+
+
+def _as_int(a: np.ndarray, dtype) -> np.ndarray:
+    """A float sample array as the integer or bool dtype under test."""
+    if dtype is dl.bool_:
+        return a != 0
+    a = np.rint(np.nan_to_num(a, nan=0.0, posinf=100.0, neginf=-100.0))
+    return np.clip(a, -100, 100).astype(dtype.storage_np)
 
 
 def _flat(out):
@@ -98,11 +112,69 @@ def _dtype_name(t) -> str:
         return t.dtype.name
     return {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
             torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
+            torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
             torch.bool: "bool"}.get(t.dtype, str(t.dtype))
 
 
+def _weights(outs):
+    """The fixed random weights of the gradient loss, one per float output (NumPy)."""
+    return [np.random.default_rng(100 + k).uniform(0.5, 1.5, tuple(o.shape))
+            for k, o in enumerate(outs)]
+
+
+def _fd_grads(info, s, dev, gidx):
+    """Central finite differences of sum(out_k * w_k) (dl's own op, float64, no grad) with
+    respect to the float arguments gidx: {index: gradient as laid out in the sample}."""
+    base = [np.asarray(a, np.float64) if i in gidx else a for i, a in enumerate(s.args)]
+
+    def loss(args):
+        with dl.no_grad():
+            dargs = [_convert(a, dl.float64, dev, s.noncontig, "dl") for a in args]
+            dkw = {k: _convert(v, dl.float64, dev, s.noncontig, "dl")
+                   for k, v in s.kwargs.items()}
+            outs = [o for o in _flat(info.op(*dargs, **dkw))
+                    if isinstance(o, dl.Tensor) and o.dtype.is_float]
+        return sum(float(np.sum(_np(o) * w)) for o, w in zip(outs, _weights(outs)))
+
+    eps = info.fd_eps
+    grads = {}
+    for i in gidx:
+        g = np.zeros_like(base[i])
+        for j in np.ndindex(base[i].shape):
+            plus, minus = base[i].copy(), base[i].copy()
+            plus[j] += eps
+            minus[j] -= eps
+            args_p = list(base)
+            args_p[i] = plus
+            args_m = list(base)
+            args_m[i] = minus
+            g[j] = (loss(args_p) - loss(args_m)) / (2 * eps)
+        grads[i] = g
+    return grads
+
+
+_DL_DTYPE = {v: k for k, v in _TORCH_DTYPE.items()}
+
+
+def _tol(info, dtype, out):
+    """An output's tolerance: the entry's for the dtype under test, else the coarser of
+    TOL's for that dtype and for the output's dtype (exp of int64 is float32)."""
+    if dtype in info.tol:
+        return info.tol[dtype]
+    a = TOL.get(dtype, (0.0, 0.0))
+    od = out.dtype if isinstance(out, dl.Tensor) else _DL_DTYPE.get(
+        getattr(out, "dtype", None))
+    b = TOL.get(od, (0.0, 0.0))
+    return (max(a[0], b[0]), max(a[1], b[1]))
+
+
+def _out_dtype(g):
+    """The dl dtype of a float output (the gradient loss's weights take it)."""
+    return g.dtype if isinstance(g, dl.Tensor) and g.dtype.is_float else dl.float64
+
+
 def _run_sample(info: core.OpInfo, s: core.Sample, dtype, dev: str, grad: bool):
-    tol = info.tol.get(dtype, TOL[dtype])
+    tol = info.tol.get(dtype, TOL.get(dtype, (0.0, 0.0)))
     dargs = [_convert(a, dtype, dev, s.noncontig, "dl") for a in s.args]
     targs = [_convert(a, dtype, dev, s.noncontig, "torch") for a in s.args]
     dkw = {k: _convert(v, dtype, dev, s.noncontig, "dl") for k, v in s.kwargs.items()}
@@ -115,6 +187,8 @@ def _run_sample(info: core.OpInfo, s: core.Sample, dtype, dev: str, grad: bool):
             targs[i] = targs[i].detach().requires_grad_(True)
     want = _flat(info.ref(*targs, **tkw))
     got = _flat(info.op(*dargs, **dkw))
+    if info.inplace:  # the target itself, after the call
+        want, got = want + [targs[0]], got + [dargs[0]]
     assert len(got) == len(want), f"{len(got)} outputs, torch gives {len(want)}"
     for k, (g, w) in enumerate(zip(got, want)):
         what = f"output {k}"
@@ -129,26 +203,38 @@ def _run_sample(info: core.OpInfo, s: core.Sample, dtype, dev: str, grad: bool):
                 continue
             assert type(g) is type(w) or (isinstance(g, (int, float)) and not isinstance(
                 w, bool)), f"{what}: {type(g).__name__}, torch gives {type(w).__name__}"
-        _compare(g, w, dtype, tol, info.signed_zero, what)
+        _compare(g, w, dtype, _tol(info, dtype, g), info.signed_zero, what)
     if not gidx:
         return
-    floats = [(g, w) for g, w in zip(got, want) if isinstance(w, torch.Tensor)
-              and w.dtype.is_floating_point and w.requires_grad]
+    fd = info.grad_check == "fd"
+    if fd:
+        floats = [(g, g) for g in got if isinstance(g, dl.Tensor) and g.dtype.is_float]
+    else:
+        floats = [(g, w) for g, w in zip(got, want) if isinstance(w, torch.Tensor)
+                  and w.dtype.is_floating_point and w.requires_grad]
     if not floats:
         return
     dloss, tloss = None, None
-    for k, (g, w) in enumerate(floats):
-        wt = np.random.default_rng(100 + k).uniform(0.5, 1.5, tuple(w.shape))
-        dw = _convert(wt, dtype, dev, False, "dl")
-        tw = _convert(wt, dtype, dev, False, "torch")
-        d = (g * dw).sum()
-        t = (w * tw).sum()
+    for (g, w), wt in zip(floats, _weights([w for _, w in floats])):
+        od = _out_dtype(g)  # weights in the output's dtype: gradients round as torch's do
+        d = (g * _convert(wt, od, dev, False, "dl")).sum()
         dloss = d if dloss is None else dloss + d
-        tloss = t if tloss is None else tloss + t
-    tloss.backward()
+        if not fd:
+            t = (w * _convert(wt, od, dev, False, "torch")).sum()
+            tloss = t if tloss is None else tloss + t
+    if not fd:
+        tloss.backward()
     dloss.backward()
     gtol = info.grad_tol.get(dtype, tuple(x * 10 for x in tol))
+    if fd:
+        gtol = info.grad_tol.get(dtype, (1e-6, 1e-7))
+        want_g = _fd_grads(info, s, dev, gidx)
     for i in gidx:
+        if fd:
+            dg = dargs[i].grad
+            assert dg is not None, f"grad of arg {i} is missing"
+            _compare(dg, want_g[i], dtype, gtol, False, f"grad of arg {i} (finite differences)")
+            continue
         tg = targs[i].grad
         dg = dargs[i].grad
         if tg is None:
@@ -158,11 +244,17 @@ def _run_sample(info: core.OpInfo, s: core.Sample, dtype, dev: str, grad: bool):
         _compare(dg, tg, dtype, gtol, False, f"grad of arg {i}")
 
 
+_SLOW = [pytest.mark.slow,
+         pytest.mark.skipif(not core.run_slow(), reason="exhaustive variant: CUBE_SLOW=1")]
+
+
 def _cases():
     for info in OPS:
         for name in RUNTIMES:
             for dtype in info.dtypes:
-                yield pytest.param(info, name, dtype, id=f"{info.name}-{name}-{dtype.name}")
+                marks = () if core.is_default_case(info, name, dtype) else _SLOW
+                yield pytest.param(info, name, dtype, id=f"{info.name}-{name}-{dtype.name}",
+                                   marks=marks)
 
 
 @pytest.mark.parametrize("info,runtime,dtype", list(_cases()))
@@ -181,8 +273,9 @@ def test_op(info: core.OpInfo, runtime: str, dtype):
         pytest.skip(f"{runtime}'s device declares no {dtype.name}")
     failures = []
     for s in core.samples_for(info, runtime):
-        for fused in info.fusion_modes:
-            grad = info.grad and dtype in info.grad_dtypes
+        for fused in core.fusion_modes_for(info, runtime):
+            grad = info.grad and dtype in info.grad_dtypes and (
+                info.grad_check != "fd" or dtype is dl.float64)
             try:
                 with dl.fusion(fused):
                     _run_sample(info, s, dtype, runtime, grad)

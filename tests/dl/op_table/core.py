@@ -1,7 +1,7 @@
 """The op table: each dl op declares sample inputs, the torch reference and what it does
 not support, in the style of PyTorch's OpInfo; tests/dl/test_op_table.py runs every entry
-forward against torch and its gradients against torch autograd, on every runtime that
-starts, with fusion on and off.
+forward against torch and its gradients against torch autograd (or float64 finite
+differences), on every runtime that starts, with fusion on and off.
 
 An entry:
 
@@ -12,21 +12,42 @@ An entry:
 
 - `op` gets dl tensors where the sample holds NumPy arrays (and the same Python values
   elsewhere), `ref` gets torch tensors. Float arrays are cast to the dtype under test;
-  integer and bool arrays keep theirs (indices, masks).
+  integer and bool arrays keep theirs (indices, masks). When the dtype under test is an
+  integer or bool dtype (`dtypes=ALL`), float arrays become that dtype too: rounded to the
+  nearest integer (nan 0, +-inf +-100), bool where non-zero.
 - Outputs may be a tensor, a tuple/list of tensors (sort: values, indices) or a Python
-  value (allclose: a bool); each is compared with the reference's (integer and bool
-  tensors exactly, floats to the dtype's tolerance, nan where nan, the sign of zero where
-  `signed_zero`).
+  value (allclose: a bool; item: a float); each is compared with the reference's (integer
+  and bool tensors exactly, floats to the dtype's tolerance, nan where nan, the sign of zero
+  where `signed_zero`). Output dtypes must be torch's (`check_dtype`), integer ones included.
+- In-place ops (`inplace=True`: add_, copy_, setitem): after the call the first argument of
+  each side is compared too (dl's against torch's), so an op that returns the right value
+  but leaves its target unchanged fails.
 - Gradients: when `grad` is set and the dtype is in `grad_dtypes`, the float array
   arguments (or those `Sample.grad` names) require grad; the loss is sum(out_i * w_i) over
   the float outputs with fixed random weights w_i, and each input's grad is compared with
-  torch's.
+  torch's. `grad_check="fd"` compares instead with central finite differences of dl's own
+  op in float64 (for ops torch's autograd cannot serve: no torch gradient, or one that
+  differs on purpose); keep those samples small (2 evaluations per input element).
 - Declared, not discovered: `dtypes` lists the dtypes an op supports; `skip` maps a runtime
-  name (or "runtime:dtype") to the reason it is not run there. A dtype the runtime's device
-  lacks (f64 on WGSL) is skipped from the runtime's declared Features.
-- Samples: put the most telling first. Compiled runtimes run the first `DEVICE_SAMPLES`
-  samples of each entry (and every sample marked `device=True`); the interpreter runs them
-  all; CUBE_SLOW=1 runs all of them everywhere.
+  name (or "runtime:dtype", or "*:dtype") to the reason it is not run there. A dtype the
+  runtime's device lacks (f64 on WGSL) is skipped from the runtime's declared Features.
+  `note` says where dl differs from torch on purpose or through a known bug (docs/dl.md
+  and scripts/dl_surface.py list the notes).
+
+Time policy (the whole table, every engineer's entries on every runtime, stays within
+~4 minutes on CI's 2 cores; CUBE_SLOW=1 runs everything, the cases it adds are marked
+`@pytest.mark.slow` and skipped otherwise):
+
+| runtime | samples | fusion | dtypes |
+|---|---|---|---|
+| interp (the oracle; no compile) | all | on and off | every declared dtype |
+| cpu (LLVM) | first `DEVICE_SAMPLES` + `device=True` ones | on and off | `device_dtypes(info)` |
+| opencl, wgpu | the same | on only | `device_dtypes(info)` |
+| wgpu-spirv, cuda, hip, metal | the same | on only | `device_dtypes(info)` |
+
+`device_dtypes(info)`: float32 where the entry declares it (else its first dtype), plus
+every dtype listed in `OpInfo.device_dtypes` (an entry whose lowering differs per dtype,
+say a float16 path of its own, names it there). Samples: put the most telling first.
 """
 from __future__ import annotations
 
@@ -40,7 +61,12 @@ import dl
 
 FLOATS = (dl.float32, dl.float64)
 ALL_FLOATS = (dl.float32, dl.float64, dl.float16, dl.bfloat16)
+INTS = (dl.int64, dl.int32)
+ALL = ALL_FLOATS + INTS + (dl.bool_,)
 DEVICE_SAMPLES = 2
+
+# the fusion modes run per runtime (CUBE_SLOW=1: both everywhere)
+FUSION_BOTH = ("interp", "cpu")
 
 
 @dataclass
@@ -76,6 +102,11 @@ class OpInfo:
     check_dtype: bool = True  # output dtypes must match torch's
     fusion_modes: tuple[bool, ...] = (True, False)
     note: str = ""  # where dl differs from torch on purpose (docs/dl.md lists these)
+    # additions (the runner's defaults keep older entries' meaning)
+    grad_check: str = "torch"  # "torch": torch autograd; "fd": float64 finite differences
+    inplace: bool = False  # the op changes its first argument: compared after the call
+    device_dtypes: tuple = ()  # dtypes compiled runtimes run besides float32 (see above)
+    fd_eps: float = 1e-6
 
     def skip_reason(self, runtime: str, dtype) -> str | None:
         return self.skip.get(runtime) or self.skip.get(f"{runtime}:{dtype.name}") or \
@@ -102,6 +133,11 @@ def edge_values() -> np.ndarray:
                      -2.5])
 
 
+def ties(shape, seed: int = 0, values=(-1.0, 0.0, 1.0, 2.0)) -> np.ndarray:
+    """A float64 array drawn from a few values: every row holds ties (max/argmax, sort)."""
+    return np.random.default_rng(seed).choice(np.asarray(values, np.float64), shape)
+
+
 def run_slow() -> bool:
     return bool(os.environ.get("CUBE_SLOW"))
 
@@ -113,9 +149,26 @@ def samples_for(info: OpInfo, runtime: str) -> list[Sample]:
     return [s for i, s in enumerate(ss) if i < DEVICE_SAMPLES or s.device]
 
 
+def fusion_modes_for(info: OpInfo, runtime: str) -> tuple[bool, ...]:
+    """The fusion modes a runtime runs (the time policy above)."""
+    if runtime in FUSION_BOTH or run_slow():
+        return tuple(info.fusion_modes)
+    return tuple(m for m in info.fusion_modes if m) or tuple(info.fusion_modes[:1])
+
+
+def device_dtypes(info: OpInfo) -> tuple:
+    """The dtypes compiled runtimes run without CUBE_SLOW (the time policy above)."""
+    first = dl.float32 if dl.float32 in info.dtypes else info.dtypes[0]
+    return (first,) + tuple(d for d in info.device_dtypes if d in info.dtypes and d is not first)
+
+
+def is_default_case(info: OpInfo, runtime: str, dtype) -> bool:
+    """Whether runtime x dtype runs without CUBE_SLOW (else it is a slow case)."""
+    return runtime == "interp" or dtype in device_dtypes(info)
+
+
 def collect(*modules) -> list[OpInfo]:
     ops: list[OpInfo] = []
     for m in modules:
         ops.extend(getattr(m, "OPS", ()))
     return ops
-
