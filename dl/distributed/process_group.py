@@ -146,6 +146,7 @@ def is_available() -> bool:
 
 
 def is_mpi_available() -> bool:
+    """Whether the MPI backend can run (mpi4py imports)."""
     return is_available()
 
 
@@ -159,6 +160,7 @@ def is_nccl_available() -> bool:
 
 
 def is_initialized() -> bool:
+    """Whether init_process_group has run (and destroy_process_group has not)."""
     return _group is not None
 
 
@@ -171,14 +173,17 @@ def current() -> ProcessGroup:
 
 
 def get_rank(group=None) -> int:
+    """This process's rank, 0 .. world_size - 1."""
     return current().rank
 
 
 def get_world_size(group=None) -> int:
+    """The number of processes (ranks)."""
     return current().size
 
 
 def get_backend(group=None) -> str:
+    """"mpi" or "nccl"."""
     return current().backend
 
 
@@ -189,4 +194,5 @@ def set_debug(on: bool) -> None:
 
 
 def debug() -> bool:
+    """Whether checked mode is on."""
     return _debug

@@ -13,6 +13,10 @@ from . import process_group
 
 
 class DistributedSampler:
+    """Rank `rank`'s indices of `dataset` among `num_replicas` ranks (the process group's by
+    default): every rank gets `len(self)` of them; padded by repeating the first indices
+    unless `drop_last` drops the tail (see the module)."""
+
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False):
         if num_replicas is None or rank is None:

@@ -127,6 +127,8 @@ class DistributedDataParallel(Module):
         return [t for _, t in self.module.named_buffers() if t is not None]
 
     def forward(self, *args, **kwargs):
+        """The wrapped module's forward; arms this iteration's gradient averaging (unless
+        inside `no_sync()`) and broadcasts rank 0's buffers first (`broadcast_buffers`)."""
         self._check_finished()
         if self.broadcast_buffers and self._world > 1:
             with no_grad():

@@ -73,7 +73,7 @@ def test_collectives_two_ranks(tmp_path):
 
 def test_collectives_and_ddp_three_ranks(tmp_path):
     """An odd world: uneven sampler splits, the collectives, DDP on thirds of the batch."""
-    results, _ = mpirun(3, "collectives", tmp_path, "cpu")
+    results, _ = mpirun(3, "collectives", tmp_path, "cpu", "float32,bfloat16")
     assert_all_ok(results)
     assert "ddp_world_n" in results[0]["checks"]
 
@@ -89,12 +89,12 @@ def test_ddp(tmp_path):
 
 
 def test_hung_rank_times_out(tmp_path):
-    """A rank that never joins: the other gives up after its timeout (3 s) and aborts the job
+    """A rank that never joins: the other gives up after its timeout (2 s) and aborts the job
     instead of hanging."""
     t0 = time.monotonic()
     results, proc = mpirun(2, "timeout", tmp_path, timeout=60, expect_ok=False)
     assert proc.returncode != 0
-    assert "timed out after 3 s" in proc.stderr, proc.stderr[-2000:]
+    assert "timed out after 2 s" in proc.stderr, proc.stderr[-2000:]
     assert time.monotonic() - t0 < 40
     assert results[0] is None  # the all-reduce never returned
 
@@ -141,13 +141,22 @@ def test_collective_before_init_raises():
         dist.get_rank()
 
 
+# torch.utils.data.distributed.DistributedSampler(range(n), reps, r, shuffle=False,
+# drop_last=drop) for r in range(reps), from torch 2.13 (importing torch here costs seconds)
+TORCH_SHARES = {
+    (10, 3, False): [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]],
+    (10, 3, True): [[0, 3, 6], [1, 4, 7], [2, 5, 8]],
+    (2, 3, False): [[0], [1], [0]],
+    (12, 4, False): [[0, 4, 8], [1, 5, 9], [2, 6, 10], [3, 7, 11]],
+}
+
+
 def test_sampler_matches_torch():
     """Without shuffling, the shares are torch's (padding, drop_last, interleaving)."""
-    torch_data = pytest.importorskip("torch.utils.data.distributed")
     from dl.distributed import DistributedSampler
-    for n, reps, drop in ((10, 3, False), (10, 3, True), (2, 3, False), (12, 4, False)):
-        for r in range(reps):
-            ours = list(DistributedSampler(range(n), reps, r, shuffle=False, drop_last=drop))
-            theirs = list(torch_data.DistributedSampler(range(n), reps, r, shuffle=False,
-                                                        drop_last=drop))
-            assert ours == theirs, (n, reps, r, drop)
+    for (n, reps, drop), shares in TORCH_SHARES.items():
+        ours = [list(DistributedSampler(range(n), reps, r, shuffle=False, drop_last=drop))
+                for r in range(reps)]
+        assert ours == shares, (n, reps, drop)
+        s = DistributedSampler(range(n), reps, 0, drop_last=drop)
+        assert len(s) == len(shares[0])

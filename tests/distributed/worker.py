@@ -61,7 +61,7 @@ def close(got, want, dt, what):
 
 # ---- collectives -----------------------------------------------------------------------------
 
-def collectives(devices: list[str]) -> None:
+def collectives(devices: list[str], floats: list[str]) -> None:
     @check("before_init_raises")
     def _():
         try:
@@ -82,7 +82,7 @@ def collectives(devices: list[str]) -> None:
 
     shape = (3, 5)
     for dev in devices:
-        for dt in FLOATS:
+        for dt in floats:
             xs = [values(k, shape, dt) for k in range(n)]
             mine = lambda: dl.tensor(xs[r], dtype=dt, device=dev)  # noqa: E731
             stack = np.stack([rounded(x, dt) for x in xs])
@@ -245,7 +245,7 @@ def ddp_suite() -> None:
     dist.init_process_group("mpi", timeout=60)
     r, n = dist.get_rank(), dist.get_world_size()
     loss_fn = nn.CrossEntropyLoss()
-    steps = 4
+    steps = 3
 
     def same(model, want, what, tol=1e-5):
         for i, (p, w) in enumerate(zip(model.parameters(), want)):
@@ -360,14 +360,14 @@ def uneven_ddp() -> None:
     """n ranks on a batch of 24 (n = 3: 8 each): same parameters as one process."""
     r, n = dist.get_rank(), dist.get_world_size()
     loss_fn = nn.CrossEntropyLoss()
-    want = reference(3)
+    want = reference(2)
 
     @check("ddp_world_n")
     def _():
         model = mlp(seed=r)
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.002)
         opt = dl.optim.Adam(ddp.parameters(), lr=1e-2)
-        for s in range(3):
+        for s in range(2):
             x, y = batch(s)
             opt.zero_grad()
             loss_fn(ddp(dl.tensor(shard(x, r, n))), dl.tensor(shard(y, r, n))).backward()
@@ -379,7 +379,7 @@ def uneven_ddp() -> None:
 # ---- failures --------------------------------------------------------------------------------
 
 def timeout_suite() -> None:
-    dist.init_process_group("mpi", timeout=3)
+    dist.init_process_group("mpi", timeout=2)
     if dist.get_rank() == 1:
         time.sleep(120)  # hangs: never joins the all-reduce
     dist.all_reduce(dl.ones(4))
@@ -445,7 +445,8 @@ def main() -> None:
     suite, out = sys.argv[1], sys.argv[2]
     t0 = time.perf_counter()
     if suite == "collectives":
-        collectives(sys.argv[3].split(","))
+        collectives(sys.argv[3].split(","),
+                    sys.argv[4].split(",") if len(sys.argv) > 4 else FLOATS)
         if dist.get_world_size() > 2:
             uneven_ddp()
     elif suite == "ddp":
