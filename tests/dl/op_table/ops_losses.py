@@ -75,73 +75,78 @@ def _bce_logits(reduction):
                   samples=samples)
 
 
-def _regression(name, fn, tfn, kwargs_list, with_weight=False):
-    """Entries of l1 / smooth l1 / huber: per reduction, per option set."""
+def _ties() -> tuple:
+    """Differences exactly at +-1, +-2 and 0: the branch points of beta / delta 1 and 2."""
+    a = np.array([[0.0, 1.0, -1.0, 0.5, 3.0, -2.5, 2.0, -2.0]])
+    return a + 0.25, np.full_like(a, 0.25)
+
+
+def _regression(name, fn, tfn, first: dict, more: list[dict], with_weight=False):
+    """Entries of l1 / smooth l1 / huber, one per reduction; option sets (beta, delta) are
+    samples: `first` in the two compiled ones, each of `more` in one of the rest."""
     out = []
     for reduction in REDUCTIONS:
-        for opts in kwargs_list:
-            def samples(reduction=reduction, opts=opts):
-                k = dict(opts, reduction=reduction)
-                # differences exactly at +-1 and 0: the branch points of beta/delta 1
-                a = np.array([[0.0, 1.0, -1.0, 0.5, 3.0, -2.5]])
-                ss = [
-                    Sample(arr((4, 5), 0, -3, 3), arr((4, 5), 1, -3, 3), **k),
-                    Sample(arr((5, 4), 2, -3, 3), arr((5, 4), 3, -3, 3), noncontig=True,
-                           **k),
-                    Sample(a + 0.25, np.full_like(a, 0.25), desc="ties at the branch", **k),
-                    Sample(arr((1, 6, 1), 4), arr((1, 6, 1), 5), desc="size-1 dims", **k),
-                    Sample(arr((3, 4), 6), arr((4,), 7), desc="target broadcast", **k),
-                ]
-                if with_weight:
-                    ss.append(Sample(arr((3, 4), 8), arr((3, 4), 9), weight=arr((3, 4), 10,
-                                     0.5, 2.0), desc="weight", grad=(0, 1), **k))
-                return ss
-            tag = "".join(f"_{k}{v}" for k, v in opts.items())
-            out.append(OpInfo(f"{name}_{reduction}{tag}", op=_quiet(fn), ref=_quiet(tfn),
-                              samples=samples))
+        def samples(reduction=reduction):
+            k = dict(first, reduction=reduction)
+            ss = [
+                Sample(arr((4, 5), 0, -3, 3), arr((4, 5), 1, -3, 3), **k),
+                Sample(*_ties(), desc="ties at the branch", **k),
+                Sample(arr((5, 4), 2, -3, 3), arr((5, 4), 3, -3, 3), noncontig=True, **k),
+                Sample(arr((1, 6, 1), 4), arr((1, 6, 1), 5), desc="size-1 dims", **k),
+                Sample(arr((3, 4), 6), arr((4,), 7), desc="target broadcast", **k),
+            ]
+            for j, opts in enumerate(more):  # ties at even positions, else random values
+                ko = dict(opts, reduction=reduction)
+                ss.append(Sample(*_ties(), desc=f"ties, {opts}", **ko) if j % 2 == 0 else
+                          Sample(arr((4, 5), 20 + j, -3, 3), arr((4, 5), 30 + j, -3, 3),
+                                 desc=str(opts), **ko))
+            if with_weight:
+                ss.append(Sample(arr((3, 4), 8), arr((3, 4), 9), weight=arr((3, 4), 10,
+                                 0.5, 2.0), desc="weight", grad=(0, 1), **k))
+            return ss
+        out.append(OpInfo(f"{name}_{reduction}", op=_quiet(fn), ref=_quiet(tfn),
+                          samples=samples))
     return out
 
 
-def _kl(reduction, log_target):
+def _kl(reduction):
     def samples():
-        k = dict(reduction=reduction, log_target=log_target)
-        logp = np.log(_prob((4, 5), 0))
-        t = _prob((4, 5), 1)
-        t = np.log(t) if log_target else t
+        k = dict(reduction=reduction)
         edge_t = np.array([[0.0, 0.0, 0.3, 1.0, 0.5, 0.2]])
         return [
-            Sample(logp, t, grad=(0, 1), **k),
-            Sample(np.log(_prob((5, 4), 2)), np.log(_prob((5, 4), 3)) if log_target else
-                   _prob((5, 4), 3), noncontig=True, grad=(0, 1), **k),
-            Sample(np.log(_prob((1, 6), 4)), np.log(edge_t + 1e-3) if log_target else edge_t,
-                   grad=(0,), desc="target 0 (xlogy)", **k),
-            Sample(np.log(_prob((3, 1, 4), 5)), np.log(_prob((3, 1, 4), 6)) if log_target else
-                   _prob((3, 1, 4), 6), desc="size-1 dims", grad=(0, 1), **k),
+            Sample(np.log(_prob((4, 5), 0)), _prob((4, 5), 1), grad=(0, 1), **k),
+            Sample(np.log(_prob((4, 5), 2)), np.log(_prob((4, 5), 3)), log_target=True,
+                   grad=(0, 1), desc="log_target", **k),
+            Sample(np.log(_prob((5, 4), 4)), _prob((5, 4), 5), noncontig=True, grad=(0, 1),
+                   **k),
+            Sample(np.log(_prob((1, 6), 8)), edge_t, grad=(0,), desc="target 0 (xlogy)", **k),
+            Sample(np.log(_prob((3, 1, 4), 9)), _prob((3, 1, 4), 10), desc="size-1 dims",
+                   grad=(0, 1), **k),
         ]
-    return OpInfo(f"kl_div_{reduction}{'_log_target' if log_target else ''}",
+    return OpInfo(f"kl_div_{reduction}",
                   op=_quiet(lambda x, y, **kw: F.kl_div(x, y, **kw)),
                   ref=_quiet(lambda x, y, **kw: TF.kl_div(x, y, **kw)), samples=samples)
 
 
-def _cosine(reduction, margin):
+def _cosine(reduction):
     def samples():
-        k = dict(reduction=reduction, margin=margin)
-        tgt = np.array([1, -1, 1, -1, -1, 1], dtype=np.int64)
+        k = dict(reduction=reduction)
+        tgt = np.array([1.0, -1.0, 1.0, -1.0, -1.0, 1.0])
         a = arr((6, 5), 0)
-        # rows 3 and 4: x2 = x1 and x2 = -x1 (cos 1 and -1, margin's clamp both sides)
+        # rows 3 and 4: x2 = x1 and x2 = -x1 (cos 1 and -1: the margin's clamp both sides)
         b = arr((6, 5), 1)
         b[3], b[4] = a[3], -a[4]
+        itgt = np.array([1, -1, 1, -1, 1], dtype=np.int64)  # no int64 on WGSL: not first
         return [
-            Sample(a, b, tgt, **k),
-            Sample(arr((5, 6), 2), arr((5, 6), 3), tgt[:5], noncontig=True, **k),
-            Sample(arr((5,), 4), arr((5,), 5), np.array(-1, dtype=np.int64), desc="0-d target",
+            Sample(a, b, tgt, margin=0.5, grad=(0, 1), **k),
+            Sample(arr((5,), 4), arr((5,), 5), np.array(-1.0), desc="0-d target", grad=(0, 1),
                    **k),
+            Sample(a, b, tgt, margin=0.0, grad=(0, 1), desc="margin 0", **k),
+            Sample(arr((5, 6), 2), arr((5, 6), 3), itgt, noncontig=True, margin=0.2, **k),
             Sample(arr((1, 1), 6), arr((1, 1), 7), np.array([1], dtype=np.int64),
                    desc="size-1 dims", **k),
-            Sample(arr((4, 3), 8), arr((4, 3), 9), np.array([1.0, -1.0, -1.0, 1.0]),
-                   grad=(0, 1), desc="float target", **k),
         ]
-    return OpInfo(f"cosine_embedding_loss_{reduction}_margin{margin}",
+    return OpInfo(f"cosine_embedding_loss_{reduction}",
                   op=lambda a, b, t, **kw: F.cosine_embedding_loss(a, b, t, **kw),
                   ref=lambda a, b, t, **kw: TF.cosine_embedding_loss(a, b, t, **kw),
                   samples=samples)
@@ -150,13 +155,13 @@ def _cosine(reduction, margin):
 OPS = [
     *[_bce(r) for r in REDUCTIONS],
     *[_bce_logits(r) for r in REDUCTIONS],
-    *_regression("l1_loss", F.l1_loss, TF.l1_loss, [{}], with_weight=True),
-    *_regression("smooth_l1_loss", F.smooth_l1_loss, TF.smooth_l1_loss,
-                 [{}, {"beta": 0.5}, {"beta": 0.0}]),
-    *_regression("huber_loss", F.huber_loss, TF.huber_loss, [{}, {"delta": 2.0}],
-                 with_weight=True),
-    *[_kl(r, lt) for r in ("batchmean", "mean", "sum", "none") for lt in (False, True)],
-    *[_cosine(r, m) for r in REDUCTIONS for m in (0.0, 0.5)],
+    *_regression("l1_loss", F.l1_loss, TF.l1_loss, {}, [], with_weight=True),
+    *_regression("smooth_l1_loss", F.smooth_l1_loss, TF.smooth_l1_loss, {},
+                 [{"beta": 0.5}, {"beta": 0.0}, {"beta": 2.0}]),
+    *_regression("huber_loss", F.huber_loss, TF.huber_loss, {}, [{"delta": 2.0},
+                 {"delta": 0.5}], with_weight=True),
+    *[_kl(r) for r in ("batchmean", "mean", "sum", "none")],
+    *[_cosine(r) for r in REDUCTIONS],
 ]
 
 _ = torch  # the references above use torch.nn.functional
