@@ -14,17 +14,12 @@ W = typing.TypeVar("W")
 I = typing.TypeVar("I")  # noqa: E741 - the index type variable
 
 
-@cube
-def _lt(a, b):
-    """a < b with nan as the largest value."""
-    return a < b or (b != b and a == a)
-
-
 @cube(launch=True)
 def searchsorted_kernel(seq: Tensor[F], vals: Tensor[F], out: Tensor[I], RIGHT: Comptime[bool],
                         SHARED: Comptime[bool]):
     """seq: (rows or 1, m) ascending; vals, out: (rows, k). One unit per value: the first
-    position whose entry is not below the value (RIGHT: is above it)."""
+    position whose entry is >= the value (RIGHT: > it), PyTorch's binary search step for
+    step (so nan in either place gives its answers: a nan value goes to the end)."""
     p = ABSOLUTE_POS
     k = vals.shape(1)
     r = p // k
@@ -40,9 +35,9 @@ def searchsorted_kernel(seq: Tensor[F], vals: Tensor[F], out: Tensor[I], RIGHT: 
         while lo < hi:
             mid = (lo + hi) // 2
             s = seq[base + mid * seq.stride(1)]
-            go = _lt(s, v)
+            go = not (s >= v)
             if RIGHT:
-                go = not _lt(v, s)
+                go = not (s > v)
             if go:
                 lo = mid + 1
             else:

@@ -340,7 +340,15 @@ def median(x: Tensor, dim=None, keepdim: bool = False):
     if dim is None:
         if x.numel() == 0:
             raise RuntimeError("median() of an empty tensor")
-        return median(reshape(x, -1), 0).values
+        with no_grad():
+            v = median(reshape(x.detach(), -1), 0).values
+        if x.dtype.is_float:
+            def back(g):  # shared evenly by the entries equal to the median (nan: the nans)
+                xd = x.detach()
+                hit = cast((xd == v) | ((xd != xd) & (v != v)), x.dtype)
+                return (g * hit / hit.sum(),)
+            record(v, "median", (x,), back)
+        return v
     r = _Rows(x, dim, "median")
     if r.n == 0:
         raise RuntimeError(f"median: dimension {dim} of the input shape {tuple(x.shape)} is "
@@ -430,10 +438,12 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,  # 
     dt = dtypes.promote(seq.dtype, vals.dtype)
     cdt = _compute_dtype(dt)
     m = seq.shape[-1]
+    idt = dtypes.int32 if out_int32 else _index_dtype(seq)
+    if vals.numel() == 0 or m == 0:
+        return zeros(*vals.shape, dtype=idt, device=seq.device)
     s2 = contiguous(cast(reshape(seq.detach(), -1, m), cdt))._materialise()
     k = vals.shape[-1] if vals.ndim else 1
     v2 = contiguous(cast(reshape(vals.detach(), -1, k), cdt))._materialise()
-    idt = dtypes.int32 if out_int32 else _index_dtype(seq)
     out = _out2(v2.shape[0], k, idt, seq.device)
     if out.numel():
         counted("searchsorted", lib_hist.searchsorted, seq.device.rt, _as_lib(s2),
@@ -460,10 +470,12 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
                            f"input's shape {tuple(x.shape)}")
     xi = contiguous(cast(x.detach(), dtypes.int32))._materialise()
     if x.numel():
-        lo = int(x.min().item())
+        xf = cast(x.detach(), dtypes.float64 if getattr(x.device.rt.features, "f64", True)
+                  else dtypes.float32)  # the library reduces floats (exact below 2**24)
+        lo = int(xf.amin().item())
         if lo < 0:
             raise RuntimeError("bincount: the input must be non-negative")
-        hi = int(x.max().item())
+        hi = int(xf.amax().item())
     else:
         hi = -1
     nb = max(hi + 1, int(minlength))
