@@ -23,14 +23,25 @@ def is_contiguous(shape: tuple, strides: tuple) -> bool:
     return True
 
 
+_ROW_MAJOR: dict = {}  # shape -> strides: every buffer asks, few shapes recur
+
+
 def row_major_strides(shape: tuple) -> tuple:
     if len(shape) == 1:  # the common case: dl's flat storage
         return (1,)
+    st = _ROW_MAJOR.get(shape)
+    if st is not None:
+        return st
     out, acc = [], 1
     for s in reversed(shape):
         out.append(acc)
         acc *= s
-    return tuple(reversed(out))
+    st = tuple(reversed(out))
+    if type(shape) is tuple:
+        if len(_ROW_MAJOR) > 4096:
+            _ROW_MAJOR.clear()
+        _ROW_MAJOR[shape] = st
+    return st
 
 
 class Buffer:

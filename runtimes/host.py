@@ -50,7 +50,8 @@ class HostBuffer(Buffer):
         self.rt, self.shape, self.elem, self.dtype, self.size = rt, shape, elem, dt, n
         self.strides = row_major_strides(shape)
         mem, self.ptr = mem
-        self.array = mem[:n * dt.itemsize].view(dt)
+        nbytes = n * dt.itemsize
+        self.array = (mem if len(mem) == nbytes else mem[:nbytes]).view(dt)
         self._block = block
         return self
 
