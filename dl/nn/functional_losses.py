@@ -52,8 +52,8 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def _warn_size(input: Tensor, target: Tensor) -> None:  # noqa: A002
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({tuple(target.shape)}) that is different to the "
-                      f"input size ({tuple(input.shape)}). This will likely lead to incorrect "
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the "
+                      f"input size ({list(input.shape)}). This will likely lead to incorrect "
                       "results due to broadcasting. Please ensure they have the same size.",
                       UserWarning, stacklevel=3)
 
@@ -109,15 +109,15 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "binary_cross_entropy")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to "
-                         f"the input size ({tuple(input.shape)}) is deprecated. Please ensure "
+        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to "
+                         f"the input size ({list(input.shape)}) is deprecated. Please ensure "
                          "they have the same size.")
     if weight is not None:
         weight = _as_tensor(weight, input)
         shape = _shapes.broadcast_shapes(target.shape, weight.shape)
         if tuple(shape) != tuple(input.shape):
-            raise ValueError(f"binary_cross_entropy: weight of size {tuple(weight.shape)} "
-                             f"does not broadcast to the input size {tuple(input.shape)}")
+            raise ValueError(f"binary_cross_entropy: weight of size {list(weight.shape)} "
+                             f"does not broadcast to the input size {list(input.shape)}")
         weight = weight.expand(*shape)
     return _reduce(_BCE.apply(input, target, weight), reduction)
 
@@ -138,8 +138,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction, "binary_cross_entropy_with_logits")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({tuple(target.shape)}) must be the same as input size "
-                         f"({tuple(input.shape)})")
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size "
+                         f"({list(input.shape)})")
     log_sig = _log_sigmoid(input)
     if pos_weight is not None:
         pos_weight = _as_tensor(pos_weight, input)
@@ -152,8 +152,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
         loss = loss * weight
     if tuple(loss.shape) != tuple(input.shape):
         raise ValueError(f"binary_cross_entropy_with_logits: weight or pos_weight broadcast "
-                         f"the loss to {tuple(loss.shape)}, not the input size "
-                         f"{tuple(input.shape)}")
+                         f"the loss to {list(loss.shape)}, not the input size "
+                         f"{list(input.shape)}")
     return _reduce(loss, reduction)
 
 
@@ -166,7 +166,7 @@ def _weighted(loss: Tensor, weight, reduction: str, mean_by_weight: bool) -> Ten
     weight = _as_tensor(weight, loss)
     if tuple(weight.shape) != tuple(loss.shape):
         raise ValueError(f"Weights and input must have the same size (weight "
-                         f"{tuple(weight.shape)}, input {tuple(loss.shape)}).")
+                         f"{list(weight.shape)}, input {list(loss.shape)}).")
     loss = loss * weight
     if reduction == "mean" and mean_by_weight:
         return ops.sum(loss) / ops.sum(weight)
@@ -257,7 +257,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     tdim = target.ndim
     if tdim not in (0, 1):
         raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported "
-                           f"(target size {tuple(target.shape)})")
+                           f"(target size {list(target.shape)})")
     if tdim == 1 and (input1.ndim != 2 or input2.ndim != 2):
         raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with "
                            f"sizes {list(input1.shape)} and {list(input2.shape)}.")
@@ -265,11 +265,11 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
                            f"sizes {list(input1.shape)} and {list(input2.shape)}.")
     if tuple(input1.shape) != tuple(input2.shape):
-        raise RuntimeError(f"cosine_embedding_loss: input1 of size {tuple(input1.shape)} and "
-                           f"input2 of size {tuple(input2.shape)} differ")
+        raise RuntimeError(f"cosine_embedding_loss: input1 of size {list(input1.shape)} and "
+                           f"input2 of size {list(input2.shape)} differ")
     if tdim == 1 and target.shape[0] != input1.shape[0]:
-        raise RuntimeError(f"cosine_embedding_loss: target of size {tuple(target.shape)} for "
-                           f"inputs of size {tuple(input1.shape)}")
+        raise RuntimeError(f"cosine_embedding_loss: target of size {list(target.shape)} for "
+                           f"inputs of size {list(input1.shape)}")
     dim = tdim
     prod = ops.sum(input1 * input2, dim)
     mag1 = ops.sum(input1 * input1, dim) + 1e-12

@@ -37,7 +37,8 @@ class Adagrad(PerParamOptimizer):
     No sparse gradients, differentiable or fused options; foreach is ignored.
 
     The state is made at a parameter's first step (PyTorch makes it in the constructor, so
-    a state_dict taken before any step differs)."""
+    a state_dict taken before any step differs); as PyTorch's, it starts at the constructor's
+    initial_accumulator_value even where a parameter group names another."""
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
@@ -60,7 +61,10 @@ class Adagrad(PerParamOptimizer):
         st = self._state(p)
         if not st:
             st["step"] = 0
-            st["sum"] = ops.full_like(p, group["initial_accumulator_value"])._materialise()
+            # the constructor's value, not the group's: PyTorch fills every group's state
+            # from its constructor argument
+            init = self.defaults["initial_accumulator_value"]
+            st["sum"] = ops.full_like(p, init)._materialise()
         return st
 
     @staticmethod

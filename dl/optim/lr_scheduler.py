@@ -1,45 +1,422 @@
-"""Learning-rate schedules: StepLR and CosineAnnealingLR (closed forms)."""
+"""Learning-rate schedules with PyTorch's stepping semantics: LambdaLR, StepLR, MultiStepLR,
+CosineAnnealingLR, OneCycleLR and ReduceLROnPlateau.
+
+As in PyTorch, a scheduler steps once at construction (last_epoch -1 -> 0), `step()` after
+each `optimizer.step()` advances `last_epoch` and writes each group's "lr", and the values
+are PyTorch's own: the chainable (recursive) forms where PyTorch uses them (StepLR,
+MultiStepLR and CosineAnnealingLR multiply or shift the group's current rate, so a rate set
+by hand carries on, and CosineAnnealingLR past T_max rises again as PyTorch's recursion
+does), the closed forms for `step(epoch)`. `state_dict` is every attribute but the optimiser
+(LambdaLR leaves out its functions, as PyTorch's).
+
+Differences from PyTorch: no warning when the scheduler steps before the optimiser (dl does
+not wrap `optimizer.step`), and `initial_lr` is set by dl's optimiser at construction
+(PyTorch's first scheduler sets it from the group's rate of that moment)."""
 from __future__ import annotations
 
 import math
+import types
+import warnings
+from bisect import bisect_right
+from collections import Counter
+
+__all__ = ["CosineAnnealingLR", "LRScheduler", "LambdaLR", "MultiStepLR", "OneCycleLR",
+           "ReduceLROnPlateau", "StepLR"]
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
+    "where possible. Please use `scheduler.step()` to step the scheduler. During the "
+    "deprecation, if epoch is different from None, the closed form is used instead of the "
+    "new chainable form, where available. Please open an issue if you are unable to "
+    "replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose.")
+
+
+def _check_optimizer(optimizer) -> None:
+    if not hasattr(optimizer, "param_groups"):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
 class LRScheduler:
-    def __init__(self, optimizer):
-        self.optimizer = optimizer
-        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
-        self.last_epoch = 0
-        self._apply()
+    """The base: `base_lrs` (the groups' "initial_lr"), `last_epoch` (-1 before the
+    constructor's own step), `get_last_lr()`, `step(epoch=None)`, `state_dict()` /
+    `load_state_dict()`. A subclass implements `get_lr()` (the chainable form, from the
+    groups' current rates) and may implement `_get_closed_form_lr()`."""
 
-    def lr_at(self, base: float, epoch: int) -> float:
+    _is_initial: bool = False
+
+    def __init__(self, optimizer, last_epoch: int = -1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
+                                   "when resuming scheduler with last_epoch >= 0")
+        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def get_lr(self) -> list[float]:
         raise NotImplementedError
 
-    def _apply(self) -> None:
-        for g, base in zip(self.optimizer.param_groups, self.base_lrs):
-            g["lr"] = self.lr_at(base, self.last_epoch)
-
-    def step(self) -> None:
-        self.last_epoch += 1
-        self._apply()
-
     def get_last_lr(self) -> list[float]:
+        """The rates the last step set, per parameter group."""
+        return self._last_lr
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one step (or, deprecated, jump to `epoch`: the closed form where there is
+        one) and write each group's "lr"."""
+        self._step_count += 1
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            self.last_epoch = epoch
+            closed = getattr(self, "_get_closed_form_lr", None)
+            values = closed() if closed is not None else self.get_lr()
+        groups = self.optimizer.param_groups
+        if len(values) != len(groups):
+            raise ValueError(f"{type(self).__name__}: {len(values)} learning rates for "
+                             f"{len(groups)} parameter groups")
+        for group, lr in zip(groups, values):
+            group["lr"] = lr
+        self._last_lr = [g["lr"] for g in groups]
+
+    def _current(self) -> list[float]:
         return [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        """Every attribute but the optimiser."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.__dict__.update(state_dict)
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(last_epoch); one function, or one per group."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        n = len(optimizer.param_groups)
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * n
+        else:
+            if len(lr_lambda) != n:
+                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict:
+        """As PyTorch's: functions are left out; a callable object's __dict__ is kept."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        sd["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else
+                            dict(fn.__dict__) for fn in self.lr_lambdas]
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        for fn, saved in zip(self.lr_lambdas, lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+    def get_lr(self) -> list[float]:
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
 class StepLR(LRScheduler):
-    def __init__(self, optimizer, step_size: int, gamma: float = 0.1):
-        self.step_size, self.gamma = step_size, gamma
-        super().__init__(optimizer)
+    """The rate times gamma every step_size steps."""
 
-    def lr_at(self, base, epoch):
-        return base * self.gamma ** (epoch // self.step_size)
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return self._current()
+        return [lr * self.gamma for lr in self._current()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * self.gamma ** (self.last_epoch // self.step_size)
+                for base in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """The rate times gamma at each milestone (a milestone given twice: gamma squared)."""
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch not in self.milestones:
+            return self._current()
+        k = self.milestones[self.last_epoch]
+        return [lr * self.gamma ** k for lr in self._current()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        milestones = sorted(self.milestones.elements())
+        return [base * self.gamma ** bisect_right(milestones, self.last_epoch)
+                for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
-    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0):  # noqa: N803
-        self.T_max, self.eta_min = T_max, eta_min
-        super().__init__(optimizer)
+    """eta_min + (initial_lr - eta_min) (1 + cos(pi t / T_max)) / 2, by PyTorch's recursion
+    (each step rescales the current rate), which past T_max rises back towards the initial
+    rate over the next T_max steps, and so on."""
 
-    def lr_at(self, base, epoch):
-        return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * epoch /
-                                                                    self.T_max)) / 2
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1):
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        t, tm, lo = self.last_epoch, self.T_max, self.eta_min
+        if self._is_initial:
+            return self._current()
+        if self._step_count == 1 and t > 0:
+            return [lo + (base - lo) * (1 + math.cos(t * math.pi / tm)) / 2
+                    for base in self.base_lrs]
+        if (t - 1 - tm) % (2 * tm) == 0:
+            return [lr + (base - lo) * (1 - math.cos(math.pi / tm)) / 2
+                    for base, lr in zip(self.base_lrs, self._current())]
+        return [(1 + math.cos(math.pi * t / tm)) / (1 + math.cos(math.pi * (t - 1) / tm)) *
+                (lr - lo) + lo for lr in self._current()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        t, tm, lo = self.last_epoch, self.T_max, self.eta_min
+        return [lo + (base - lo) * (1 + math.cos(math.pi * t / tm)) / 2 for base in self.base_lrs]
+
+
+def _per_group(name: str, optimizer, value) -> list:
+    n = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"expected {n} values for {name}, got {len(value)}")
+        return list(value)
+    return [value] * n
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy: from max_lr / div_factor up to max_lr over pct_start of
+    total_steps (or epochs * steps_per_epoch), then down to initial_lr / final_div_factor
+    (three_phase: back to initial_lr first, then down), annealed by cos or linear; with
+    cycle_momentum, SGD's momentum (or Adam's beta1) cycles inversely between
+    max_momentum and base_momentum. Stepping past total_steps raises ValueError."""
+
+    def __init__(self, optimizer, max_lr, total_steps: int | None = None,
+                 epochs: int | None = None, steps_per_epoch: int | None = None,
+                 pct_start: float = 0.3, anneal_strategy: str = "cos",
+                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        if total_steps is not None:
+            if not isinstance(total_steps, int) or total_steps <= 0:
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            if not isinstance(epochs, int) or epochs <= 0:
+                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+                raise ValueError(f"Expected positive integer steps_per_epoch, but got "
+                                 f"{steps_per_epoch}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND "
+                             "steps_per_epoch)")
+        n = self.total_steps
+        if three_phase:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * n) - 1, start_lr="initial_lr",
+                     end_lr="max_lr", start_momentum="max_momentum",
+                     end_momentum="base_momentum"),
+                dict(end_step=float(2 * pct_start * n) - 2, start_lr="max_lr",
+                     end_lr="initial_lr", start_momentum="base_momentum",
+                     end_momentum="max_momentum"),
+                dict(end_step=n - 1, start_lr="initial_lr", end_lr="min_lr",
+                     start_momentum="max_momentum", end_momentum="max_momentum"),
+            ]
+        else:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * n) - 1, start_lr="initial_lr",
+                     end_lr="max_lr", start_momentum="max_momentum",
+                     end_momentum="base_momentum"),
+                dict(end_step=n - 1, start_lr="max_lr", end_lr="min_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum"),
+            ]
+        if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
+        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        if last_epoch == -1:
+            for m, group in zip(max_lrs, optimizer.param_groups):
+                group["initial_lr"] = m / div_factor
+                group["max_lr"] = m
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            defaults = getattr(optimizer, "defaults", {})
+            if "momentum" not in defaults and "betas" not in defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in defaults
+            maxes = _per_group("max_momentum", optimizer, max_momentum)
+            bases = _per_group("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(maxes, bases, optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m
+                    group["max_momentum"] = m
+                    group["base_momentum"] = b
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list[float]:
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"Tried to step {step} times. The specified number of total "
+                             f"steps is {self.total_steps}")
+        lrs = []
+        phases = self._schedule_phases
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, phase in enumerate(phases):
+                end = phase["end_step"]
+                if step <= end or i == len(phases) - 1:
+                    pct = (step - start) / (end - start)
+                    lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
+                    if self.cycle_momentum:
+                        mom = self._anneal(group[phase["start_momentum"]],
+                                           group[phase["end_momentum"]], pct)
+                    break
+                start = phase["end_step"]
+            lrs.append(lr)
+            if self.cycle_momentum:
+                if self.use_beta1:
+                    group["betas"] = (mom, *group["betas"][1:])
+                else:
+                    group["momentum"] = mom
+        return lrs
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the rates by `factor` (not below min_lr, and only by more than eps) once
+    the metric passed to `step(metric)` has not improved for more than `patience` steps;
+    then wait `cooldown` steps. mode "min" or "max"; improvement is relative
+    (threshold_mode "rel": better than best * (1 -+ threshold)) or absolute ("abs")."""
+
+    def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
+                 min_lr=0, eps: float = 1e-8):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        self.factor = factor
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(optimizer.param_groups):
+                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got "
+                                 f"{len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * len(optimizer.param_groups)
+        self.patience, self.cooldown, self.eps = patience, cooldown, eps
+        self.last_epoch = 0
+        self._last_lr = self._current()
+        self._init_is_better(mode, threshold, threshold_mode)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    def step(self, metrics, epoch=None) -> None:  # noqa: D417
+        """One epoch's metric (a number or a one-element tensor)."""
+        current = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        if self._is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = self._current()
+
+    def _reduce_lr(self) -> None:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(f"The number of param groups in the `optimizer` "
+                                   f"({len(groups)}) differs from when `ReduceLROnPlateau` "
+                                   f"was initialized ({len(self.min_lrs)})")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for i, group in enumerate(groups):
+            old = float(group["lr"])
+            new = max(old * self.factor, self.min_lrs[i])
+            if old - new > self.eps:
+                group["lr"] = new
+
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def _is_better(self, a, best) -> bool:
+        if self.mode == "min" and self.threshold_mode == "rel":
+            return a < best * (1.0 - self.threshold)
+        if self.mode == "min":
+            return a < best - self.threshold
+        if self.threshold_mode == "rel":
+            return a > best * (self.threshold + 1.0)
+        return a > best + self.threshold
+
+    def _init_is_better(self, mode, threshold, threshold_mode) -> None:
+        if mode not in ("min", "max"):
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.__dict__.update(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)
