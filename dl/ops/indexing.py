@@ -77,26 +77,23 @@ def _alias(x: Tensor) -> Tensor:
 
 
 def _inplace(x: Tensor, name: str, out_of_place, direct) -> Tensor:
-    """x <- the op's result. Without autograd `direct(x)` writes into x; with it, the result
-    is computed from an alias of x, copied back, and x takes over its history."""
+    """x <- the op's result: `direct(x)` writes into x (callers pass it when no autograd is
+    needed); else the result is computed from an alias of x, copied back, and x takes over
+    its history."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
     if is_grad_enabled() and x.requires_grad and x._grad_fn is None:
         raise RuntimeError(f"{name}: a leaf tensor that requires grad is used in an in-place "
                            f"operation (wrap it in dl.no_grad())")
     x._materialise()
-    y = out_of_place(_alias(x))
-    if y.requires_grad:
-        with no_grad():
-            assign(x, y)
-        x.requires_grad, x._grad_fn = True, y._grad_fn
-        return x
-    direct_ok = direct is not None
-    if direct_ok:
+    if direct is not None:
         direct(x)
-    else:
-        with no_grad():
-            assign(x, y)
+        return x
+    y = out_of_place(_alias(x))
+    with no_grad():
+        assign(x, y)
+    if y.requires_grad:
+        x.requires_grad, x._grad_fn = True, y._grad_fn
     return x
 
 
@@ -285,7 +282,8 @@ def _offsets(idxs, strides, sizes, dev) -> Tensor:
 class _Adv:
     """An advanced index on x: the basic part as a view, then index tensors on some of the
     view's dims. `pre`/`post`: the view's dims before/after the indexed block (all after
-    when the indexed dims are not adjacent, as PyTorch puts the index dims first)."""
+    when the indexed dims are not adjacent, as PyTorch puts the index dims first). Ints are
+    basic indices (PyTorch's rule, unlike NumPy's): x[1, :, j] has j's dims in place."""
 
     def __init__(self, x: Tensor, idx, what: str):
         if not isinstance(idx, tuple):
@@ -306,11 +304,6 @@ class _Adv:
                 items.append(("int", i))
             else:
                 items.append(("basic", i))
-        if any(k != "basic" for k, _ in items):
-            # as PyTorch, an int among index tensors is an index tensor (0-d) itself: it
-            # decides whether the indexed dims are adjacent
-            items = [("int", i) if k == "basic" and not isinstance(i, (slice, type(None))) and
-                     i is not Ellipsis else (k, i) for k, i in items]
         consumed = sum(i[1].ndim if i[0] == "mask" else 0 if i[1] is None or i[1] is Ellipsis
                        else 1 for i in items)
         if consumed > x.ndim:
@@ -344,12 +337,6 @@ class _Adv:
                     vd += 1
                 xd += i.ndim
             elif kind == "int":
-                if not isinstance(i, Tensor):
-                    i = int(i)
-                    if not -x.shape[xd] <= i < x.shape[xd]:
-                        raise IndexError(f"index {i} is out of bounds for dimension {xd} with "
-                                         f"size {x.shape[xd]}")
-                    i = full((), i, dtype=_index_dtype(x.device), device=x.device)
                 basic.append(slice(None))
                 tens.append((vd, i))
                 vd += 1
@@ -403,7 +390,11 @@ class _Adv:
         if isinstance(value, Tensor):
             if value.dtype is not dst.dtype:
                 value = cast(value, dst.dtype)
-            if shapes.broadcast_shapes(value.shape, self.out_shape) != self.out_shape:
+            try:
+                ok = shapes.broadcast_shapes(value.shape, self.out_shape) == self.out_shape
+            except ValueError:
+                ok = False
+            if not ok:
                 raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} "
                                    f"cannot be broadcast to indexing result of shape "
                                    f"{list(self.out_shape)}")
