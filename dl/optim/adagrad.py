@@ -1,7 +1,8 @@
-"""Adagrad (PyTorch's update rule): each parameter's step is one `@cube` kernel that rewrites
-the parameter and its sum of squared gradients in place (float32/float64, contiguous); other
-dtypes and layouts take the fused elementwise graph. No multi-tensor path (foreach is
-ignored) and no sparse gradients."""
+"""Adagrad (PyTorch's update rule): by default one multi-tensor kernel launch steps a group's
+parameters of equal step count (dl/optim/foreach.py); with foreach=False each parameter's
+step is one `@cube` kernel that rewrites the parameter and its sum of squared gradients in
+place (float32/float64, contiguous); other dtypes and layouts take the fused elementwise
+graph. No sparse gradients."""
 from __future__ import annotations
 
 import typing
@@ -9,32 +10,45 @@ import typing
 from cube import ABSOLUTE_POS, Array, Comptime, cube, sqrt, u32
 
 from .. import ops
+from ..kernels import optim_multi
 from ..kernels.launch import launch_1d
 from ..kernels.optim import _grad
 from .optimizer import Optimizer
-from .rmsprop import PerParamOptimizer
+from .rmsprop import StatefulOptimizer, register_helper
 
 F = typing.TypeVar("F")
+
+
+@cube
+def _adagrad_at(p, g, acc, pi_: u32, gi_: u32, ai_: u32, clr, eps, wd,
+                MAXIMIZE: Comptime[bool], WD: Comptime[bool]):
+    """sum += g^2; p -= clr * g / (sqrt(sum) + eps), in PyTorch's order of operations (the
+    one- and the multi-tensor kernels share it)."""
+    pi = p[pi_]
+    gi = _grad(g[gi_], pi, wd, MAXIMIZE, WD)
+    s = acc[ai_] + gi * gi
+    acc[ai_] = s
+    p[pi_] = pi - clr * (gi / (sqrt(s) + eps))
 
 
 @cube(launch=True, unchecked=True, nowrap=True)  # n units in contiguous tensors of n
 def adagrad_kernel(p: Array[F], g: Array[F], acc: Array[F], n: u32, po: u32, go: u32, ao: u32,
                    clr: F, eps: F, wd: F, MAXIMIZE: Comptime[bool], WD: Comptime[bool]):
-    """sum += g^2; p -= clr * g / (sqrt(sum) + eps), in PyTorch's order of operations."""
     i = ABSOLUTE_POS
     if i < n:
-        pi = p[po + i]
-        gi = _grad(g[go + i], pi, wd, MAXIMIZE, WD)
-        s = acc[ao + i] + gi * gi
-        acc[ao + i] = s
-        p[po + i] = pi - clr * (gi / (sqrt(s) + eps))
+        _adagrad_at(p, g, acc, po + i, go + i, ao + i, clr, eps, wd, MAXIMIZE, WD)
 
 
-class Adagrad(PerParamOptimizer):
+register_helper("_adagrad_at", _adagrad_at)
+RULE = optim_multi.Rule("adagrad", ("p", "g", "acc"), ("clr", "eps", "wd"),
+                        (("MAXIMIZE", "bool"), ("WD", "bool")), "_adagrad_at")
+
+
+class Adagrad(StatefulOptimizer):
     """Adagrad (PyTorch's update rule and defaults): the step size lr / (1 + (step - 1)
     lr_decay) divides by the root of the running sum of squared gradients (which starts at
     initial_accumulator_value) plus eps; L2 weight_decay adds to g; maximize ascends.
-    No sparse gradients, differentiable or fused options; foreach is ignored.
+    foreach as Adam's. No sparse gradients, differentiable or fused options.
 
     The state is made at a parameter's first step (PyTorch makes it in the constructor, so
     a state_dict taken before any step differs); as PyTorch's, it starts at the constructor's
@@ -84,7 +98,8 @@ class Adagrad(PerParamOptimizer):
                       acc=acc._buf, n=p.numel(), po=p.offset, go=p.grad.offset, ao=acc.offset,
                       **self._scalars(group, st["step"]), MAXIMIZE=bool(group["maximize"]),
                       WD=bool(group["weight_decay"]))
-            self._planned(adagrad_kernel, lambda group=group, st=st: self._advance(group, st))
+            self._planned(adagrad_kernel,
+                          lambda group=group, st=st: self._advance(group, [st]))
             return
         g = -p.grad if group["maximize"] else p.grad
         if group["weight_decay"]:
@@ -94,6 +109,23 @@ class Adagrad(PerParamOptimizer):
         new_p = p - g / (new_acc.sqrt() + group["eps"]) * clr
         Optimizer._update([(p, new_p), (acc, new_acc)])
 
-    def _advance(self, group, st) -> dict:
-        st["step"] += 1
-        return self._scalars(group, st["step"])
+    def _advance(self, group, states) -> dict:
+        """The parameters' step counts (equal: they share the step size) advance."""
+        t = states[0]["step"] + 1
+        for st in states:
+            st["step"] = t
+        return self._scalars(group, t)
+
+    # ---- the multi-tensor step's hooks (Optimizer) ---------------------------------------
+    def _rule(self, group):
+        return RULE
+
+    def _group_flags(self, group) -> tuple:
+        return bool(group["weight_decay"]), bool(group["maximize"])
+
+    def _prepare(self, p, group):
+        st = self._new_state(p, group)
+        return st, (st["sum"],), st["step"]  # one launch, one step count
+
+    def _kernel_flags(self, group, bucket) -> dict:
+        return dict(MAXIMIZE=bool(group["maximize"]), WD=bool(group["weight_decay"]))

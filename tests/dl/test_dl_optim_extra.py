@@ -66,18 +66,23 @@ def _run(opt, topt, ps, tps, dtype, steps=STEPS, dev=None, seed=100):
                                        err_msg=f"step {i}")
 
 
-@pytest.mark.parametrize("path", ["kernel", "graph"])
+@pytest.mark.parametrize("path", ["foreach", "kernel", "graph"])
 @pytest.mark.parametrize("name", sorted(OPTIMS))
 def test_optimizer_matches_torch(name, path, monkeypatch):
-    """Each option set, both paths: one kernel per parameter (float32/64, contiguous) and
-    the fused graph (any other dtype or layout), float64 to 1e-12 and float32."""
+    """Each option set, every path: the multi-tensor launch, one kernel per parameter
+    (foreach=False; float32/64, contiguous) and the fused graph (any other dtype or
+    layout), float64 to 1e-12 and float32."""
     if path == "graph":
         monkeypatch.setattr(dl.optim.Optimizer, "_direct", staticmethod(lambda *t: False))
     cls, kw = OPTIMS[name]
+    dkw = dict(kw, foreach=False) if path == "kernel" else kw
     for dtype in (np.float64, np.float32):
         ps, tps = _pair([(4, 3), (5,)], dtype)
-        _run(getattr(dl.optim, cls)(ps, **kw), getattr(torch.optim, cls)(tps, **kw), ps, tps,
-             dtype)
+        opt = getattr(dl.optim, cls)(ps, **dkw)
+        with dl.count_kernels() as c:
+            _run(opt, getattr(torch.optim, cls)(tps, **kw), ps, tps, dtype)
+        if path == "foreach":  # one launch a step for both parameters
+            assert c.names.count(c.names[-1]) == STEPS and "multi" in c.names[-1], c.names
 
 
 @pytest.mark.parametrize("cls", ["RMSprop", "Adagrad"])
@@ -117,12 +122,56 @@ def test_bad_arguments():
 
 
 def test_optimizers_on_every_runtime(dev):
-    """The step kernels compile and run on each runtime (float32, with an offset view)."""
-    for cls, kw in (("RMSprop", OPTIMS["rmsprop_all"][1]),
-                    ("Adagrad", OPTIMS["adagrad_all"][1])):
-        ps, tps = _pair([(70,)], np.float32, seed=5, dev=dev)
-        _run(getattr(dl.optim, cls)(ps, **kw), getattr(torch.optim, cls)(tps, **kw), ps, tps,
-             np.float32, steps=3, dev=dev)
+    """The step kernels compile and run on each runtime (float32): the multi-tensor launch
+    (two parameters) and the per-parameter kernel."""
+    for name, foreach in (("rmsprop_low_alpha_max", None), ("rmsprop_all", False),
+                          ("adagrad_all", None), ("adagrad_max", False)):
+        cls, kw = OPTIMS[name]
+        ps, tps = _pair([(70,), (3, 5)], np.float32, seed=5, dev=dev)
+        _run(getattr(dl.optim, cls)(ps, **kw, foreach=foreach),
+             getattr(torch.optim, cls)(tps, **kw), ps, tps, np.float32, steps=3, dev=dev)
+
+
+def test_captured_steps_replay_the_kernels():
+    """Under dl.capture a replay relaunches the step kernels with fresh scalars (Adagrad's
+    decayed step size, a scheduled rate) without running the optimiser's Python step."""
+    rng = np.random.default_rng(0)
+    data = [(dl.tensor(rng.standard_normal((5, 4)).astype(np.float32)),
+             dl.tensor(rng.uniform(0, 1, (5, 1)).astype(np.float32))) for _ in range(5)]
+
+    def model():
+        dl.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 1))
+
+    def fn(m, o):
+        loss_fn = nn.BCEWithLogitsLoss()
+
+        def step(x, y):
+            o.zero_grad()
+            loss = loss_fn(m(x), y)
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    for make in (lambda ps: dl.optim.RMSprop(ps, lr=0.01, momentum=0.5, centered=True),
+                 lambda ps: dl.optim.Adagrad(ps, lr=0.1, lr_decay=0.1),
+                 lambda ps: dl.optim.Adagrad(ps, lr=0.1, lr_decay=0.1, foreach=False)):
+        ms = [model(), model()]
+        opts = [make(m.parameters()) for m in ms]
+        scheds = [dl.optim.lr_scheduler.StepLR(o, 1, 0.7) for o in opts]
+        calls = []
+        inner = opts[1]._step
+        opts[1]._step = lambda inner=inner, calls=calls: (calls.append(1), inner())
+        eager, captured = fn(ms[0], opts[0]), dl.capture(fn(ms[1], opts[1]))
+        for x, y in data:
+            assert captured(x, y).item() == pytest.approx(eager(x, y).item(), rel=1e-5)
+            for s in scheds:
+                s.step()
+        assert len(calls) == 2  # the warm-up and the recording
+        for p, q in zip(ms[0].parameters(), ms[1].parameters()):
+            np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-5, atol=1e-6)
+        assert opts[1].state_dict()["state"][0]["step"] == 5
 
 
 # ---- schedulers ------------------------------------------------------------------------------
