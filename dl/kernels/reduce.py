@@ -45,18 +45,21 @@ BIG_INDEX = 0xFFFFFFFF
 def combine(a, b, OP: Comptime[str]):
     if OP == "prod":
         return a * b
-    elif OP == "max" or OP == "argmax":
-        return max(a, b)
+    elif OP == "max" or OP == "argmax":  # nan propagates, as PyTorch's (max alone may drop it)
+        return cb.select(b != b, b, cb.select(a != a, a, max(a, b)))
     elif OP == "min" or OP == "argmin":
-        return min(a, b)
+        return cb.select(b != b, b, cb.select(a != a, a, min(a, b)))
     else:
         return a + b
 
 
 @cube
 def better(v, i, best, best_i, OP: Comptime[str]):
-    """Whether (v, i) beats (best, best_i) for argmax/argmin: ties go to the lower index."""
-    if OP == "argmax":
+    """Whether (v, i) beats (best, best_i) for argmax/argmin: ties go to the lower index;
+    nan beats every number (the first nan's index, as PyTorch's)."""
+    if v != v:
+        return best == best or i < best_i
+    elif OP == "argmax":
         return v > best or (v == best and i < best_i)
     else:
         return v < best or (v == best and i < best_i)
@@ -343,8 +346,10 @@ REDUCE = Tunable("reduce", [
     Candidate("shared_128", _run_shared(128), _cpu_first(10, 80),
               lambda rt, *a: rt.features.max_cube_dim >= 128),
     Candidate("shared_32", _run_shared(32), _cpu_first(5, 70)),
+    # plane_max/plane_min drop nan: extremes go through the other candidates (PyTorch's nan)
     Candidate("plane", _run_plane, _cpu_first(0, 75),
-              lambda rt, *a: rt.features.plane_ops),
+              lambda rt, x, out, idx, op: rt.features.plane_ops and op in (
+                  "sum", "mean", "prod")),
 ])
 
 

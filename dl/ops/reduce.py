@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import dtypes, shapes
 from ..autograd import record
 from ..fusion import elementwise
+from ..fusion import fusion as fusion_setting
 from ..fusion.reduce import can_fuse, reduce_lazy
 from ..kernels import reduce as lib
 from ..kernels.common import has_f64
@@ -62,9 +63,14 @@ def raw_reduce(x: Tensor, dims: list[int], op: str) -> Tensor:
         # the fused kernel runs one unit per output: few long rows would be serial there,
         # so the graph is computed (one parallel kernel) and the library reduces it
         x._materialise()
-    if x._node is None and (x.dtype is not acc or not acc.is_float):
-        # ints, bools and halves (the library reduces floats): a lazy cast read by the
-        # fused reduction
+    if x._node is None and not acc.is_float:
+        # ints and bools (the library reduces floats only): a lazy cast read by the fused
+        # reduction, with fusion off too
+        with fusion_setting(True):
+            return reduce_lazy(elementwise("cast", [x], [x.dtype.compute], acc), dims, op, acc)
+    if x._node is None and x.dtype is not acc:
+        # halves: a lazy cast read by the fused reduction (fusion off: the cast runs, the
+        # library reduces in float32)
         x = elementwise("cast", [x], [x.dtype.compute], acc)
     if x._node is not None:
         return reduce_lazy(x, dims, op, acc)
@@ -153,16 +159,28 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """The product of x's elements over `dim` (an int, a tuple, or None: all dims).
 
     keepdim, dtype and result dtypes as in sum (integer and bool tensors give int64).
-    The gradient is out / x: an input element that is exactly 0 gets a nan gradient (PyTorch
-    handles zeros). Also `t.prod()`."""
+    The gradient is the product of the other elements, zeros included as PyTorch's: out / x
+    where x is not 0; at a row's only zero the product of the rest; 0 at a row's zeros
+    when it has several. Also `t.prod()`."""
     if dtype is not None:
         x = x.to(dtype)
     dims = _dims(x, dim)
     y = _finish(raw_reduce(x, dims, "prod"), x, dims, keepdim)
     if x.dtype.is_float:
-        record(y, "prod", (x,), lambda g: (
-            _expand_grad(g, x, dims) * _expand_grad(y.detach(), x, dims) / x,))
+        record(y, "prod", (x,), lambda g: (_prod_grad(g, x, y.detach(), dims),))
     return y
+
+
+def _prod_grad(g: Tensor, x: Tensor, y: Tensor, dims) -> Tensor:
+    from .elementwise import where  # (elementwise imports this module)
+    xd = x.detach()
+    zero = xd == 0
+    safe = where(zero, 1.0, xd)
+    zeros = sum(zero.to(x.dtype), dims, keepdim=True)  # zeros per output
+    rest = prod(safe, dims, keepdim=True)  # the product of the non-zeros
+    at_zero = where(_expand_grad(zeros, x, dims) == 1, _expand_grad(rest, x, dims), 0.0)
+    d = where(zero, at_zero, _expand_grad(y, x, dims) / safe)
+    return _expand_grad(g, x, dims) * d
 
 
 def _amax(op: str):

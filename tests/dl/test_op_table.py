@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import pkgutil
 
 import numpy as np
@@ -18,8 +19,11 @@ from op_table import core  # noqa: I001
 import dl
 from cube.targets import RUNTIMES
 
+# CUBE_OP_TABLE=ops_core,ops_nn runs those table files only (while writing entries)
+_ONLY = [m for m in os.environ.get("CUBE_OP_TABLE", "").split(",") if m]
 MODULES = [importlib.import_module(f"op_table.{m.name}")
-           for m in pkgutil.iter_modules(op_table.__path__) if m.name.startswith("ops_")]
+           for m in pkgutil.iter_modules(op_table.__path__) if m.name.startswith("ops_")
+           and (not _ONLY or m.name in _ONLY)]
 OPS = core.collect(*MODULES)
 
 _TORCH_DTYPE = {dl.float32: torch.float32, dl.float64: torch.float64,
