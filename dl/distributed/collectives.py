@@ -93,8 +93,10 @@ class Work:
         return self._done
 
     def poll(self) -> None:
-        """Drive progress (MPI moves a non-blocking collective's data inside MPI calls)."""
-        self.is_completed()
+        """Drive progress (MPI moves a non-blocking collective's data inside MPI calls); the
+        result is taken in by `wait` (in a capture, the replay's wait hook)."""
+        if not self._done:
+            self._req.Test()
 
 
 # ---- host arrays of tensors -------------------------------------------------------------

@@ -86,6 +86,48 @@ class ProcessGroup:
         self.comm.Abort(1)
 
 
+def _launched_size() -> int:
+    """The world size a launcher (mpirun, torchrun) announces in the environment, else 1."""
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "WORLD_SIZE"):
+        if os.environ.get(var):
+            return int(os.environ[var])
+    return 1
+
+
+class _SelfComm:
+    """The communicator of a world of one process, for the nccl backend where mpi4py is
+    absent (what a single-GPU machine needs: NCCL does the collectives)."""
+
+    class _Done:
+        def Test(self) -> bool:  # noqa: N802 - MPI's names
+            return True
+
+    def Get_rank(self) -> int:  # noqa: N802
+        return 0
+
+    def Get_size(self) -> int:  # noqa: N802
+        return 1
+
+    def Dup(self):  # noqa: N802
+        return self
+
+    def Free(self) -> None:  # noqa: N802
+        pass
+
+    def bcast(self, obj, root: int = 0):
+        return obj
+
+    def Iallgather(self, send, recv):  # noqa: N802
+        recv[...] = send.reshape(recv.shape)
+        return self._Done()
+
+    def Ibarrier(self):  # noqa: N802
+        return self._Done()
+
+    def Abort(self, code: int = 1) -> None:  # noqa: N802
+        os._exit(code)
+
+
 def _seconds(timeout) -> float:
     if timeout is None:
         return DEFAULT_TIMEOUT
@@ -106,8 +148,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     backend = (backend or Backend.MPI).lower()
     if backend not in (Backend.MPI, Backend.NCCL, Backend.GLOO):
         raise ValueError(f"unknown backend {backend!r}: 'mpi' or 'nccl'")
-    MPI = _mpi()
-    world = MPI.COMM_WORLD
+    if backend == Backend.NCCL and _launched_size() <= 1 and not is_available():
+        world = _SelfComm()  # one GPU, no MPI installed: a world of one needs no broadcast
+    else:
+        world = _mpi().COMM_WORLD
     if world_size not in (-1, None) and int(world_size) != world.Get_size():
         raise ValueError(f"world_size={world_size}, but mpirun started {world.Get_size()} "
                          f"processes")

@@ -17,12 +17,23 @@ import pytest
 WORKER = Path(__file__).with_name("worker.py")
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("mpirun") is None,
-                       reason="mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"),
-    pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
-                       reason="mpi4py not installed (pip install 'cube-lang[mpi]')"),
-]
+
+def needs_mpi(fn):
+    fn = pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not found "
+                            "(apt-get install openmpi-bin libopenmpi-dev)")(fn)
+    return pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
+                              reason="mpi4py not installed (pip install 'cube-lang[mpi]')")(fn)
+
+
+def gpus() -> int:
+    """CUDA GPUs CuPy sees (0 without CuPy or a GPU)."""
+    if importlib.util.find_spec("cupy") is None:
+        return 0
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001 - no driver, no GPU
+        return 0
 
 
 def mpirun(n: int, suite: str, tmp_path, *args, timeout: float = 120,
@@ -61,6 +72,7 @@ def _opencl() -> bool:
         return False
 
 
+@needs_mpi
 def test_collectives_two_ranks(tmp_path):
     """Every collective x float dtype (bf16/f16 included) x op, async, strided, on cpu and
     interp (and opencl where it starts), against NumPy; errors before init and in checked
@@ -71,6 +83,7 @@ def test_collectives_two_ranks(tmp_path):
     assert len(results[0]["checks"]) > 100
 
 
+@needs_mpi
 def test_collectives_and_ddp_three_ranks(tmp_path):
     """An odd world: uneven sampler splits, the collectives, DDP on thirds of the batch."""
     results, _ = mpirun(3, "collectives", tmp_path, "cpu", "float32,bfloat16")
@@ -78,6 +91,7 @@ def test_collectives_and_ddp_three_ranks(tmp_path):
     assert "ddp_world_n" in results[0]["checks"]
 
 
+@needs_mpi
 def test_ddp(tmp_path):
     """DDP over 2 ranks gives one process's Adam parameters on the whole batch (1e-5), with
     one bucket or several (their all-reduces start during backward), through dl.capture
@@ -88,6 +102,7 @@ def test_ddp(tmp_path):
     assert ev.index(["start", 0]) < max(i for i, e in enumerate(ev) if e[0] == "grad")
 
 
+@needs_mpi
 def test_hung_rank_times_out(tmp_path):
     """A rank that never joins: the other gives up after its timeout (2 s) and aborts the job
     instead of hanging."""
@@ -99,6 +114,7 @@ def test_hung_rank_times_out(tmp_path):
     assert results[0] is None  # the all-reduce never returned
 
 
+@needs_mpi
 def test_dead_rank_ends_the_job(tmp_path):
     t0 = time.monotonic()
     _, proc = mpirun(2, "die", tmp_path, timeout=60, expect_ok=False)
@@ -106,18 +122,23 @@ def test_dead_rank_ends_the_job(tmp_path):
     assert time.monotonic() - t0 < 40
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="CuPy not installed")
+@needs_mpi
+@pytest.mark.skipif(gpus() == 0, reason="no CUDA GPU (or CuPy) here")
 def test_nccl(tmp_path):
-    """The nccl backend on the GPU(s) here: one rank per GPU (a world of 1 on one GPU)."""
-    import cupy
-    try:
-        gpus = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"no GPU ({e})")
-    if gpus == 0:
-        pytest.skip("no GPU")
-    results, _ = mpirun(min(gpus, 2), "nccl", tmp_path, timeout=300)
+    """The nccl backend under mpirun: one rank per GPU (a world of 1 on one GPU)."""
+    results, _ = mpirun(min(gpus(), 2), "nccl", tmp_path, timeout=300)
     assert_all_ok(results)
+
+
+@pytest.mark.skipif(gpus() == 0, reason="no CUDA GPU (or CuPy) here")
+def test_nccl_one_process(tmp_path):
+    """The nccl backend in a world of one started without mpirun (no MPI needed)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, str(WORKER), "nccl", str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert_all_ok([json.loads((tmp_path / "rank0.json").read_text())])
 
 
 def test_nccl_backend_imports_without_cupy():

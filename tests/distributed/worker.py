@@ -446,9 +446,7 @@ def nccl_suite() -> None:
     def _():
         loss_fn = nn.CrossEntropyLoss()
         want = reference(3)
-        dl.set_default_device("cuda")
-        model = mlp()
-        dl.set_default_device("cpu")
+        model = mlp().to("cuda")
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.002)
         opt = dl.optim.Adam(ddp.parameters(), lr=1e-2)
         for s in range(3):
