@@ -149,8 +149,9 @@ OPS = [
           ref=torch.sigmoid, dtypes=ALL_FLOATS, edge=False),
     # ---- binary arithmetic --------------------------------------------------------------
     binary("add", dtypes=NO_BOOL, signed_zero=True),
-    binary("add_bool", fn=lambda a, b: dl.add(a, b), ref=lambda a, b: torch.add(a, b),
-           dtypes=(dl.bool_,), check_dtype=False, note=_BOOL_ARITH),
+    binary("add_bool", fn=lambda a, b: dl.add(a, b), ref=lambda a, b: torch.add(
+        a.long(), b.long() if isinstance(b, torch.Tensor) else b), dtypes=(dl.bool_,),
+           scalar=None, note=_BOOL_ARITH),
     binary("add_alpha", fn=lambda a, b: dl.add(a, b, alpha=2), ref=lambda a, b: torch.add(
         a, b, alpha=2), dtypes=NO_BOOL, scalar=3, skip={"*:int32": _ALPHA_INT32},
            note=_ALPHA_INT32),
