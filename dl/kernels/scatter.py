@@ -18,14 +18,15 @@ F = TypeVar("F")
 I = TypeVar("I")  # noqa: E741 - the index type variable
 B = TypeVar("B")  # a mask's (bool) element type
 
-SET, ADD, MUL = 0, 1, 2  # scatter modes
+SET, ADD, MUL, OR, AND = 0, 1, 2, 3, 4  # scatter modes (OR/AND: bool add/multiply)
 
 
 @cube(launch=True)
 def scatter_kernel(x: Tensor[F], x_off: u32, idx: Tensor[I], idx_off: u32, src: Tensor[F],
                    src_off: u32, n: u32, dim: Comptime[int], mode: Comptime[int]):
-    """x (in place) along dim at idx <- src (mode SET), += src (ADD) or *= src (MUL); one
-    unit per index element (n = idx.numel(), idx's shape drives the coordinates)."""
+    """x (in place) along dim at idx <- src (mode SET), += src (ADD), *= src (MUL), |= src
+    (OR) or &= src (AND, bools); one unit per index element (n = idx.numel(), idx's shape
+    drives the coordinates)."""
     i = ABSOLUTE_POS
     if i < n:
         rem = i
@@ -48,6 +49,12 @@ def scatter_kernel(x: Tensor[F], x_off: u32, idx: Tensor[I], idx_off: u32, src: 
         t = xb + u32(v) * x.stride(dim)
         if mode == 0:
             x[t] = src[sp]
+        elif mode == 3:
+            if src[sp]:
+                x[t] = src[sp]  # every writer writes true
+        elif mode == 4:
+            if not src[sp]:
+                x[t] = src[sp]  # every writer writes false
         else:
             istep = idx.stride(dim)
             sstep = src.stride(dim)
@@ -101,7 +108,8 @@ def put_kernel(x: Tensor[F], x_off: u32, off: Array[I], v: Tensor[F], v_off: u32
                dim: Comptime[int], mode: Comptime[int]):
     """The inverse of take_kernel, in place on x: one unit per element of v (shape (pre, K,
     post), strided, may broadcast). mode 0: x <- v (repeated targets: any one wins); 1: x +=
-    v with unique targets; 2: x += v with repeated targets summed in order by an owner."""
+    v with unique targets; 2: x += v with repeated targets summed in order by an owner; 3:
+    x |= v (bools)."""
     i = ABSOLUTE_POS
     if i < n:
         rem = i
@@ -119,6 +127,9 @@ def put_kernel(x: Tensor[F], x_off: u32, off: Array[I], v: Tensor[F], v_off: u32
                 t += c * x.stride(d)
         if mode == 0:
             x[t] = v[vp]
+        elif mode == 3:
+            if v[vp]:
+                x[t] = v[vp]  # bool accumulate: every writer writes true
         elif mode == 1:
             x[t] = x[t] + v[vp]
         else:

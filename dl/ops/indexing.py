@@ -138,6 +138,8 @@ def _scatter_check(x: Tensor, dim, idx: Tensor, src, what: str) -> int:
 
 def _scatter_into(dst: Tensor, d: int, idx: Tensor, src, mode: int) -> None:
     """dst (materialised) updated in place along dim d."""
+    if dst.dtype is dtypes.bool_ and mode in (K.ADD, K.MUL):
+        mode = K.OR if mode == K.ADD else K.AND
     n = idx.numel()
     if n == 0:
         return
@@ -264,6 +266,8 @@ def _put(dst: Tensor, off: Tensor, pre_st: tuple, post_st: tuple, v: Tensor, mod
     if n == 0:
         return
     v._materialise()
+    if dst.dtype is dtypes.bool_ and mode:
+        mode = K.OR
     st = tuple(pre_st) + (0,) + tuple(post_st)
     launch_1d(K.put_kernel, dst.device.rt, n, x=dst._karg(v.shape, st), x_off=dst.offset,
               off=off._buf, v=v._karg(), v_off=v.offset, n=n, dim=len(pre_st), mode=mode)

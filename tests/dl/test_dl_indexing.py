@@ -221,6 +221,12 @@ def _kernel_sources(target: str):
         variants.append(("remap_kernel", {"F": f}, {"flips": 5}, {"x": 3, "out": 3}))
         variants.append(("tri_kernel", {"F": f}, {"lower": True}, {"x": 3, "out": 3}))
     variants.append(("tri_kernel", {"F": bool_}, {"lower": False}, {"x": 2, "out": 2}))
+    for mode in (0, 3, 4):  # bools: write, or, and
+        variants.append(("scatter_kernel", {"F": bool_, "I": i64}, {"dim": 0, "mode": mode},
+                         {"x": 2, "idx": 2, "src": 2}))
+    for mode in (0, 3):
+        variants.append(("put_kernel", {"F": bool_, "I": i32}, {"dim": 1, "mode": mode},
+                         {"x": 2, "v": 2}))
     for it in (i32, i64):
         variants.append(("bounds_kernel", {"I": it}, {}, {"idx": 1}))
         variants.append(("nonzero_kernel", {"B": bool_, "I": it}, {}, {"m": 2}))

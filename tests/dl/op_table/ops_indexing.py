@@ -71,7 +71,7 @@ OPS = [
                             Sample(arr((5, 5)), 1, uniq((5, 2), 1, 5, 1), arr((5, 2), 2),
                                    noncontig=True)]),
     OpInfo("scatter_add", op=lambda x, d, i, s: dl.scatter_add(x, d, i, s),
-           ref=lambda x, d, i, s: torch.scatter_add(x, d, i, s), dtypes=DATA[:3],
+           ref=lambda x, d, i, s: torch.scatter_add(x, d, i, s), dtypes=DATA,
            skip=IDX_SKIP,
            samples=lambda: [
                Sample(arr((3, 5)), 0, iarr((6, 5), 3), arr((6, 5), 1),
@@ -89,7 +89,7 @@ OPS = [
                                    noncontig=True)]),
     # ---- index_add / index_put / setitem ----------------------------------------------------
     OpInfo("index_add", op=lambda x, d, i, s, **k: dl.index_add(x, d, i, s, **k),
-           ref=lambda x, d, i, s, **k: torch.index_add(x, d, i, s, **k), dtypes=DATA[:3],
+           ref=lambda x, d, i, s, **k: torch.index_add(x, d, i, s, **k), dtypes=DATA,
            skip=IDX_SKIP,
            samples=lambda: [
                Sample(arr((4, 3)), 0, np.array([0, 2, 0, 3, 0]), arr((5, 3), 1), alpha=2,
@@ -116,7 +116,7 @@ OPS = [
                       desc="edge values")]),
     OpInfo("index_put_accumulate",
            op=lambda x, i, v: dl.index_put(x, i, v, accumulate=True),
-           ref=lambda x, i, v: torch.index_put(x, i, v, accumulate=True), dtypes=DATA[:3],
+           ref=lambda x, i, v: torch.index_put(x, i, v, accumulate=True), dtypes=DATA,
            skip=IDX_SKIP,
            samples=lambda: [
                Sample(arr((4, 3)), (np.array([1, 1, 0, 1]), np.array([2, 2, 0, 2])),
