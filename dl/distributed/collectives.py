@@ -1,9 +1,11 @@
 """Collectives on dl tensors, with torch.distributed's names and signatures.
 
-Every collective starts a non-blocking MPI request (Iallreduce, Ibcast, ...) and, unless
-`async_op=True` (which returns a `Work` to `.wait()` on), waits for it by polling against the
-process group's timeout (dl/distributed/process_group.py). CUDA tensors under the "nccl"
-backend go through NCCL instead (dl/distributed/nccl_backend.py).
+A collective with `async_op=True` starts a non-blocking MPI request (Iallreduce, Ibcast, ...)
+and returns a `Work` whose `.wait()` polls it against the process group's timeout; without,
+it makes the blocking call (MPI's tuned algorithms: Open MPI's non-blocking all-reduce of
+two ranks reduces to one rank and broadcasts back, twice the traffic of a ring), watched by
+the group's watchdog thread against the same timeout (dl/distributed/process_group.py).
+CUDA tensors under the "nccl" backend go through NCCL instead (dl/distributed/nccl_backend.py).
 
 Memory: a contiguous tensor on a host device (cpu, interp) is handed to MPI as a NumPy view of
 its own buffer, without a copy, and the result lands in place. Tensors on other devices
@@ -72,7 +74,8 @@ class Work:
     def _wait_now(self, timeout=None) -> None:
         if self._done:
             return
-        self._pg.wait(self._req, self.what, timeout)
+        if self._req is not None:  # None: a blocking call, already done
+            self._pg.wait(self._req, self.what, timeout)
         self._complete()
 
     def _complete(self) -> None:
@@ -88,14 +91,14 @@ class Work:
         return True
 
     def is_completed(self) -> bool:
-        if not self._done and self._req.Test():
+        if not self._done and (self._req is None or self._req.Test()):
             self._complete()
         return self._done
 
     def poll(self) -> None:
         """Drive progress (MPI moves a non-blocking collective's data inside MPI calls); the
         result is taken in by `wait` (in a capture, the replay's wait hook)."""
-        if not self._done:
+        if not self._done and self._req is not None:
             self._req.Test()
 
 
@@ -201,7 +204,7 @@ def _launch(pg, what: str, start, async_op: bool, check=None):
     def begin():
         if _pg._debug and check is not None:
             _check_signatures(pg, what, *check)
-        work._req, work._finish = start()
+        work._req, work._finish = start(not async_op)
         work._done = False
     recording.hook(begin)
     if async_op:
@@ -222,13 +225,14 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
     _check_avg(opname, tensor)
     if _nccl(pg, tensor):
         return _launch(pg, "all_reduce",
-                       lambda: nccl_backend.all_reduce(pg, tensor, opname), async_op,
+                       lambda blocking: nccl_backend.all_reduce(pg, tensor, opname), async_op,
                        (opname, tensor))
     mop = _mpi_op(opname)
 
-    def start():
+    def start(blocking):
         arr, shared = _read(tensor, reduce=True)
-        req = pg.comm.Iallreduce(_pg._mpi().IN_PLACE, arr, mop)
+        req = pg.call(blocking, "all_reduce", pg.comm.Iallreduce, pg.comm.Allreduce,
+                      _pg._mpi().IN_PLACE, arr, mop)
 
         def finish():
             if opname == "avg":
@@ -246,12 +250,12 @@ def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
     if not 0 <= src < pg.size:
         raise ValueError(f"broadcast: src={src} is not a rank of a world of {pg.size}")
     if _nccl(pg, tensor):
-        return _launch(pg, "broadcast", lambda: nccl_backend.broadcast(pg, tensor, src),
+        return _launch(pg, "broadcast", lambda blocking: nccl_backend.broadcast(pg, tensor, src),
                        async_op, (None, tensor, src))
 
-    def start():
+    def start(blocking):
         arr, shared = _read(tensor, reduce=False)
-        req = pg.comm.Ibcast(arr, root=src)
+        req = pg.call(blocking, "broadcast", pg.comm.Ibcast, pg.comm.Bcast, arr, src)
         return req, (None if shared or pg.rank == src else lambda: _write(tensor, arr))
     return _launch(pg, "broadcast", start, async_op, (None, tensor, src))
 
@@ -269,13 +273,14 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
                          f"elements, needs {input_tensor.numel()} x {pg.size}")
     if _nccl(pg, output_tensor, input_tensor):
         return _launch(pg, "all_gather_into_tensor",
-                       lambda: nccl_backend.all_gather(pg, output_tensor, input_tensor),
+                       lambda blocking: nccl_backend.all_gather(pg, output_tensor, input_tensor),
                        async_op, (None, input_tensor))
 
-    def start():
+    def start(blocking):
         send, _ = _read(input_tensor, reduce=False)
         recv, shared = _read(output_tensor, reduce=False)
-        req = pg.comm.Iallgather(send, recv)
+        req = pg.call(blocking, "all_gather", pg.comm.Iallgather, pg.comm.Allgather, send,
+                      recv)
         return req, (None if shared else lambda: _write(output_tensor, recv))
     return _launch(pg, "all_gather_into_tensor", start, async_op, (None, input_tensor))
 
@@ -296,13 +301,14 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
                              f"shape {tensor.shape}")
     if _nccl(pg, tensor, *tensor_list):
         return _launch(pg, "all_gather",
-                       lambda: nccl_backend.all_gather_list(pg, tensor_list, tensor),
+                       lambda blocking: nccl_backend.all_gather_list(pg, tensor_list, tensor),
                        async_op, (None, tensor))
 
-    def start():
+    def start(blocking):
         send, _ = _read(tensor, reduce=False)
         recv = np.empty((pg.size,) + send.shape, send.dtype)
-        req = pg.comm.Iallgather(send, recv)
+        req = pg.call(blocking, "all_gather", pg.comm.Iallgather, pg.comm.Allgather, send,
+                      recv)
 
         def finish():
             for t, part in zip(tensor_list, recv):
@@ -326,14 +332,15 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
     _check_avg(opname, input)
     if _nccl(pg, output, input):
         return _launch(pg, "reduce_scatter_tensor",
-                       lambda: nccl_backend.reduce_scatter(pg, output, input, opname),
+                       lambda blocking: nccl_backend.reduce_scatter(pg, output, input, opname),
                        async_op, (opname, input))
     mop = _mpi_op(opname)
 
-    def start():
+    def start(blocking):
         send, _ = _read(input, reduce=True)
         recv, shared = _read(output, reduce=True)
-        req = pg.comm.Ireduce_scatter_block(send, recv, mop)
+        req = pg.call(blocking, "reduce_scatter", pg.comm.Ireduce_scatter_block,
+                      pg.comm.Reduce_scatter_block, send, recv, mop)
 
         def finish():
             if opname == "avg":
@@ -364,10 +371,11 @@ def reduce_scatter(output: Tensor, input_list: list, op=ReduceOp.SUM, group=None
         return reduce_scatter_tensor(output, stack(input_list), op, group, async_op)
     mop = _mpi_op(opname)
 
-    def start():
+    def start(blocking):
         send = np.stack([_read(t, reduce=True)[0] for t in input_list])
         recv, shared = _read(output, reduce=True)
-        req = pg.comm.Ireduce_scatter_block(send, recv, mop)
+        req = pg.call(blocking, "reduce_scatter", pg.comm.Ireduce_scatter_block,
+                      pg.comm.Reduce_scatter_block, send, recv, mop)
 
         def finish():
             if opname == "avg":
@@ -381,7 +389,9 @@ def reduce_scatter(output: Tensor, input_list: list, op=ReduceOp.SUM, group=None
 def barrier(group=None, async_op: bool = False, device_ids=None):
     """Wait until every rank has reached its barrier."""
     pg = _pg.current()
-    return _launch(pg, "barrier", lambda: (pg.comm.Ibarrier(), None), async_op, (None, None))
+    return _launch(pg, "barrier", lambda blocking: (
+        pg.call(blocking, "barrier", pg.comm.Ibarrier, pg.comm.Barrier), None), async_op,
+        (None, None))
 
 
 def _check_avg(opname: str, t: Tensor) -> None:

@@ -5,8 +5,9 @@ size (the `world_size=` and `rank=` arguments, when given, must agree with it). 
 backend runs its collectives on CUDA tensors through NCCL (CuPy), its communicator set up
 through an MPI broadcast of NCCL's unique id; tensors on other devices use MPI.
 
-Waiting never hangs forever: every wait polls its request against a deadline (`timeout=`,
-30 minutes by default as torch's), and a rank that times out prints which collective it was
+Waiting never hangs forever: a wait on a non-blocking request polls it against a deadline
+(`timeout=`, 30 minutes by default as torch's), a blocking call is watched by a watchdog
+thread with the same deadline, and a rank that times out prints which collective it was
 waiting for and aborts the whole job (MPI_Abort), since the ranks that are still waiting could
 not be woken otherwise.
 
@@ -21,6 +22,7 @@ import datetime
 import importlib
 import os
 import sys
+import threading
 import time
 
 from . import nccl_backend
@@ -59,6 +61,37 @@ class ProcessGroup:
         self.size = comm.Get_size()
         self.timeout = timeout
         self.nccl = None
+        self._deadline = None  # of the blocking call in progress (the watchdog's)
+        self._what = ""
+        self._dog = None
+
+    def call(self, blocking: bool, what: str, nonblocking, blocking_fn, *args):
+        """`nonblocking(*args)` (its request), or, when blocking, `blocking_fn(*args)` under
+        the watchdog (None)."""
+        if not blocking:
+            return nonblocking(*args)
+        self._what = what
+        self._deadline = time.monotonic() + self.timeout
+        if self._dog is None:
+            self._dog = threading.Thread(target=self._watch, name="dl-distributed-watchdog",
+                                         daemon=True)
+            self._dog.start()
+        try:
+            blocking_fn(*args)
+        finally:
+            self._deadline = None
+        return None
+
+    def _watch(self) -> None:
+        """The watchdog: aborts the job when a blocking call outlives the timeout (MPI
+        releases the GIL while it blocks; Open MPI's threads level is MPI_THREAD_MULTIPLE)."""
+        while self._dog is not None:
+            time.sleep(0.05)
+            deadline = self._deadline
+            if deadline is not None and time.monotonic() > deadline:
+                self.abort(f"rank {self.rank}: {self._what} timed out after "
+                           f"{self.timeout:g} s (another rank died, hangs or skipped this "
+                           f"collective); aborting the job")
 
     def wait(self, req, what: str, timeout: float | None = None) -> None:
         """Wait for an MPI request, polling against the deadline (see the module)."""
@@ -117,12 +150,47 @@ class _SelfComm:
     def bcast(self, obj, root: int = 0):
         return obj
 
-    def Iallgather(self, send, recv):  # noqa: N802
+    # the collectives of one process: copies at most
+    def Allgather(self, send, recv):  # noqa: N802
         recv[...] = send.reshape(recv.shape)
-        return self._Done()
 
+    def Reduce_scatter_block(self, send, recv, op=None):  # noqa: N802
+        recv[...] = send.reshape(recv.shape)
+
+    def Allreduce(self, send, recv, op=None):  # noqa: N802
+        pass  # in place (the only form dl uses)
+
+    def Bcast(self, buf, root: int = 0):  # noqa: N802
+        pass
+
+    def Barrier(self):  # noqa: N802
+        pass
+
+    def _now(self, fn):
+        def start(*args):
+            fn(*args)
+            return self._Done()
+        return start
+
+    @property
+    def Iallgather(self):  # noqa: N802
+        return self._now(self.Allgather)
+
+    @property
+    def Ireduce_scatter_block(self):  # noqa: N802
+        return self._now(self.Reduce_scatter_block)
+
+    @property
+    def Iallreduce(self):  # noqa: N802
+        return self._now(self.Allreduce)
+
+    @property
+    def Ibcast(self):  # noqa: N802
+        return self._now(self.Bcast)
+
+    @property
     def Ibarrier(self):  # noqa: N802
-        return self._Done()
+        return self._now(self.Barrier)
 
     def Abort(self, code: int = 1) -> None:  # noqa: N802
         os._exit(code)
@@ -172,6 +240,7 @@ def destroy_process_group(group=None) -> None:
     if pg is None:
         return
     _group = None
+    pg._dog = None  # the watchdog ends
     if pg.nccl is not None:
         try:
             pg.nccl.destroy()
