@@ -204,6 +204,7 @@ class RandomSampler(Sampler):
 
     @property
     def num_samples(self) -> int:
+        """How many indices an epoch yields (the dataset's length unless given)."""
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
@@ -503,6 +504,7 @@ class progress:  # noqa: N801  (used as a function, like tqdm)
                                  for k, v in kwargs.items())
 
     def set_description(self, desc: str) -> None:
+        """Replace the text before the bar."""
         self.desc = desc
 
     def line(self, now: float | None = None) -> str:
