@@ -197,3 +197,26 @@ def test_torch_names():
                  "clip_grads_with_norm_", "parameters_to_vector", "vector_to_parameters"):
         assert getattr(dl.nn.utils, name) is not None
         assert hasattr(torch.nn.utils, name)
+
+
+def test_clip_grad_norm_half_grads(dev):
+    """float16 gradients: a float16 norm (as torch's) when every gradient is float16, the
+    promoted float32 one beside a float32 gradient. dl sums the halves' squares in float32
+    (torch rounds each tensor's norm to float16 first): agreement to float16's precision."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((4, 5)).astype(np.float16)
+    b = rng.standard_normal(7).astype(np.float32)
+    for arrs in ([a], [a, b]):
+        tps = [torch.zeros(x.shape, dtype=torch.from_numpy(x).dtype, requires_grad=True)
+               for x in arrs]
+        dps = [dl.tensor(np.zeros_like(x), device=dev, requires_grad=True) for x in arrs]
+        for x, tp, dp in zip(arrs, tps, dps):
+            tp.grad, dp.grad = torch.tensor(x), dl.tensor(x, device=dev)
+        want = torch.nn.utils.clip_grad_norm_(tps, 1.0)
+        got = U.clip_grad_norm_(dps, 1.0)
+        assert got.dtype.name == str(want.dtype).removeprefix("torch.")
+        np.testing.assert_allclose(float(got.item()), float(want.item()), rtol=2e-3)
+        for tp, dp in zip(tps, dps):
+            np.testing.assert_allclose(dp.grad.numpy().astype(np.float32),
+                                       tp.grad.numpy().astype(np.float32), rtol=2e-3,
+                                       atol=2e-3)
