@@ -28,7 +28,7 @@ from .shape import assign, contiguous, expand, getitem, reshape
 __all__ = ["scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_",
            "index_put", "index_put_", "masked_fill", "masked_fill_", "masked_select",
            "take_along_dim", "chunk", "split", "unbind", "narrow", "flip", "roll", "tril",
-           "triu", "tril_", "triu_", "pad", "nonzero", "advanced_getitem", "advanced_setitem"]
+           "triu", "tril_", "triu_", "pad", "nonzero"]
 
 
 # ---- helpers -------------------------------------------------------------------------------

@@ -41,7 +41,9 @@ def _set_mask(x, m, v):
 
 OPS = [
     # ---- scatter -------------------------------------------------------------------------
-    OpInfo("scatter", op=lambda x, d, i, s: dl.scatter(x, d, i, s),
+    OpInfo("scatter",
+           note="repeated indices without reduce: one of the values wins (torch: unspecified)",
+           op=lambda x, d, i, s: dl.scatter(x, d, i, s),
            ref=lambda x, d, i, s: torch.scatter(x, d, i, s), dtypes=DATA, skip=IDX_SKIP,
            samples=lambda: [
                Sample(arr((4, 5)), 0, uniq((3, 5), 0, 4), arr((3, 5), 1)),
@@ -60,12 +62,15 @@ OPS = [
                             Sample(arr((0, 3)), 1, iarr((0, 2), 3), 2.0, desc="size 0")]),
     OpInfo("scatter_reduce_arg", op=lambda x, d, i, s, r: x.scatter(d, i, s, reduce=r),
            ref=lambda x, d, i, s, r: x.scatter(d, i, s, reduce=r), grad=False,
-           skip=IDX_SKIP, note="scatter(reduce='multiply') has no gradient in dl",
+           skip=IDX_SKIP, note="torch has no gradient for scatter with reduce=; dl has one "
+           "for 'add' (none for 'multiply')",
            samples=lambda: [Sample(arr((3, 5)), 0, iarr((4, 5), 3), arr((4, 5), 1), "add",
                                    desc="repeated indices accumulate"),
                             Sample(arr((3, 5)), 1, iarr((3, 6), 5), arr((3, 6), 1),
                                    "multiply")]),
-    OpInfo("scatter_", op=lambda x, d, i, s: x.clone().scatter_(d, i, s),
+    OpInfo("scatter_", note="in-place ops under autograd: no version counter (an earlier op "
+           "whose backward reads the old value sees the new one), a view's base does not take "
+           "the view's history", op=lambda x, d, i, s: x.clone().scatter_(d, i, s),
            ref=lambda x, d, i, s: x.clone().scatter_(d, i, s), skip=IDX_SKIP,
            samples=lambda: [Sample(arr((4, 5)), 0, uniq((3, 5), 0, 4), arr((3, 5), 1)),
                             Sample(arr((5, 5)), 1, uniq((5, 2), 1, 5, 1), arr((5, 2), 2),
@@ -104,7 +109,9 @@ OPS = [
            samples=lambda: [Sample(arr((4, 3)), 0, np.array([1, 1, 3]), arr((3, 3), 1)),
                             Sample(arr((4, 4)), 1, np.array([3, 0]), arr((4, 2), 1),
                                    noncontig=True)]),
-    OpInfo("index_put", op=lambda x, i, v, **k: dl.index_put(x, i, v, **k),
+    OpInfo("index_put",
+           note="repeated indices without accumulate: one of the values wins",
+           op=lambda x, i, v, **k: dl.index_put(x, i, v, **k),
            ref=lambda x, i, v, **k: torch.index_put(x, i, v, **k), dtypes=DATA, skip=IDX_SKIP,
            samples=lambda: [
                Sample(arr((4, 5)), (np.array([0, 3, 2]), np.array([1, 1, 4])), arr((3,), 1)),
@@ -162,7 +169,9 @@ OPS = [
                Sample(arr((4, 0)), np.array([1, 2]), desc="size 0"),
                Sample(arr((1, 3)), (np.zeros(0, np.int64),), desc="empty index"),
                Sample(edge_values(), np.array([2, 3, 0, 1, 2]), desc="edge values")]),
-    OpInfo("getitem_mask", op=lambda x, m: x[m], ref=lambda x, m: x[m], dtypes=DATA,
+    OpInfo("getitem_mask",
+           note="host-synchronising (the count decides the shape), as torch on GPUs",
+           op=lambda x, m: x[m], ref=lambda x, m: x[m], dtypes=DATA,
            samples=lambda: [
                Sample(arr((4, 5)), barr((4, 5), 1)),
                Sample(arr((5, 4)), barr((5,), 2), noncontig=True, desc="row mask"),
@@ -187,7 +196,9 @@ OPS = [
            ref=lambda x, m, v: x.clone().masked_fill_(m, v), dtypes=DATA, skip=NO_I64,
            samples=lambda: [Sample(arr((4, 5)), barr((4, 5), 1), 3.0),
                             Sample(arr((4, 4)), barr((4, 1), 2), -2.0, noncontig=True)]),
-    OpInfo("masked_select", op=lambda x, m: dl.masked_select(x, m),
+    OpInfo("masked_select",
+           note="host-synchronising (the count decides the shape), as torch on GPUs",
+           op=lambda x, m: dl.masked_select(x, m),
            ref=lambda x, m: torch.masked_select(x, m), dtypes=DATA, skip=NO_I64,
            samples=lambda: [
                Sample(arr((4, 5)), barr((4, 5), 1)),
@@ -195,7 +206,9 @@ OPS = [
                Sample(arr((3, 1)), barr((3, 4), 3), desc="broadcast input"),
                Sample(arr((0, 3)), barr((0, 3)), desc="size 0"),
                Sample(edge_values(), edge_values() == edge_values(), desc="edge values")]),
-    OpInfo("nonzero", op=lambda x: dl.nonzero(x), ref=lambda x: torch.nonzero(x),
+    OpInfo("nonzero",
+           note="host-synchronising; the result is int32 on WGSL (no 64-bit integers)",
+           op=lambda x: dl.nonzero(x), ref=lambda x: torch.nonzero(x),
            dtypes=DATA, grad=False, skip={**IDX_SKIP, "wgpu": "the result is int32 on WGSL"},
            samples=lambda: [
                Sample(barr((4, 5), 1)), Sample(arr((5, 6), 2), noncontig=True),
