@@ -105,6 +105,9 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+_LRScheduler = LRScheduler  # PyTorch's older name
+
+
 class LambdaLR(LRScheduler):
     """lr = initial_lr * lr_lambda(last_epoch); one function, or one per group."""
 

@@ -48,7 +48,8 @@ def _bce(reduction):
         ]
     return OpInfo(f"binary_cross_entropy_{reduction}",
                   op=lambda x, y, **k: F.binary_cross_entropy(x, y, **k),
-                  ref=lambda x, y, **k: TF.binary_cross_entropy(x, y, **k), samples=samples)
+                  ref=lambda x, y, **k: TF.binary_cross_entropy(x, y, **k), samples=samples,
+                  note="inputs outside [0, 1] are not checked (they give nan; PyTorch raises)")
 
 
 def _bce_logits(reduction):
