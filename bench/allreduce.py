@@ -14,9 +14,12 @@ torch.distributed (gloo), on this machine's processes.
    processes under DistributedDataParallel; ours eager and replayed through dl.capture, torch
    eager. Median step time on rank 0.
 
-Every process keeps its library's default threading (ours: a worker per core; torch: its
-intra-op threads), `mpirun --bind-to none` as torch's spawned processes are unbound. `--write`
-puts the table in bench/results/<cpu>-<cores>c-allreduce.md."""
+Threads: each of k processes computes with cores / k threads (torch.set_num_threads; ours:
+the cpu runtime's worker pool, sized from os.cpu_count, which the bench's worker sets before
+dl starts), so the processes do not oversubscribe the cores (torch's default, every core in
+every process, made its 2-process DDP step 40x slower on a 16-core machine);
+`mpirun --bind-to none` as torch's spawned processes are unbound. `--write` puts the table in
+bench/results/<cpu>-<cores>c-allreduce.md."""
 from __future__ import annotations
 
 import argparse
@@ -91,8 +94,14 @@ def step_times(step, barrier, steps: int) -> float:
     return statistics.median(ts)
 
 
+def threads_per_process(world: int) -> int:
+    return max(1, (os.cpu_count() or 1) // world)
+
+
 def ours_worker(what: str, out: str, quick: bool) -> None:
     sys.path.insert(0, str(ROOT))
+    share = threads_per_process(int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
+    os.cpu_count = lambda: share  # the cpu runtime's pool size (read when dl starts it)
     import dl
     import dl.distributed as dist
     from dl import nn
@@ -149,6 +158,7 @@ def _torch_proc(rank: int, world: int, port: int, what: str, out: str, quick: bo
     import torch
     import torch.distributed as tdist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(threads_per_process(world))
     tdist.init_process_group("gloo", rank=rank, world_size=world)
     res: dict = {}
     if what == "allreduce":
@@ -213,7 +223,8 @@ def main() -> None:
     m = machine()
     n = args.nproc
     lines = ["# All-reduce and DDP: dl.distributed (MPI) vs torch.distributed (gloo)", "",
-             f"Machine: {m['cpu']}, {m['cores']} cores; {n} processes; "
+             f"Machine: {m['cpu']}, {m['cores']} cores; {n} processes, "
+             f"{threads_per_process(n)} threads each; "
              f"`python bench/allreduce.py{' --quick' if args.quick else ''}`", ""]
     ours = {int(k): v for k, v in run_ours("allreduce", n, args.quick).items()}
     theirs = {int(k): v for k, v in run_torch("allreduce", n, args.quick).items()}
