@@ -111,6 +111,13 @@ class Subset(Dataset):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
+    def __getitems__(self, indices: list[int]) -> list:
+        """The samples at several indices (the DataLoader fetches a batch through it)."""
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if getitems is not None:
+            return getitems([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
+
     def __len__(self) -> int:
         return len(self.indices)
 
@@ -345,7 +352,9 @@ class DataLoader:
     """Batches of a dataset (PyTorch's arguments): batch_size (None: no batching), shuffle
     (a RandomSampler with `generator`), sampler, batch_sampler, collate_fn
     (default_collate), drop_last. Map-style datasets go through the sampler; an
-    IterableDataset is batched in its own order. `len()` is the number of batches.
+    IterableDataset is batched in its own order; a dataset with `__getitems__(indices)`
+    fetches each batch's samples in one call (as PyTorch's). `len()` is the number of
+    batches.
 
     `progress`: False (default), True or a description string wraps each epoch in
     `progress()` (a bar on stderr). The worker and memory-pinning arguments are accepted
@@ -407,8 +416,9 @@ class DataLoader:
                 yield collate(batch)
             return
         if self.batch_sampler is not None:
+            getitems = getattr(ds, "__getitems__", None)  # a dataset's batched fetch
             for idx in self.batch_sampler:
-                yield collate([ds[i] for i in idx])
+                yield collate(getitems(idx) if getitems else [ds[i] for i in idx])
         else:
             for i in self.sampler:
                 yield collate(ds[i])

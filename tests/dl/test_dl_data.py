@@ -258,3 +258,28 @@ def test_dataloader_progress_flag(capsys):
     assert len(batches) == 3
     err = capsys.readouterr().err
     assert err.startswith("epoch 1: 100%|") and "3/3" in err
+
+
+class _Batched(D.Dataset):
+    def __init__(self):
+        self.calls = []
+
+    def __getitem__(self, i):
+        raise AssertionError("fetched one by one")
+
+    def __getitems__(self, idx):
+        self.calls.append(list(idx))
+        return [(i, float(i)) for i in idx]
+
+    def __len__(self):
+        return 5
+
+
+def test_getitems_batched_fetch():
+    ds = _Batched()
+    batches = list(D.DataLoader(ds, batch_size=2))
+    assert ds.calls == [[0, 1], [2, 3], [4]]
+    assert [b[0].tolist() for b in batches] == [[0, 1], [2, 3], [4]]
+    sub = D.Subset(ds, [4, 3, 2])
+    assert [b[0].tolist() for b in D.DataLoader(sub, batch_size=3)] == [[4, 3, 2]]
+    assert ds.calls[-1] == [4, 3, 2]
