@@ -264,10 +264,8 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     if tdim == 0 and (input1.ndim != 1 or input2.ndim != 1):
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
                            f"sizes {list(input1.shape)} and {list(input2.shape)}.")
-    if tuple(input1.shape) != tuple(input2.shape):
-        raise RuntimeError(f"cosine_embedding_loss: input1 of size {list(input1.shape)} and "
-                           f"input2 of size {list(input2.shape)} differ")
-    if tdim == 1 and target.shape[0] != input1.shape[0]:
+    input1, input2 = _broadcast("cosine_embedding_loss", input1, input2)
+    if tdim == 1 and target.shape[0] not in (1, input1.shape[0]):
         raise RuntimeError(f"cosine_embedding_loss: target of size {list(target.shape)} for "
                            f"inputs of size {list(input1.shape)}")
     dim = tdim
