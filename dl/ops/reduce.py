@@ -16,18 +16,28 @@ from ..kernels import reduce as lib
 from ..kernels.common import has_f64
 from ..tensor import Tensor
 from .creation import full
-from .libcall import counted, operand, result
+from .libcall import counted, operand, planned_result, result
 from .registry import register
 
 FUSED_MIN_ROWS = 64  # outputs (units) for a fused reduction over a big graph
 FUSED_MAX_SERIAL = 1 << 14  # below this many elements one unit per output is fast enough
 
 
+_DIMS: dict = {}  # (rank, dim) -> the sorted reduced dims
+
+
 def _dims(x: Tensor, dim) -> list[int]:
     if dim is None:
         return list(range(x.ndim))
+    k = (x.ndim, dim) if dim.__class__ in (int, tuple) else None
+    got = _DIMS.get(k) if k is not None else None
+    if got is not None:
+        return list(got)
     ds = dim if isinstance(dim, (tuple, list)) else (dim,)
-    return sorted({shapes.norm_dim(d, (x.ndim or 1)) for d in ds} & set(range(x.ndim)))
+    out = sorted({shapes.norm_dim(d, (x.ndim or 1)) for d in ds} & set(range(x.ndim)))
+    if k is not None and len(_DIMS) < 4096:
+        _DIMS[k] = tuple(out)
+    return out
 
 
 def _acc(op: str, d: dtypes.DType) -> dtypes.DType:
@@ -118,6 +128,14 @@ def _finish(y: Tensor, x: Tensor, dims, keepdim: bool) -> Tensor:
     return y.reshape(_keep_shape(x, dims)) if keepdim else y
 
 
+def _reduced(x: Tensor, dims: list[int], op: str, keepdim: bool) -> Tensor:
+    """op over dims with keepdim, no autograd: through a tensor-level dispatch plan when x
+    is materialised (a repeated eager reduction skips the Python above the launches)."""
+    y = planned_result((_reduced, op, tuple(dims), keepdim), (x,),
+                       lambda: _finish(raw_reduce(x, dims, op), x, dims, keepdim))
+    return y if y is not None else _finish(raw_reduce(x, dims, op), x, dims, keepdim)
+
+
 def _expand_grad(g: Tensor, x: Tensor, dims) -> Tensor:
     return g.reshape(_keep_shape(x, dims)).expand(*x.shape)
 
@@ -132,7 +150,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     if dtype is not None:
         x = x.to(dtype)
     dims = _dims(x, dim)
-    y = _finish(raw_reduce(x, dims, "sum"), x, dims, keepdim)
+    y = _reduced(x, dims, "sum", keepdim)
     if x.dtype.is_float:
         record(y, "sum", (x,), lambda g: (_expand_grad(g, x, dims),))
     return y
@@ -150,7 +168,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         raise TypeError(f"mean() needs a float tensor, got {x.dtype} (use .float())")
     dims = _dims(x, dim)
     n = shapes.numel(x.shape[d] for d in dims)
-    y = _finish(raw_reduce(x, dims, "mean"), x, dims, keepdim)
+    y = _reduced(x, dims, "mean", keepdim)
     return record(y, "mean", (x,), lambda g: (_expand_grad(g * (1.0 / (n or 1)), x, dims),))
 
 
@@ -165,7 +183,7 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if dtype is not None:
         x = x.to(dtype)
     dims = _dims(x, dim)
-    y = _finish(raw_reduce(x, dims, "prod"), x, dims, keepdim)
+    y = _reduced(x, dims, "prod", keepdim)
     if x.dtype.is_float:
         record(y, "prod", (x,), lambda g: (_prod_grad(g, x, y.detach(), dims),))
     return y
@@ -186,7 +204,7 @@ def _prod_grad(g: Tensor, x: Tensor, y: Tensor, dims) -> Tensor:
 def _amax(op: str):
     def fn(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
         dims = _dims(x, dim)
-        y = _finish(raw_reduce(x, dims, op), x, dims, keepdim)
+        y = _reduced(x, dims, op, keepdim)
         if x.dtype.is_float:
             def back(g):  # shared evenly between tied extremes, as PyTorch's amax
                 hit = (x == _expand_grad(y.detach(), x, dims)).to(x.dtype)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from .. import dtypes, shapes
 from ..autograd import record
+from ..autograd.tape import needs_grad
 from ..kernels import norm as lib_norm
 from ..kernels import softmax as lib_softmax
 from ..tensor import Tensor
 from .creation import ones_like, zeros_like
-from .libcall import counted, operand, result
+from .libcall import counted, operand, planned_result, result
 from .reduce import mean, sum
 from .registry import register
 
@@ -31,16 +32,22 @@ def _rows_call(name, fn, x: Tensor, *args, **kwargs) -> Tensor:
     return y if y.dtype is dt else y.to(dt)
 
 
+def _softmax_raw(x: Tensor, d: int, log: bool) -> Tensor:
+    last = x.ndim - 1
+    src = x if d == last else x.transpose(d, last)._materialise()  # copied by operand()
+    fn = lib_softmax.log_softmax if log else lib_softmax.softmax
+    y = _rows_call("log_softmax" if log else "softmax", fn, src)
+    return y if d == last else y.transpose(d, last)
+
+
 def _softmax(x: Tensor, dim: int, log: bool) -> Tensor:
     if x.ndim == 0:
         x1 = _softmax(x.reshape(1), 0, log)
         return x1.reshape(())
     d = shapes.norm_dim(dim, x.ndim)
-    last = x.ndim - 1
-    src = x if d == last else x.transpose(d, last)._materialise()  # copied by operand()
-    fn = lib_softmax.log_softmax if log else lib_softmax.softmax
-    y = _rows_call("log_softmax" if log else "softmax", fn, src)
-    y = y if d == last else y.transpose(d, last)
+    y = planned_result((_softmax, d, log), (x,), lambda: _softmax_raw(x, d, log))
+    if y is None:
+        y = _softmax_raw(x, d, log)
 
     def back(g):
         yd = y.detach()
@@ -77,6 +84,31 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if x.shape[x.ndim - len(ns):] != ns:
         raise ValueError(f"layer_norm: normalized_shape {ns} is not the end of {x.shape}")
+    eps = float(eps)
+    if (weight is None) == (bias is None):
+        # a repeated eager call: one tensor-level plan, the autograd record on x itself
+        y = planned_result((layer_norm, ns, eps), (x, weight, bias),
+                           lambda: _ln_forward(*_ln_parts(x, ns, weight, bias), eps)
+                           .reshape(x.shape))
+        if y is not None:
+            if needs_grad(x, weight, bias):
+                x2, w, b = _ln_parts(x.detach(), ns, weight, bias)
+                back2 = _ln_backward(x2, w, b, eps)
+
+                def back(g):
+                    gx, gw, gb = back2(g.reshape(x2.shape))
+                    return (gx.reshape(x.shape), None if gw is None else gw.reshape(ns),
+                            None if gb is None else gb.reshape(ns))
+                record(y, "layer_norm", (x, weight, bias), back)
+            return y
+    x2, w, b = _ln_parts(x, ns, weight, bias)
+    y2 = _ln_forward(x2, w, b, eps)
+    record(y2, "layer_norm", (x2, w, b), _ln_backward(x2, w, b, eps))
+    return y2.reshape(x.shape)
+
+
+def _ln_parts(x: Tensor, ns: tuple, weight, bias) -> tuple:
+    """x as (rows, cols) and the weight and bias as (cols,) (both or neither)."""
     cols = shapes.numel(ns)
     x2 = x.reshape(shapes.numel(x.shape[:x.ndim - len(ns)]), cols)
     w = weight.reshape(cols) if weight is not None else None
@@ -84,12 +116,19 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
     if (w is None) != (b is None):  # the library takes both or neither
         w = w if w is not None else ones_like(b)
         b = b if b is not None else zeros_like(w)
+    return x2, w, b
+
+
+def _ln_forward(x2: Tensor, w, b, eps: float) -> Tensor:
     args = () if w is None else (operand(w.to(dtypes.float32) if w.dtype not in _F else w,
                                          contiguous=True),
                                  operand(b.to(dtypes.float32) if b.dtype not in _F else b,
                                          contiguous=True))
-    y2 = _rows_call("layer_norm", lib_norm.layer_norm, x2, *args, eps=float(eps))
+    return _rows_call("layer_norm", lib_norm.layer_norm, x2, *args, eps=eps)
 
+
+def _ln_backward(x2: Tensor, w, b, eps: float):
+    """The gradients (gx, gw, gb) of layer norm's (rows, cols) form from its output's."""
     def back(g):
         g2 = g.reshape(x2.shape)
         if x2.dtype in _F and g2.dtype is x2.dtype and (w is None or w.dtype is x2.dtype):
@@ -98,7 +137,7 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
                                    x2.device.rt, operand(x2, contiguous=True),
                                    operand(g2, contiguous=True),
                                    None if w is None else operand(w, contiguous=True),
-                                   eps=float(eps))
+                                   eps=eps)
             gx = result(gx_b, x2.dtype, x2.device, x2.shape)
             xhat = result(xhat_b, x2.dtype, x2.device, x2.shape)
             gw = sum(g2 * xhat, 0) if w is not None and w.requires_grad else None
@@ -116,6 +155,4 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
         gw = sum(g2 * xhat, 0) if w is not None and w.requires_grad else None
         gb = sum(g2, 0) if b is not None and b.requires_grad else None
         return gx, gw, gb
-    record(y2, "layer_norm", (x2, w, b), back)
-    return y2.reshape(x.shape)
-
+    return back
