@@ -184,7 +184,8 @@ def _describe(sig: np.ndarray) -> str:
 def _check_signatures(pg, what: str, op, t: Tensor | None, extra: int = -1) -> None:
     mine = _signature(what, op, t, extra)
     every = np.empty((pg.size, _SIG), np.int64)
-    pg.wait(pg.comm.Iallgather(mine, every), f"the signature check of {what}")
+    pg.call(True, f"the signature check of {what}", pg.comm.Iallgather, pg.comm.Allgather,
+            mine, every)
     if not (every == mine).all():
         lines = "; ".join(f"rank {r}: {_describe(s)}" for r, s in enumerate(every))
         raise RuntimeError(f"dl.distributed: the ranks called different collectives or "
@@ -217,6 +218,24 @@ def _scale_avg(arr: np.ndarray, size: int) -> None:
     arr /= size
 
 
+_CHUNK = 8 << 20  # bytes: a larger all-reduce runs in pieces (Open MPI's 64 MB one was slow)
+
+
+def _allreduce(comm):
+    """In-place blocking all-reduce, in pieces of at most _CHUNK bytes."""
+    def run(arr, op):
+        inplace = _pg._mpi().IN_PLACE
+        flat = arr.reshape(-1)
+        step = max(1, _CHUNK // max(flat.itemsize, 1))
+        for i in range(0, max(flat.size, 1), step):
+            comm.Allreduce(inplace, flat[i:i + step], op)
+    return run
+
+
+def _iallreduce(comm):
+    return lambda arr, op: comm.Iallreduce(_pg._mpi().IN_PLACE, arr, op)
+
+
 def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce `tensor` over every rank, in place (every rank gets the result)."""
     pg = _pg.current()
@@ -231,8 +250,8 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
 
     def start(blocking):
         arr, shared = _read(tensor, reduce=True)
-        req = pg.call(blocking, "all_reduce", pg.comm.Iallreduce, pg.comm.Allreduce,
-                      _pg._mpi().IN_PLACE, arr, mop)
+        req = pg.call(blocking, "all_reduce", _iallreduce(pg.comm), _allreduce(pg.comm),
+                      arr, mop)
 
         def finish():
             if opname == "avg":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import importlib
 import os
+import queue
 import sys
 import threading
 import time
@@ -51,6 +52,22 @@ def _mpi():
     return MPI
 
 
+class _Job:
+    """A collective queued to the communication thread, with MPI's request interface."""
+    __slots__ = ("what", "event", "error")
+
+    def __init__(self, what: str):
+        self.what, self.event, self.error = what, threading.Event(), None
+
+    def Test(self) -> bool:  # noqa: N802 - MPI's name
+        if not self.event.is_set():
+            return False
+        if self.error is not None:
+            err, self.error = self.error, None
+            raise RuntimeError(f"dl.distributed: {self.what} failed: {err}") from err
+        return True
+
+
 class ProcessGroup:
     """The world: the MPI communicator (and, for "nccl", the NCCL communicator)."""
 
@@ -64,12 +81,54 @@ class ProcessGroup:
         self._deadline = None  # of the blocking call in progress (the watchdog's)
         self._what = ""
         self._dog = None
+        # the communication thread (asynchronous collectives), where MPI allows threads
+        self._threaded = not isinstance(comm, _SelfComm) and \
+            _mpi().Query_thread() >= _mpi().THREAD_MULTIPLE
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._worker = None
+
+    def close(self) -> None:
+        """Stop the communication and watchdog threads."""
+        if self._worker is not None:
+            self._jobs.put(None)
+            self._worker.join(timeout=5)
+            self._worker = None
+        self._dog = None
 
     def call(self, blocking: bool, what: str, nonblocking, blocking_fn, *args):
-        """`nonblocking(*args)` (its request), or, when blocking, `blocking_fn(*args)` under
-        the watchdog (None)."""
-        if not blocking:
-            return nonblocking(*args)
+        """Run a collective: `blocking_fn(*args)` is MPI's blocking call, `nonblocking(*args)`
+        the same as a request. Blocking: the call is made here under the watchdog (None is
+        returned), or queued behind the asynchronous ones in flight and waited for, so every
+        rank makes its collectives in program order. Non-blocking: with MPI_THREAD_MULTIPLE
+        the blocking call is queued to the group's communication thread (which makes
+        progress while Python computes, and uses MPI's tuned algorithms) and its `_Job`
+        returned; otherwise MPI's request."""
+        if not self._threaded:
+            if not blocking:
+                return nonblocking(*args)
+            self._watched(what, blocking_fn, args)
+            return None
+        with self._lock:
+            inline = blocking and self._pending == 0
+            if not inline:
+                self._pending += 1
+        if inline:
+            self._watched(what, blocking_fn, args)
+            return None
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="dl-distributed-comm",
+                                            daemon=True)
+            self._worker.start()
+        job = _Job(what)
+        self._jobs.put((job, blocking_fn, args))
+        if blocking:
+            self.wait(job, what)
+            return None
+        return job
+
+    def _watched(self, what: str, fn, args) -> None:
         self._what = what
         self._deadline = time.monotonic() + self.timeout
         if self._dog is None:
@@ -77,10 +136,24 @@ class ProcessGroup:
                                          daemon=True)
             self._dog.start()
         try:
-            blocking_fn(*args)
+            fn(*args)
         finally:
             self._deadline = None
-        return None
+
+    def _work(self) -> None:
+        """The communication thread: queued collectives, one at a time, in order."""
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            job, fn, args = item
+            try:
+                fn(*args)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiter
+                job.error = e
+            with self._lock:
+                self._pending -= 1
+            job.event.set()
 
     def _watch(self) -> None:
         """The watchdog: aborts the job when a blocking call outlives the timeout (MPI
@@ -94,10 +167,17 @@ class ProcessGroup:
                            f"collective); aborting the job")
 
     def wait(self, req, what: str, timeout: float | None = None) -> None:
-        """Wait for an MPI request, polling against the deadline (see the module)."""
+        """Wait for an MPI request (polled) or a queued `_Job` against the deadline (see the
+        module)."""
+        limit = self.timeout if timeout is None else timeout
+        if isinstance(req, _Job):
+            if not req.event.wait(limit):
+                self.abort(f"rank {self.rank}: {what} timed out after {limit:g} s (another "
+                           f"rank died, hangs or skipped this collective); aborting the job")
+            req.Test()  # raises the call's error, if any
+            return
         if req.Test():
             return
-        limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         spins = 0
         while not req.Test():
@@ -240,7 +320,7 @@ def destroy_process_group(group=None) -> None:
     if pg is None:
         return
     _group = None
-    pg._dog = None  # the watchdog ends
+    pg.close()
     if pg.nccl is not None:
         try:
             pg.nccl.destroy()

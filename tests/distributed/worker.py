@@ -147,6 +147,21 @@ def collectives(devices: list[str], floats: list[str]) -> None:
                 want = sum(rounded(values(q, shape, dt, seed=r + 1), dt) for q in range(n)) / n
                 close(out.numpy(), rounded(want, dt), dt, "reduce_scatter_tensor avg")
 
+    @check("all_reduce_large_chunked")
+    def _():  # 12 MB: more than one of all_reduce's 8 MB pieces, blocking and async
+        base = (np.arange(3 << 20) % 1000).astype(np.float32)
+        t = dl.tensor(base * (r + 1))
+        dist.all_reduce(t)
+        close(t.numpy(), base * (n * (n + 1) / 2), "float32", "chunked")
+        t = dl.tensor(base * (r + 1))
+        dist.all_reduce(t, op=dist.ReduceOp.AVG, async_op=True).wait()
+        close(t.numpy(), base * ((n + 1) / 2), "float32", "chunked async avg")
+
+    @check("threaded")
+    def _():
+        from dl.distributed import process_group
+        extra["threaded"] = process_group.current()._threaded
+
     @check("barrier")
     def _():
         dist.barrier()
