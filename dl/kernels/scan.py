@@ -1,5 +1,5 @@
 """Inclusive scans along the rows of a (rows, n) view: cumulative sum, product and
-log-sum-exp, forwards or (REV) from the end of the row backwards.
+log-sum-exp, forwards or (rev) from the end of the row backwards.
 
 - `scan_unit`: one unit per row, a sequential loop (short rows, or many rows on the CPU,
   whose cube units run as a loop anyway).
@@ -7,11 +7,11 @@ log-sum-exp, forwards or (REV) from the end of the row backwards.
   BLOCK * ITEMS elements of a row; each unit scans its ITEMS elements sequentially, the unit
   totals are scanned in shared memory (Blelloch's up-sweep / down-sweep: 2 * BLOCK combines),
   and each unit adds its exclusive prefix to its elements. A row longer than a tile takes
-  three steps (reduce-then-scan): the tiles' totals (`scan_block` with TOTALS), an inclusive
+  three steps (reduce-then-scan): the tiles' totals (`scan_block`, mode TOTALS), an inclusive
   scan of those totals (recursively, the same code), and the tile scan again with the total
   of the tiles before it as a carry-in. The input is read twice, the output written once.
 
-The scan order is the logical one: with REV, logical position j is the row's element n-1-j
+The scan order is the logical one: with rev, logical position j is the row's element n-1-j
 (a reverse cumulative sum, cumsum's gradient), and tile totals are in logical order.
 Float sums accumulate in the element type (the caller gives halves as float32).
 """
@@ -30,6 +30,7 @@ from .view import strided
 
 F = typing.TypeVar("F")
 OPS = ("sum", "prod", "logsumexp")
+SCAN, TOTALS, CARRY = 0, 1, 2
 LN2 = 0.6931471805599453
 
 
@@ -42,7 +43,7 @@ def logaddexp(a, b):
     r = m + cb.log1p(cb.exp(mn - m))
     if mn == m:
         r = m + LN2
-    if a != a or b != b:
+    if not (a == a) or not (b == b):  # nan (`!=` is ordered on WGSL/SPIR-V)
         r = a + b
     return r
 
@@ -58,15 +59,12 @@ def combine(a, b, OP: Comptime[str]):
 
 
 @cube
-def _pos(j, n, REV: Comptime[bool]):
-    if REV:
-        return n - 1 - j
-    else:
-        return j
+def _pos(j, n, rev):
+    return n - 1 - j if rev != 0 else j
 
 
 @cube(launch=True)
-def scan_unit(x: Tensor[F], out: Tensor[F], OP: Comptime[str], REV: Comptime[bool],
+def scan_unit(x: Tensor[F], out: Tensor[F], rev: u32, OP: Comptime[str],
               INIT: Comptime[object]):
     """x, out: (rows, n), any strides; one unit per row."""
     row = ABSOLUTE_POS
@@ -76,7 +74,7 @@ def scan_unit(x: Tensor[F], out: Tensor[F], OP: Comptime[str], REV: Comptime[boo
         bo = row * out.stride(0)
         acc = F(INIT)
         for j in range(n):
-            p = _pos(j, n, REV)
+            p = _pos(j, n, rev)
             acc = combine(acc, x[bx + p * x.stride(1)], OP)
             out[bo + p * out.stride(1)] = acc
 
@@ -121,13 +119,14 @@ def _exclusive_block(sh, v, ident, OP: Comptime[str], BLOCK: Comptime[int]):
 
 
 @cube(launch=True)
-def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], OP: Comptime[str],
-               REV: Comptime[bool], TOTALS: Comptime[bool], CARRY: Comptime[bool],
-               BLOCK: Comptime[int], ITEMS: Comptime[int], INIT: Comptime[object]):
+def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], rev: u32, mode: u32,
+               OP: Comptime[str], BLOCK: Comptime[int], ITEMS: Comptime[int],
+               INIT: Comptime[object]):
     """x, out: (rows, n), any strides. One cube per tile of BLOCK * ITEMS (logical) elements
-    of a row, tiles of a row in consecutive cubes. TOTALS: write each tile's total to
-    part[row, tile] and nothing else. CARRY: part holds the inclusive scan of the tile
-    totals; tile b starts from part[row, b - 1]."""
+    of a row, tiles of a row in consecutive cubes. mode (a runtime value: one compiled
+    kernel serves the three passes) SCAN: the scan of each tile; TOTALS: each tile's total
+    to part[row, tile] and nothing else; CARRY: part holds the inclusive scan of the tile
+    totals and tile b starts from part[row, b - 1]."""
     TILE = cb.comptime(BLOCK * ITEMS)
     n = x.shape(1)
     nb = (n + TILE - 1) // TILE
@@ -142,15 +141,15 @@ def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], OP: Comptime[str],
     for q in cb.range(ITEMS, unroll=True):
         j = start + q
         if j < n and row < x.shape(0):
-            acc = combine(acc, x[bx + _pos(j, n, REV) * x.stride(1)], OP)
+            acc = combine(acc, x[bx + _pos(j, n, rev) * x.stride(1)], OP)
         loc[q] = acc
     sh = cb.SharedMemory(F, BLOCK)
     prefix, total = _exclusive_block(sh, acc, ident, OP, BLOCK)
-    if TOTALS:
+    if mode == TOTALS:
         if t == 0 and row < x.shape(0):
             part[row * part.stride(0) + blk * part.stride(1)] = total
     else:
-        if CARRY:
+        if mode == CARRY:
             if blk > 0:
                 prefix = combine(part[row * part.stride(0) + (blk - 1) * part.stride(1)],
                                  prefix, OP)
@@ -158,7 +157,7 @@ def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], OP: Comptime[str],
         for q in cb.range(ITEMS, unroll=True):
             j = start + q
             if j < n and row < x.shape(0):
-                out[bo + _pos(j, n, REV) * out.stride(1)] = combine(prefix, loc[q], OP)
+                out[bo + _pos(j, n, rev) * out.stride(1)] = combine(prefix, loc[q], OP)
 
 
 # ---- launch -------------------------------------------------------------------------------
@@ -178,18 +177,18 @@ def _block(rt, x, out, op: str, rev: bool, block: int, items: int, init) -> None
     rows, n = x.shape
     tile = block * items
     nb = cdiv(n, tile)
-    args = dict(OP=op, REV=rev, BLOCK=block, ITEMS=items, INIT=init)
+    args = dict(rev=int(rev), OP=op, BLOCK=block, ITEMS=items, INIT=init)
     if nb == 1:
         scan_block.launch(rt, cube_count=cube_count(rows, 1), cube_dim=block, x=x, out=out,
-                          part=out, TOTALS=False, CARRY=False, **args)
+                          part=out, mode=SCAN, **args)
         return
     part = rt.empty((rows, nb), x.elem)
     count = cube_count(rows * nb, 1)
     scan_block.launch(rt, cube_count=count, cube_dim=block, x=x, out=out, part=part,
-                      TOTALS=True, CARRY=False, **args)
+                      mode=TOTALS, **args)
     scan(rt, part, part, op, False, block=block, items=items)  # in place: one tile per row
     scan_block.launch(rt, cube_count=count, cube_dim=block, x=x, out=out, part=part,
-                      TOTALS=False, CARRY=True, **args)
+                      mode=CARRY, **args)
 
 
 def scan(rt, x, out, op: str = "sum", rev: bool = False, block: int | None = None,
@@ -212,8 +211,8 @@ def scan(rt, x, out, op: str = "sum", rev: bool = False, block: int | None = Non
         few = rows < (4 if is_cpu(rt) else 256)
         candidate = "block" if n > 32 and few or (n > 4096 and rows < 64) else "unit"
     if candidate == "unit":
-        scan_unit.launch(rt, cube_count=cdiv(rows, 64), cube_dim=64, x=x, out=out, OP=op,
-                         REV=rev, INIT=init)
+        scan_unit.launch(rt, cube_count=cdiv(rows, 64), cube_dim=64, x=x, out=out,
+                         rev=int(rev), OP=op, INIT=init)
     else:
         _block(rt, x, out, op, rev, block, items, init)
     return out

@@ -36,29 +36,29 @@ FULL, LOCAL, MERGE = 0, 1, 2
 
 
 @cube
-def before(av, ai, bv, bi, n, DESC: Comptime[bool]):
+def before(av, ai, bv, bi, n, desc):
     """Whether (av, ai) sorts strictly before (bv, bi): padding (index >= n) last, nan as the
     largest value, ties by index."""
-    an = av != av
-    bn = bv != bv
+    an = not (av == av)  # nan: `!=` is an ordered comparison on some targets (WGSL, SPIR-V)
+    bn = not (bv == bv)
     less = av < bv or (bn and not an)
-    if DESC:
+    if desc != 0:
         less = av > bv or (an and not bn)
     eq = av == bv or (an and bn)
     return ai < n and (bi >= n or less or (eq and ai < bi))
 
 
 @cube
-def _exchange(sk, si, i, m, up, n, DESC: Comptime[bool]):
+def _exchange(sk, si, i, m, up, n, desc):
     av = sk[i]
     ai = si[i]
     bv = sk[m]
     bi = si[m]
     sw = False
     if up:
-        sw = before(bv, bi, av, ai, n, DESC)
+        sw = before(bv, bi, av, ai, n, desc)
     else:
-        sw = before(av, ai, bv, bi, n, DESC)
+        sw = before(av, ai, bv, bi, n, desc)
     if sw:
         sk[i] = bv
         sk[m] = av
@@ -68,13 +68,14 @@ def _exchange(sk, si, i, m, up, n, DESC: Comptime[bool]):
 
 @cube(launch=True)
 def sort_tile(x: Tensor[F], keys: Tensor[F], idx: Tensor[u32], vals: Tensor[F],
-              inds: Tensor[I], n: u32, P: u32, k: u32, lo: u32, hi: u32, MODE: Comptime[int],
-              DESC: Comptime[bool], TILE: Comptime[int], BLOCK: Comptime[int]):
-    """MODE FULL (P <= TILE): one cube sorts row CUBE_POS of x and writes positions lo..hi-1
-    to vals/inds (rows, hi - lo). LOCAL: cube c sorts tile c % (P / TILE) of its row for the
+              inds: Tensor[I], n: u32, P: u32, k: u32, lo: u32, hi: u32, mode: u32, desc: u32,
+              TILE: Comptime[int], BLOCK: Comptime[int]):
+    """mode (a runtime value: one compiled kernel serves all three passes) FULL (P <= TILE):
+    one cube sorts row CUBE_POS of x and writes positions lo..hi-1 to vals/inds
+    (rows, hi - lo). LOCAL: cube c sorts tile c % (P / TILE) of its row for the
     stages k = 2..TILE, from x into keys/idx (rows, P). MERGE: the steps j < TILE of stage k
     on keys/idx; when k == P the outputs are written instead."""
-    size = P if MODE == FULL else u32(TILE)
+    size = P if mode == FULL else u32(TILE)
     tiles = P // size
     row = CUBE_POS // tiles
     base = (CUBE_POS % tiles) * size
@@ -84,7 +85,7 @@ def sort_tile(x: Tensor[F], keys: Tensor[F], idx: Tensor[u32], vals: Tensor[F],
     si = cb.SharedMemory(u32, TILE)
     for e in range(t, size, BLOCK):
         g = base + e
-        if MODE == MERGE:
+        if mode == MERGE:
             sk[e] = keys[row * P + g]
             si[e] = idx[row * P + g]
         else:
@@ -95,20 +96,20 @@ def sort_tile(x: Tensor[F], keys: Tensor[F], idx: Tensor[u32], vals: Tensor[F],
             si[e] = g
     cb.sync_cube()
     kk = u32(2)
-    if MODE == MERGE:
+    if mode == MERGE:
         kk = k
-    while kk <= size or (MODE == MERGE and kk == k):
+    while kk <= size or (mode == MERGE and kk == k):
         j = kk // 2
-        if MODE == MERGE:
+        if mode == MERGE:
             j = u32(TILE // 2)
         while j > 0:
             for p in range(t, size // 2, BLOCK):
                 i = 2 * j * (p // j) + p % j
-                _exchange(sk, si, i, i + j, ((base + i) & kk) == 0, n, DESC)
+                _exchange(sk, si, i, i + j, ((base + i) & kk) == 0, n, desc)
             cb.sync_cube()
             j = j // 2
         kk = kk * 2
-    if MODE == FULL or (MODE == MERGE and k == P):
+    if mode == FULL or (mode == MERGE and k == P):
         for e in range(t, size, BLOCK):
             g = base + e
             if g >= lo and g < hi and valid:
@@ -124,7 +125,7 @@ def sort_tile(x: Tensor[F], keys: Tensor[F], idx: Tensor[u32], vals: Tensor[F],
 
 @cube(launch=True)
 def sort_step(keys: Tensor[F], idx: Tensor[u32], rows: u32, n: u32, P: u32, k: u32, j: u32,
-              DESC: Comptime[bool]):
+              desc: u32):
     """One compare-exchange step (stage k, distance j) over all rows of keys/idx (rows, P):
     one unit per pair."""
     g = ABSOLUTE_POS
@@ -133,7 +134,7 @@ def sort_step(keys: Tensor[F], idx: Tensor[u32], rows: u32, n: u32, P: u32, k: u
     if row < rows:
         p = g % half
         i = 2 * j * (p // j) + p % j
-        _exchange(keys, idx, row * P + i, row * P + i + j, (i & k) == 0, n, DESC)
+        _exchange(keys, idx, row * P + i, row * P + i + j, (i & k) == 0, n, desc)
 
 
 # ---- launch -------------------------------------------------------------------------------
@@ -171,28 +172,28 @@ def sort_rows(rt, x, vals, inds, descending: bool = False, lo: int = 0, hi: int 
         return vals, inds
     P = max(2, _pow2(n))
     tile, block = _tile(rt, x.elem, P)
-    common = dict(x=x, vals=vals, inds=inds, n=n, P=P, lo=lo, hi=hi, DESC=bool(descending),
+    common = dict(x=x, vals=vals, inds=inds, n=n, P=P, lo=lo, hi=hi, desc=int(descending),
                   TILE=tile, BLOCK=block)
     if P <= tile:
         dummy = rt.empty((1, 1), cb.u32)
         sort_tile.launch(rt, cube_count=cube_count(rows, 1), cube_dim=block, keys=x,
-                         idx=dummy, k=0, MODE=FULL, **common)
+                         idx=dummy, k=0, mode=FULL, **common)
         return vals, inds
     keys = rt.empty((rows, P), x.elem)
     idx = rt.empty((rows, P), cb.u32)
     tiles = cube_count(rows * (P // tile), 1)
     sort_tile.launch(rt, cube_count=tiles, cube_dim=block, keys=keys, idx=idx, k=0,
-                     MODE=LOCAL, **common)
+                     mode=LOCAL, **common)
     k = tile * 2
     pairs = rows * P // 2
     while k <= P:
         j = k // 2
         while j >= tile:
             sort_step.launch(rt, cube_count=cube_count(pairs, 128), cube_dim=128, keys=keys,
-                             idx=idx, rows=rows, n=n, P=P, k=k, j=j, DESC=bool(descending))
+                             idx=idx, rows=rows, n=n, P=P, k=k, j=j, desc=int(descending))
             j //= 2
         sort_tile.launch(rt, cube_count=tiles, cube_dim=block, keys=keys, idx=idx, k=k,
-                         MODE=MERGE, **common)
+                         mode=MERGE, **common)
         k *= 2
     return vals, inds
 

@@ -345,7 +345,7 @@ def median(x: Tensor, dim=None, keepdim: bool = False):
         if x.dtype.is_float:
             def back(g):  # shared evenly by the entries equal to the median (nan: the nans)
                 xd = x.detach()
-                hit = cast((xd == v) | ((xd != xd) & (v != v)), x.dtype)
+                hit = cast((xd == v) | (~(xd == xd) & ~(v == v)), x.dtype)
                 return (g * hit / hit.sum(),)
             record(v, "median", (x,), back)
         return v
@@ -359,7 +359,7 @@ def median(x: Tensor, dim=None, keepdim: bool = False):
     # a row with nan: its first nan, at sorted position n - (number of nans)
     vals2, inds2 = _sorted_rows(r, False, 0, r.n, x.dtype)
     with no_grad():
-        nans = cast((r.t != r.t), dtypes.float32).sum(1, keepdim=True)  # exact below 2**24
+        nans = cast(~(r.t == r.t), dtypes.float32).sum(1, keepdim=True)  # exact below 2**24
         pos = cast(where(nans > 0, r.n - nans, m), dtypes.int64
                    if inds2.dtype is dtypes.int64 else dtypes.int32)._materialise()
         v2 = vals2.gather(1, pos)._materialise()
