@@ -12,12 +12,16 @@ from dl.nn import functional as F
 from .core import OpInfo, Sample, arr, iarr
 
 _LOOSE = {dl.float32: (1e-4, 1e-5), dl.float64: (1e-10, 1e-10)}  # sums of many products
+# library kernels with little for fusion to change (a bias add at most): fusion on only
+_ON = dict(fusion_modes=(True,))
 
 
 def _conv1d_samples():
     return [
         Sample(arr((2, 4, 9)), arr((6, 2, 3), 1), arr((6,), 2), stride=2, padding=1,
                groups=2, desc="stride, padding, groups, bias"),
+        Sample(arr((2, 4, 9), 3), arr((6, 2, 3), 4), arr((6,), 5), stride=2, padding=1,
+               groups=2, noncontig=True, desc="the same, non-contiguous"),
         Sample(arr((2, 3, 8)), arr((4, 3, 4), 1), padding="same", dilation=2,
                desc="'same' (odd total padding), dilation", noncontig=True),
         Sample(arr((1, 3, 5)), arr((2, 3, 1), 1), arr((2,), 2), desc="batch 1, kernel 1"),
@@ -31,6 +35,8 @@ def _conv_t_samples():
     return [
         Sample(arr((2, 3, 4, 5)), arr((3, 2, 3, 3), 1), arr((2,), 2), stride=2, padding=1,
                output_padding=1, desc="stride 2, padding, output_padding, bias"),
+        Sample(arr((2, 3, 4, 5), 3), arr((3, 2, 3, 3), 4), arr((2,), 5), stride=2, padding=1,
+               output_padding=1, noncontig=True, desc="the same, non-contiguous"),
         Sample(arr((2, 4, 3, 4)), arr((4, 3, 2, 3), 1), arr((6,), 2), stride=(2, 1),
                groups=2, dilation=(1, 2), desc="groups 2, dilation", noncontig=True),
         Sample(arr((1, 2, 3, 3)), arr((2, 3, 3, 3), 1), padding=1, desc="batch 1, same size"),
@@ -125,10 +131,10 @@ def _emb_samples():
 
 OPS = [
     OpInfo("conv1d", op=lambda *a, **k: F.conv1d(*a, **k),
-           ref=lambda *a, **k: TF.conv1d(*a, **k), samples=_conv1d_samples, tol=_LOOSE),
+           ref=lambda *a, **k: TF.conv1d(*a, **k), samples=_conv1d_samples, tol=_LOOSE, **_ON),
     OpInfo("conv_transpose2d", op=lambda *a, **k: F.conv_transpose2d(*a, **k),
            ref=lambda *a, **k: TF.conv_transpose2d(*a, **k), samples=_conv_t_samples,
-           tol=_LOOSE),
+           tol=_LOOSE, **_ON),
     OpInfo("group_norm", op=lambda x, g, w=None, b=None, **k: F.group_norm(x, g, w, b, **k),
            ref=lambda x, g, w=None, b=None, **k: TF.group_norm(x, g, w, b, **k),
            samples=_gn_samples, tol=_LOOSE),
@@ -138,9 +144,11 @@ OPS = [
     OpInfo("instance_norm", op=lambda x, **k: F.instance_norm(x, **k),
            ref=lambda x, **k: TF.instance_norm(x, **k), samples=_in_samples, tol=_LOOSE),
     OpInfo("interpolate", op=lambda x, **k: F.interpolate(x, **k),
-           ref=lambda x, **k: TF.interpolate(x, **k), samples=_interp_samples, tol=_LOOSE),
+           ref=lambda x, **k: TF.interpolate(x, **k), samples=_interp_samples, tol=_LOOSE, **_ON),
     OpInfo("adaptive_avg_pool2d", op=lambda x, s: F.adaptive_avg_pool2d(x, s),
-           ref=lambda x, s: TF.adaptive_avg_pool2d(x, s), samples=_aap_samples, tol=_LOOSE),
+           ref=lambda x, s: TF.adaptive_avg_pool2d(x, s), samples=_aap_samples, tol=_LOOSE,
+           **_ON),
     OpInfo("embedding_padding_idx", op=lambda i, w, p: F.embedding(i, w, padding_idx=p),
-           ref=lambda i, w, p: TF.embedding(i, w, padding_idx=p), samples=_emb_samples),
+           ref=lambda i, w, p: TF.embedding(i, w, padding_idx=p), samples=_emb_samples,
+           **_ON),
 ]
