@@ -130,7 +130,7 @@ def test_grads_against_torch():
     cases = [(lambda t: t.cumprod(1), lambda t: t.cumprod(1)),
              (lambda t: t.logcumsumexp(0), lambda t: t.logcumsumexp(0)),
              (lambda t: dl.sort(t, 1).values, lambda t: torch.sort(t, 1).values),
-             (lambda t: dl.topk(t, 5, 0).values, lambda t: torch.topk(t, 5, 0).values),
+             (lambda t: dl.topk(t, 2, 0).values, lambda t: torch.topk(t, 2, 0).values),
              (lambda t: dl.kthvalue(t, 3, 1).values, lambda t: torch.kthvalue(t, 3, 1).values)]
     b = rng.uniform(-1, 1, (3, 40))  # no ties: torch's sort is unstable
     for k, (f, tf) in enumerate(cases):
