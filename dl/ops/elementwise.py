@@ -688,7 +688,8 @@ def atan2(ir, y, x):
     r = ir.select(ir.binary("gt", ay, ax), ir.sub(_PI / 2, r), r)
     neg_x = _signbit(ir, x)
     r = ir.select(neg_x, ir.sub(_PI, r), r)
-    r = ir.select(ir.binary("eq", mx, 0.0), ir.select(neg_x, _PI, 0.0), r)
+    zero_pi = ir.select(neg_x, ir.const(_PI, x.type), ir.const(0.0, x.type))
+    r = ir.select(ir.binary("eq", mx, 0.0), zero_pi, r)
     r = ir.select(_signbit(ir, y), ir.unary("neg", r), r)
     return ir.select(_anynan(ir, x, y), ir.add(x, y), r)
 

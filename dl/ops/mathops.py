@@ -63,8 +63,8 @@ def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa
     Differentiable (the gradient is softmax(x)). Also `t.logsumexp(dim)`."""
     x = input if input.dtype.is_float else input.to(dtypes.default_float)
     dims = _dims(x, dim)
-    if _builtins.any(x.shape[d] == 0 for d in dims):
-        y = full(_keep(x, dims), float("-inf"), dtype=x.dtype, device=x.device)
+    if _builtins.any(x.shape[d] == 0 for d in dims):  # -inf (the sum keeps the graph)
+        y = _sum(x, dims, keepdim=True) - math.inf
     else:
         with no_grad():
             m = amax(x.detach(), dims, keepdim=True)
@@ -444,7 +444,9 @@ def einsum(equation: str, *operands) -> Tensor:
         keep = out_set | {lab for labs in labels[k + 1:] for lab in labs}
         x, lx = _contract(x, lx, ops[k], labels[k], keep, sizes)
     x, lx = _sum_labels(x, lx, set(lx) - out_set)
-    return _arrange(x, lx, out, sizes).expand(*(sizes[lab] for lab in out)) if out else x
+    if out:
+        x = _arrange(x, lx, out, sizes).expand(*(sizes[lab] for lab in out))
+    return x if x.dtype is dt else x.to(dt)  # integer sums are int64
 
 
 # ---- any / all -----------------------------------------------------------------------------
