@@ -5,8 +5,9 @@ Tensors come in as `Tensor` params (the whole storage with the view's shape and 
 the view's offset, as in tensor_index.py. Writes with repeated targets are deterministic
 without atomics (which WGSL lacks for floats): the first unit of a group of equal targets
 (the "owner") sums the whole group in index order and writes once; the others do nothing.
-That costs a loop over the index row per unit, the price of portability and of results that
-match a sequential loop bit for bit."""
+That costs a loop over the index row per unit; for long index rows the indices are sorted
+first (a stable sort) and each run of equal targets is summed by its first unit (the
+`sorted_*` kernels). Either way the sums match a sequential loop bit for bit."""
 from __future__ import annotations
 
 from typing import TypeVar
@@ -17,6 +18,7 @@ from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
 F = TypeVar("F")
 I = TypeVar("I")  # noqa: E741 - the index type variable
 B = TypeVar("B")  # a mask's (bool) element type
+P = TypeVar("P")  # a permutation's (sort indices') type
 
 SET, ADD, MUL, OR, AND = 0, 1, 2, 3, 4  # scatter modes (OR/AND: bool add/multiply)
 
@@ -269,3 +271,85 @@ def bounds_kernel(idx: Tensor[I], idx_off: u32, lo: I, size: I, flag: Array[u32]
         if v >= size or v < lo:
             flag[0] = u32(1)
             bad[0] = v
+
+
+@cube(launch=True)
+def sorted_put_kernel(x: Tensor[F], x_off: u32, soff: Array[I], perm: Array[P], v: Tensor[F],
+                      v_off: u32, n: u32, dim: Comptime[int]):
+    """put_kernel's accumulation for long indices: x += v at the offsets, given sorted
+    (stably) as soff with perm (soff[k] = off[perm[k]]). The first unit of each run of equal
+    offsets sums the run's values, in index order, and adds once: O(K) work, not O(K^2)."""
+    i = ABSOLUTE_POS
+    if i < n:
+        rem = i
+        t = x_off
+        vb = v_off
+        j = u32(0)
+        for d in cb.range(v.rank() - 1, -1, -1, unroll=True):
+            c = rem % v.shape(d)
+            rem = rem // v.shape(d)
+            if d == dim:
+                j = c
+            else:
+                vb += c * v.stride(d)
+                t += c * x.stride(d)
+        mine = soff[j]
+        first = True
+        if j > u32(0):
+            if soff[j - u32(1)] == mine:
+                first = False
+        if first:
+            vstep = v.stride(dim)
+            acc = v[vb + u32(perm[j]) * vstep]
+            for k in range(j + 1, v.shape(dim)):
+                if soff[k] != mine:
+                    break
+                acc += v[vb + u32(perm[k]) * vstep]
+            t += u32(mine)
+            x[t] = x[t] + acc
+
+
+@cube(launch=True)
+def scatter_sorted_kernel(x: Tensor[F], x_off: u32, sidx: Tensor[I], perm: Tensor[P],
+                          src: Tensor[F], src_off: u32, n: u32, dim: Comptime[int],
+                          mode: Comptime[int]):
+    """scatter_kernel's ADD/MUL for long index rows: sidx is the index sorted (stably) along
+    dim and perm the positions it came from (both contiguous, the index's shape); the first
+    unit of each run of equal indices in a row combines the run's src values in index order."""
+    i = ABSOLUTE_POS
+    if i < n:
+        rem = i
+        xb = x_off
+        sb = src_off
+        j = u32(0)
+        for d in cb.range(sidx.rank() - 1, -1, -1, unroll=True):
+            c = rem % sidx.shape(d)
+            rem = rem // sidx.shape(d)
+            if d == dim:
+                j = c
+            else:
+                xb += c * x.stride(d)
+                sb += c * src.stride(d)
+        v = sidx[i]
+        step = sidx.stride(dim)
+        first = True
+        if j > u32(0):
+            if sidx[i - step] == v:
+                first = False
+        if first:
+            sstep = src.stride(dim)
+            acc = src[sb + u32(perm[i]) * sstep]
+            q = i
+            for _k in range(j + 1, sidx.shape(dim)):
+                q += step
+                if sidx[q] != v:
+                    break
+                if mode == 1:
+                    acc += src[sb + u32(perm[q]) * sstep]
+                else:
+                    acc *= src[sb + u32(perm[q]) * sstep]
+            t = xb + u32(v) * x.stride(dim)
+            if mode == 1:
+                x[t] = x[t] + acc
+            else:
+                x[t] = x[t] * acc

@@ -32,6 +32,11 @@ __all__ = ["scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "i
 
 
 # ---- helpers -------------------------------------------------------------------------------
+# accumulation with index rows longer than this sorts the indices first (O(K log K) instead of
+# each unit scanning the row before it, O(K^2))
+SORT_ABOVE = 64
+
+
 def _index_dtype(dev):
     """int64 where the device has it (WGSL has no 64-bit integers: int32 there)."""
     return dtypes.int64 if dev.rt.features.int64 else dtypes.int32
@@ -151,6 +156,17 @@ def _scatter_into(dst: Tensor, d: int, idx: Tensor, src, mode: int) -> None:
     sstr = (0,) * len(ishape) if s.numel() == 1 and not isinstance(src, Tensor) else \
         (s._strides or (1,))
     _check_bounds(idx, shape[d], "scatter", d, wrap=False)
+    if mode in (K.ADD, K.MUL) and ishape[d] > SORT_ABOVE:
+        from .sorting import sort
+        with no_grad():
+            srt = sort(idx if idx.ndim else reshape(idx, 1), d, stable=True)
+        sidx = contiguous(srt.values)._materialise()
+        perm = contiguous(srt.indices)._materialise()
+        launch_1d(K.scatter_sorted_kernel, dst.device.rt, n, x=dst._karg(shape, dstrides),
+                  x_off=dst.offset, sidx=sidx._karg(ishape, sidx._strides or (1,)),
+                  perm=perm._karg(ishape, perm._strides or (1,)), src=s._karg(ishape, sstr),
+                  src_off=s.offset, n=n, dim=d, mode=mode)
+        return
     launch_1d(K.scatter_kernel, dst.device.rt, n, x=dst._karg(shape, dstrides),
               x_off=dst.offset, idx=idx._karg(ishape, idx._strides or (1,)),
               idx_off=idx.offset, src=s._karg(ishape, sstr), src_off=s.offset, n=n, dim=d,
@@ -269,6 +285,16 @@ def _put(dst: Tensor, off: Tensor, pre_st: tuple, post_st: tuple, v: Tensor, mod
     if dst.dtype is dtypes.bool_ and mode:
         mode = K.OR
     st = tuple(pre_st) + (0,) + tuple(post_st)
+    if mode == 2 and off.shape[0] > SORT_ABOVE:
+        from .sorting import sort
+        with no_grad():
+            srt = sort(off, 0, stable=True)
+        soff = contiguous(srt.values)._materialise()
+        perm = contiguous(srt.indices)._materialise()
+        launch_1d(K.sorted_put_kernel, dst.device.rt, n, x=dst._karg(v.shape, st),
+                  x_off=dst.offset, soff=soff._buf, perm=perm._buf, v=v._karg(),
+                  v_off=v.offset, n=n, dim=len(pre_st))
+        return
     launch_1d(K.put_kernel, dst.device.rt, n, x=dst._karg(v.shape, st), x_off=dst.offset,
               off=off._buf, v=v._karg(), v_off=v.offset, n=n, dim=len(pre_st), mode=mode)
 
