@@ -39,7 +39,8 @@ def is_contiguous(shape, strides) -> bool:
 
 def broadcast_shapes(*shapes) -> tuple:
     """NumPy broadcasting; the error names every shape and the dimension that clashes."""
-    if len(shapes) == 2 and shapes[0] == shapes[1]:  # the common case: no broadcasting
+    n = len(shapes)
+    if n == 1 or n == 2 and shapes[0] == shapes[1]:  # the common case: no broadcasting
         return tuple(shapes[0])
     rank = max((len(s) for s in shapes), default=0)
     out = []

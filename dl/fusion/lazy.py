@@ -105,6 +105,8 @@ def _planned_one(t: Tensor) -> bool:
     (dl/kernels/plan.py): its kernel, grid and argument layout decided once per (ops, types,
     shapes, strides, offsets, scalar values); False for a bigger graph."""
     node = t._node
+    if node.size == 1:  # one op over leaves and scalars: the key made here, in one pass
+        return _planned_leaves(t, node)
     if node.size > PLAN_MAX_NODES:
         return False
     ops: list = [t.device.rt]
@@ -117,6 +119,44 @@ def _planned_one(t: Tensor) -> bool:
         return t._buf
 
     buf = plan.planned(tuple(sig), tuple(ops), run)
+    if t._node is not None:  # replayed: the plan computed into fresh storage
+        out = Tensor(buf, t.shape, shapes.contiguous_strides(t.shape), 0, t.dtype, t.device)
+        node.result = out
+        t._buf, t._node, t._strides, t.offset = buf, None, out._strides, 0
+    return True
+
+
+def _planned_leaves(t: Tensor, node: Node) -> bool:
+    """_planned_one of a single node whose inputs are materialised tensors and scalars."""
+    rt = t.device.rt
+    ops: list = [rt]
+    ptrs: list = [None]
+    refs: list = []
+    for x in node.inputs:
+        if x.__class__ is Const:
+            refs.append((plan.scalar_key(x.value), x.dtype))
+            continue
+        if x._node is not None:
+            return False
+        b = x._buf
+        p = b.__dict__.get("ptr")
+        if p is None:  # device memory: no plan (dl/kernels/plan.py)
+            materialise([t])
+            return True
+        refs.append((b.shape, b.elem, x.shape, x._strides, x.offset, x.dtype))
+        ops.append(b)
+        ptrs.append(p)
+    alias = None
+    if len(ops) > 2 and len(set(ptrs)) < len(ptrs):
+        alias = tuple(ptrs.index(p) for p in ptrs)
+    key = (_planned_leaves, plan._epoch[0], rt, node.op, node.dtype, node.in_types, node.attrs,
+           node.shape, tuple(refs), alias)
+
+    def run():
+        materialise([t])
+        return t._buf
+
+    buf = plan.planned_key(key, ptrs, tuple(ops), run)
     if t._node is not None:  # replayed: the plan computed into fresh storage
         out = Tensor(buf, t.shape, shapes.contiguous_strides(t.shape), 0, t.dtype, t.device)
         node.result = out

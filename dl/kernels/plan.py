@@ -108,6 +108,23 @@ def planned(tag, ops: tuple, run):
         return run()
     if p.__class__ is Plan:
         return p.run(ops)
+    return _unplanned(p, key, ptrs, ops, run)
+
+
+def planned_key(key: tuple, ptrs: list, ops: tuple, run):
+    """`planned` with the key and operand addresses made by the caller (who knows its
+    operands' kinds: a fused kernel's leaves), as `_key` would make them: the key must
+    decide everything `_key`'s does (ops' views, aliasing, the autotune epoch)."""
+    try:
+        p = _plans.get(key)
+    except TypeError:  # an unhashable argument
+        return run()
+    if p.__class__ is Plan:
+        return p.run(ops)
+    return _unplanned(p, key, ptrs, ops, run)
+
+
+def _unplanned(p, key, ptrs, ops, run):
     if p is _NONE:
         return run()
     if p is None or p < WARMUP:
