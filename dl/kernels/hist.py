@@ -97,3 +97,15 @@ def histc(rt, x, bins, lo: float, hi: float):
         histc_kernel.launch(rt, cube_count=cube_count(n, 256), cube_dim=256, x=x, bins=bins,
                             lo=float(lo), hi=float(hi))
     return bins
+
+
+# the specialisations `cube check dl.kernels.hist` builds (docs/check.md)
+CUBE_CHECK = {
+    searchsorted_kernel: [dict(type={"F": cb.f32, "I": cb.i32},
+                               comptime={"RIGHT": True, "SHARED": False}),
+                          dict(type={"F": cb.f64, "I": cb.i64},
+                               comptime={"RIGHT": False, "SHARED": True})],
+    bincount_kernel: [dict(type={"W": cb.i32}, comptime={"WEIGHTED": False}),
+                      dict(type={"W": cb.f32}, comptime={"WEIGHTED": True})],
+    histc_kernel: [dict(type={"F": cb.f32}), dict(type={"F": cb.f64})],
+}

@@ -230,3 +230,15 @@ def reference(x: np.ndarray, op: str = "sum", rev: bool = False) -> np.ndarray:
     y = {"sum": np.cumsum, "prod": np.cumprod,
          "logsumexp": lambda a, axis: np.logaddexp.accumulate(a, axis=axis)}[op](x, axis=1)
     return y[:, ::-1] if rev else y
+
+
+# the specialisations `cube check dl.kernels.scan` builds (docs/check.md)
+CUBE_CHECK = {
+    scan_unit: [dict(type={"F": cb.f32}, comptime={"OP": "logsumexp", "INIT": -np.inf}),
+                dict(type={"F": cb.i64}, comptime={"OP": "sum", "INIT": 0})],
+    scan_block: [dict(type={"F": t}, comptime={"OP": op, "BLOCK": 128, "ITEMS": 8,
+                                               "INIT": _init(op)})
+                 for t in (cb.f32, cb.f64) for op in OPS] +
+                [dict(type={"F": cb.i32}, comptime={"OP": "prod", "BLOCK": 64, "ITEMS": 16,
+                                                    "INIT": 1})],
+}

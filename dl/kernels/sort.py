@@ -230,3 +230,14 @@ def scatter_rows(rt, g, idx, out):
         scatter_rows_kernel.launch(rt, cube_count=cube_count(n, 128), cube_dim=128, g=g,
                                    idx=idx, out=out)
     return out
+
+
+# the specialisations `cube check dl.kernels.sort` builds (docs/check.md)
+CUBE_CHECK = {
+    sort_tile: [dict(type={"F": f, "I": i}, comptime={"TILE": tile, "BLOCK": block})
+                for f, i in ((cb.f32, cb.i32), (cb.f64, cb.i64), (cb.i32, cb.i64))
+                for tile, block in ((64, 32), (1024, 256))],
+    sort_step: [dict(type={"F": cb.f32}), dict(type={"F": cb.f64})],
+    scatter_rows_kernel: [dict(type={"F": cb.f32, "I": cb.i32}),
+                          dict(type={"F": cb.f64, "I": cb.i64})],
+}
