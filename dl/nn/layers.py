@@ -82,6 +82,18 @@ class Embedding(Module):
             self.weight = _param(num_embeddings, embedding_dim, device=device, dtype=dtype)
             self.reset_parameters()
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, sparse: bool = False) -> Embedding:
+        """An Embedding whose weight is the 2-D tensor `embeddings` (shared, as PyTorch's);
+        freeze: no gradient for it."""
+        if embeddings.ndim != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        rows, dim = embeddings.shape
+        return cls(rows, dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
+
     def reset_parameters(self) -> None:
         """N(0, 1) weights, the padding row zero."""
         init.normal_(self.weight)

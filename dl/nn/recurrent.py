@@ -81,6 +81,17 @@ class RNNBase(Module):
         for p in self.parameters():
             init.uniform_(p, -b, b)
 
+    def flatten_parameters(self) -> None:
+        """Nothing to do (PyTorch packs cuDNN's weights here); kept so that code calling it
+        runs."""
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters per layer and direction: [[w_ih, w_hh, b_ih, b_hh], ...]."""
+        dirs = 2 if self.bidirectional else 1
+        return [[p for p in self._params(layer, d) if p is not None]
+                for layer in range(self.num_layers) for d in range(dirs)]
+
     def _params(self, layer: int, d: int):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         get = self._parameters.get

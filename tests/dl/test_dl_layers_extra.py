@@ -258,6 +258,17 @@ def test_embedding_padding_idx():
     assert np.all(ours.weight.grad.numpy()[4] == 0)
 
 
+def test_embedding_from_pretrained():
+    w = rand_np((4, 3), 1)
+    ours = nn.Embedding.from_pretrained(dl.tensor(w), padding_idx=0)
+    ref = torch.nn.Embedding.from_pretrained(torch.tensor(w), padding_idx=0)
+    assert not ours.weight.requires_grad and ours.padding_idx == 0
+    idx = np.array([0, 3, 2])
+    close(ours(dl.tensor(idx)), ref(torch.tensor(idx)))
+    trainable = nn.Embedding.from_pretrained(dl.tensor(w), freeze=False)
+    assert trainable.weight.requires_grad
+
+
 def test_embedding_every_runtime(dev):
     ours, ref = _pair("Embedding", 5, 4, padding_idx=0)
     _compare(ours, ref, np.array([[0, 2, 0], [3, 4, 2]], np.int32), device=dev)

@@ -131,7 +131,8 @@ def _emb_samples():
 
 OPS = [
     OpInfo("conv1d", op=lambda *a, **k: F.conv1d(*a, **k),
-           ref=lambda *a, **k: TF.conv1d(*a, **k), samples=_conv1d_samples, tol=_LOOSE, **_ON),
+           ref=lambda *a, **k: TF.conv1d(*a, **k), samples=_conv1d_samples, tol=_LOOSE,
+           **_ON, note="padding_mode 'zeros' only (nn.Conv1d)"),
     OpInfo("conv_transpose2d", op=lambda *a, **k: F.conv_transpose2d(*a, **k),
            ref=lambda *a, **k: TF.conv_transpose2d(*a, **k), samples=_conv_t_samples,
            tol=_LOOSE, **_ON),
@@ -150,5 +151,5 @@ OPS = [
            **_ON),
     OpInfo("embedding_padding_idx", op=lambda i, w, p: F.embedding(i, w, padding_idx=p),
            ref=lambda i, w, p: TF.embedding(i, w, padding_idx=p), samples=_emb_samples,
-           **_ON),
+           **_ON, note="no max_norm, scale_grad_by_freq or sparse"),
 ]
