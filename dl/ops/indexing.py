@@ -1,11 +1,28 @@
 """Indexing and data movement: scatter, index_add, index_put, masked ops, advanced indexing,
 take_along_dim, chunk/split/unbind/narrow, flip/roll, tril/triu, pad, nonzero (issue 17).
 
-The kernels are in dl/kernels/scatter.py. In-place variants (`t.scatter_`, `t.index_add_`,
+The kernels are in dl/kernels/scatter.py; chunk/split/unbind/narrow are views, pad is
+composed of views, flip and cat (reflect/replicate/circular) or a fill and a copy (constant),
+masked_fill is a fused elementwise `where`. In-place variants (`t.scatter_`, `t.index_add_`,
 ...) write into t's storage; under autograd they compute the out-of-place result from t's old
-value, copy it back and move the history onto t (as PyTorch, a leaf that requires grad is
-refused; unlike PyTorch there is no version counter, so an earlier op whose backward reads
-t's old value sees the new one, and the base of a view does not see the view's history)."""
+value, copy it back and move the history onto t.
+
+Where dl differs from PyTorch:
+- no version counter: an earlier op whose backward reads t's old value sees the new one after
+  an in-place op on t (PyTorch raises), and the base of a view does not take the history of
+  an in-place op on the view;
+- accumulation (scatter_add, index_add, index_put(accumulate=True), the gradients of
+  advanced indexing) is deterministic, summed in index order without atomics: each target's
+  first unit sums its run; long index rows (> SORT_ABOVE) are sorted first with dl.sort, whose
+  bitonic sort then dominates the cost;
+- repeated indices without accumulation (scatter, index_put, setitem): one of the values
+  wins (PyTorch: unspecified);
+- scatter(reduce="add") has a gradient (PyTorch has none for reduce=), "multiply" has none;
+- nonzero, masked_select and boolean-mask indexing synchronise with the host (the count
+  decides the shape); nonzero's result is int32 on devices without 64-bit integers (WGSL),
+  where index tensors must be int32 too;
+- 0-d boolean masks (`t[True]`) are not supported; slices need a positive step.
+"""
 from __future__ import annotations
 
 import numpy as np
