@@ -8,17 +8,20 @@ the group's watchdog thread against the same timeout (dl/distributed/process_gro
 CUDA tensors under the "nccl" backend go through NCCL instead (dl/distributed/nccl_backend.py).
 
 Memory: a contiguous tensor on a host device (cpu, interp) is handed to MPI as a NumPy view of
-its own buffer, without a copy, and the result lands in place. Tensors on other devices
-(opencl, wgpu, cuda under "mpi") and non-contiguous views are staged through a host copy and
-written back. MPI has no 16-bit float types: float16 and bfloat16 *reductions* run in float32
-(the values widened, reduced, and rounded once to the tensor's dtype, so a sum is at least as
-accurate as a 16-bit ring's), while the moves (broadcast, all_gather) send the 16-bit storage
-as it is.
+its own buffer, without a copy, and the result lands in place; one in an OpenCL buffer of a
+CPU device (PoCL) is mapped (no copy) for the collective's duration. Tensors on other devices
+(wgpu, cuda under "mpi", OpenCL on a GPU) and non-contiguous views are staged through a host
+copy and written back. MPI has no 16-bit float types: float16 and bfloat16 *reductions* run
+in float32 (the values widened, reduced, and rounded once to the tensor's dtype, so a sum is
+at least as accurate as a 16-bit ring's), while the moves (broadcast, all_gather) send the
+16-bit storage as it is.
 
 Inside a `dl.capture` recording each collective registers itself as a replay hook
 (`cube.recording.hook`), so a replay communicates again, on the same buffers, in its place
 among the launches; an async collective's `wait()` is a hook too."""
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 
@@ -116,10 +119,39 @@ def _read(t: Tensor, reduce: bool) -> tuple[np.ndarray, bool]:
                 return _bits(raw), True
             return _bits(np.ascontiguousarray(raw)), False
         return np.ascontiguousarray(host.from_storage(raw, t.dtype), np.float32), False
+    if not wide and _maps is not None and t.is_contiguous() and t.numel():
+        mapped = _map_opencl(t)
+        if mapped is not None:
+            return _bits(mapped), True
     vals = t.numpy()  # a host copy (bfloat16 widened to float32)
     if wide:
         return np.ascontiguousarray(vals, np.float32), False
     return _bits(np.ascontiguousarray(host.to_storage(vals, t.dtype))), False
+
+
+# the mapped OpenCL regions of the collective being started (released when it completes)
+_maps: list | None = None
+
+
+def _map_opencl(t: Tensor) -> np.ndarray | None:
+    """t's memory as a NumPy array, when t lives in an OpenCL buffer of a CPU device (PoCL):
+    the buffer is mapped (no copy there) until the collective completes; None elsewhere."""
+    rt = t.device.rt
+    mem = getattr(t._buf, "mem", None)
+    if t.device.name != "opencl" or mem is None:
+        return None
+    try:
+        cl = importlib.import_module("pyopencl")
+        if not rt.device.type & cl.device_type.CPU:
+            return None
+        item = t.dtype.itemsize
+        arr, _ = cl.enqueue_map_buffer(rt.queue, mem, cl.map_flags.READ | cl.map_flags.WRITE,
+                                       t.offset * item, (t.numel(),), t.dtype.storage_np,
+                                       is_blocking=True)
+    except Exception:  # noqa: BLE001 - no mapping: the caller stages a copy instead
+        return None
+    _maps.append(arr.base)
+    return arr.reshape(t.shape)
 
 
 def _bits(arr: np.ndarray) -> np.ndarray:
@@ -203,9 +235,21 @@ def _launch(pg, what: str, start, async_op: bool, check=None):
     work = Work(pg, what)
 
     def begin():
+        global _maps
         if _pg._debug and check is not None:
             _check_signatures(pg, what, *check)
-        work._req, work._finish = start(not async_op)
+        _maps = maps = []
+        try:
+            req, finish = start(not async_op)
+        finally:
+            _maps = None
+        if maps:  # OpenCL buffers mapped for MPI: unmapped once the collective is done
+            def finish(inner=finish):
+                if inner is not None:
+                    inner()
+                for m in maps:
+                    m.release()
+        work._req, work._finish = req, finish
         work._done = False
     recording.hook(begin)
     if async_op:

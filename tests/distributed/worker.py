@@ -157,6 +157,21 @@ def collectives(devices: list[str], floats: list[str]) -> None:
         dist.all_reduce(t, op=dist.ReduceOp.AVG, async_op=True).wait()
         close(t.numpy(), base * ((n + 1) / 2), "float32", "chunked async avg")
 
+    if "opencl" in devices:
+        @check("opencl_cpu_zero_copy")
+        def _():  # PoCL: MPI works in the mapped buffer itself
+            from dl.distributed import collectives
+            t = dl.tensor(values(r, (4,), "float32"), device="opencl")
+            collectives._maps = maps = []
+            try:
+                arr = collectives._map_opencl(t)
+            finally:
+                collectives._maps = None
+            assert arr is not None and len(maps) == 1
+            arr[...] = 7.0
+            maps[0].release()
+            close(t.numpy(), np.full(4, 7.0), "float32", "mapped write")
+
     @check("threaded")
     def _():
         from dl.distributed import process_group
