@@ -71,7 +71,8 @@ class DistributedDataParallel(Module):
     """Wraps `module` for data-parallel training over the initialised process group
     (torch's signature; `device_ids`, `output_device`, `dim`, `check_reduction` and
     `static_graph` are accepted and ignored: one device per process, the inputs are each
-    rank's own shard)."""
+    rank's own shard; `gradient_as_bucket_view=True` is how it always works: after the
+    averaging each `.grad` is a view of its bucket)."""
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
                  broadcast_buffers: bool = True, process_group=None,
