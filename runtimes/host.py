@@ -55,6 +55,16 @@ class HostBuffer(Buffer):
         self._block = block
         return self
 
+    @classmethod
+    def _typed(cls, rt, mem: tuple, dt: np.dtype, shape: tuple, n: int, elem):
+        """A contiguous buffer over `_slab_array` memory (already of n elements of dt)."""
+        self = object.__new__(cls)
+        self.rt, self.shape, self.elem, self.dtype, self.size = rt, shape, elem, dt, n
+        self.strides = row_major_strides(shape)
+        self.array, self.ptr = mem
+        self._block = None
+        return self
+
     def _host_flat(self) -> tuple[np.ndarray, bool]:
         return self.array, False
 
@@ -118,25 +128,26 @@ SLAB_BYTES = 16 << 10
 SLAB_MAX_BYTES = 2 << 10  # bigger buffers get their own block
 
 
-class _Slab(threading.local):
-    mem = None
-    addr = 0
-    used = SLAB_BYTES
+class _Slabs(threading.local):
+    def __init__(self):
+        self.by_type: dict = {}  # NumPy type char -> [typed slab, its address, used, capacity]
 
 
-_slab = _Slab()
+_slabs = _Slabs()
 
 
-def _slab_block(nbytes: int) -> tuple:
-    """(bytes array, address) of nbytes at a fresh ALIGN-aligned offset of the thread's slab."""
-    s = _slab
-    used = s.used
-    end = used + nbytes
-    if end > SLAB_BYTES:
-        s.mem, s.addr = _host_block(SLAB_BYTES)
-        used, end = 0, nbytes
-    s.used = -(-end // ALIGN) * ALIGN
-    return s.mem[used:end], s.addr + used
+def _slab_array(dt: np.dtype, n: int) -> tuple:
+    """(array of n elements of dt, its address) at a fresh ALIGN-aligned offset of the
+    thread's slab for dt (a typed slab: a slice of it is the buffer, no dtype view)."""
+    by = _slabs.by_type
+    s = by.get(dt.char)
+    if s is None or s[2] + n > s[3]:
+        mem, addr = _host_block(SLAB_BYTES)
+        s = by[dt.char] = [mem.view(dt), addr, 0, SLAB_BYTES // dt.itemsize]
+    used = s[2]
+    step = ALIGN // dt.itemsize
+    s[2] = used + -(-n // step) * step if n else used
+    return s[0][used:used + n], s[1] + used * dt.itemsize
 
 
 class HostMemoryMixin:
@@ -156,7 +167,7 @@ class HostMemoryMixin:
             n *= s
         nbytes = n * dt.itemsize
         if nbytes <= SLAB_MAX_BYTES:
-            return HostBuffer._over(self, _slab_block(nbytes), None, dt, shape, n, elem)
+            return HostBuffer._typed(self, _slab_array(dt, n), dt, shape, n, elem)
         if nbytes < POOL_MIN_BYTES:
             return HostBuffer._over(self, _host_block(nbytes), None, dt, shape, n, elem)
         block = Block(self.host_pool, nbytes)
@@ -166,9 +177,8 @@ class HostMemoryMixin:
         """empty(shape, elem) for a replay that knows its shape (a tuple of ints), element
         count and cube element type are valid: no conversions, no checks."""
         dt = elem.np
-        nbytes = n * dt.itemsize
-        if nbytes <= SLAB_MAX_BYTES:
-            return HostBuffer._over(self, _slab_block(nbytes), None, dt, shape, n, elem)
+        if n * dt.itemsize <= SLAB_MAX_BYTES:
+            return HostBuffer._typed(self, _slab_array(dt, n), dt, shape, n, elem)
         return self.empty(shape, elem)
 
     @property
