@@ -5,8 +5,10 @@ log-sum-exp, forwards or (rev) from the end of the row backwards.
   whose cube units run as a loop anyway).
 - `scan_block`: a work-efficient block scan. A cube of BLOCK units takes a tile of
   BLOCK * ITEMS elements of a row; each unit scans its ITEMS elements sequentially, the unit
-  totals are scanned in shared memory (Blelloch's up-sweep / down-sweep: 2 * BLOCK combines),
-  and each unit adds its exclusive prefix to its elements. A row longer than a tile takes
+  totals are scanned across the cube (sum and prod on devices with plane ops: a plane scan
+  per plane, then the plane totals; else, and for logsumexp, all of them in shared memory
+  by Blelloch's up-sweep / down-sweep: 2 * BLOCK combines), and each unit adds its
+  exclusive prefix to its elements. A row longer than a tile takes
   three steps (reduce-then-scan): the tiles' totals (`scan_block`, mode TOTALS), an inclusive
   scan of those totals (recursively, the same code), and the tile scan again with the total
   of the tiles before it as a carry-in. The input is read twice, the output written once.
@@ -22,7 +24,7 @@ import typing
 import numpy as np
 
 import cube as cb
-from cube import ABSOLUTE_POS, CUBE_POS, UNIT_POS, Comptime, Tensor, cube, u32
+from cube import ABSOLUTE_POS, CUBE_POS, UNIT_POS, UNIT_POS_PLANE, Comptime, Tensor, cube, u32
 
 from .common import cdiv, is_cpu
 from .launch import cube_count
@@ -80,15 +82,17 @@ def scan_unit(x: Tensor[F], out: Tensor[F], rev: u32, OP: Comptime[str],
 
 
 @cube
-def _exclusive_block(sh, v, ident, OP: Comptime[str], BLOCK: Comptime[int]):
-    """Blelloch's work-efficient exclusive scan of the units' values `v` over the cube:
-    returns (the combination of the values of the units before this one, the cube's total).
-    BLOCK is a power of two."""
+def _exclusive_block(sh, v, me, ident, OP: Comptime[str], N: Comptime[int]):
+    """Blelloch's work-efficient exclusive scan over shared memory of the values `v` of
+    units 0..N-1 (N a power of two, at most the cube's size; every unit calls it, for the
+    barriers): returns (the combination of the values of the units before unit `me`, the
+    total)."""
     t = UNIT_POS
-    sh[t] = v
+    if t < N:
+        sh[t] = v
     cb.sync_cube()
     offset = u32(1)
-    d = u32(BLOCK // 2)
+    d = u32(N // 2)
     while d > 0:  # up-sweep: sh[k] holds the total of its subtree
         if t < d:
             ai = offset * (2 * t + 1) - 1
@@ -97,13 +101,13 @@ def _exclusive_block(sh, v, ident, OP: Comptime[str], BLOCK: Comptime[int]):
         offset = offset * 2
         d = d // 2
         cb.sync_cube()
-    total = sh[BLOCK - 1]
+    total = sh[N - 1]
     cb.sync_cube()
     if t == 0:
-        sh[BLOCK - 1] = ident
+        sh[N - 1] = ident
     cb.sync_cube()
     d = u32(1)
-    while d < BLOCK:  # down-sweep: each node passes its prefix left, prefix+left right
+    while d < N:  # down-sweep: each node passes its prefix left, prefix+left right
         offset = offset // 2
         if t < d:
             ai = offset * (2 * t + 1) - 1
@@ -113,15 +117,45 @@ def _exclusive_block(sh, v, ident, OP: Comptime[str], BLOCK: Comptime[int]):
             sh[bi] = combine(sh[bi], left, OP)
         d = d * 2
         cb.sync_cube()
-    prefix = sh[t]
+    prefix = sh[me]
     cb.sync_cube()
+    return prefix, total
+
+
+@cube
+def _plane_exclusive(v, OP: Comptime[str]):
+    if OP == "prod":
+        return cb.plane_exclusive_prod(v)
+    else:
+        return cb.plane_exclusive_sum(v)
+
+
+@cube
+def _exclusive_units(sh, v, ident, OP: Comptime[str], BLOCK: Comptime[int],
+                     PLANE: Comptime[int]):
+    """The exclusive scan of the units' values over the cube, and the cube's total. PLANE > 1
+    (sum and prod on devices with plane ops): a plane scan (`plane_exclusive_sum/prod`) in
+    each plane, then the Blelloch scan of the BLOCK / PLANE plane totals in shared memory;
+    else the Blelloch scan of all BLOCK values."""
+    NP = cb.comptime(BLOCK // PLANE)
+    if PLANE > 1:
+        ex = _plane_exclusive(v, OP)
+        plane = UNIT_POS // PLANE
+        if UNIT_POS_PLANE == PLANE - 1:
+            sh[BLOCK + plane] = combine(ex, v, OP)  # the plane's total, after the block's
+        cb.sync_cube()
+        pv = sh[BLOCK + UNIT_POS] if UNIT_POS < NP else ident
+        pp, total = _exclusive_block(sh, pv, plane, ident, OP, NP)
+        prefix = combine(pp, ex, OP)
+    else:
+        prefix, total = _exclusive_block(sh, v, UNIT_POS, ident, OP, BLOCK)
     return prefix, total
 
 
 @cube(launch=True)
 def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], rev: u32, mode: u32,
                OP: Comptime[str], BLOCK: Comptime[int], ITEMS: Comptime[int],
-               INIT: Comptime[object]):
+               INIT: Comptime[object], PLANE: Comptime[int] = 1):
     """x, out: (rows, n), any strides. One cube per tile of BLOCK * ITEMS (logical) elements
     of a row, tiles of a row in consecutive cubes. mode (a runtime value: one compiled
     kernel serves the three passes) SCAN: the scan of each tile; TOTALS: each tile's total
@@ -143,8 +177,8 @@ def scan_block(x: Tensor[F], out: Tensor[F], part: Tensor[F], rev: u32, mode: u3
         if j < n and row < x.shape(0):
             acc = combine(acc, x[bx + _pos(j, n, rev) * x.stride(1)], OP)
         loc[q] = acc
-    sh = cb.SharedMemory(F, BLOCK)
-    prefix, total = _exclusive_block(sh, acc, ident, OP, BLOCK)
+    sh = cb.SharedMemory(F, 2 * BLOCK)
+    prefix, total = _exclusive_units(sh, acc, ident, OP, BLOCK, PLANE)
     if mode == TOTALS:
         if t == 0 and row < x.shape(0):
             part[row * part.stride(0) + blk * part.stride(1)] = total
@@ -173,11 +207,20 @@ def _config(rt) -> tuple[int, int]:
     return min(128, rt.features.max_cube_dim), 8
 
 
+def _plane(rt, op: str, block: int) -> int:
+    """The plane size the block scan uses (1: shared memory only)."""
+    p = rt.plane_size if rt.features.plane_ops else 1
+    if op == "logsumexp" or p <= 1 or block % p or block // p < 2:
+        return 1
+    return p
+
+
 def _block(rt, x, out, op: str, rev: bool, block: int, items: int, init) -> None:
     rows, n = x.shape
     tile = block * items
     nb = cdiv(n, tile)
-    args = dict(rev=int(rev), OP=op, BLOCK=block, ITEMS=items, INIT=init)
+    args = dict(rev=int(rev), OP=op, BLOCK=block, ITEMS=items, INIT=init,
+                PLANE=_plane(rt, op, block))
     if nb == 1:
         scan_block.launch(rt, cube_count=cube_count(rows, 1), cube_dim=block, x=x, out=out,
                           part=out, mode=SCAN, **args)
@@ -239,6 +282,9 @@ CUBE_CHECK = {
     scan_block: [dict(type={"F": t}, comptime={"OP": op, "BLOCK": 128, "ITEMS": 8,
                                                "INIT": _init(op)})
                  for t in (cb.f32, cb.f64) for op in OPS] +
+                [dict(type={"F": cb.f32}, comptime={"OP": op, "BLOCK": 128, "ITEMS": 8,
+                                                    "INIT": _init(op), "PLANE": 32})
+                 for op in ("sum", "prod")] +
                 [dict(type={"F": cb.i32}, comptime={"OP": "prod", "BLOCK": 64, "ITEMS": 16,
                                                     "INIT": 1})],
 }
