@@ -95,21 +95,23 @@ class TransformerEncoderLayer(Module):
     """A transformer encoder layer as PyTorch's: self-attention and a feed-forward block
     (linear1, relu or gelu, linear2), each with dropout, residual and LayerNorm.
 
-    norm_first=False: post-norm (PyTorch's default), True: pre-norm. The activation runs
-    fused in linear1's matmul epilogue; activation takes only "relu" or "gelu" (no
-    callable)."""
+    norm_first=False: post-norm (PyTorch's default), True: pre-norm. activation: "relu" or
+    "gelu", which runs fused in linear1's matmul epilogue, or a callable on tensors (applied
+    after linear1)."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):
         super().__init__()
-        if activation not in ("relu", "gelu"):
-            raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+        if isinstance(activation, str) and activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu', 'gelu' or a callable, got "
+                             f"{activation!r}")
         kw = dict(device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, **kw)
-        # the activation runs in linear1's epilogue
-        self.linear1 = Linear(d_model, dim_feedforward, bias, act=activation, **kw)
+        # a named activation runs in linear1's epilogue
+        self.linear1 = Linear(d_model, dim_feedforward, bias,
+                              act=activation if isinstance(activation, str) else "none", **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias, **kw)
         self.norm_first = norm_first
@@ -125,7 +127,10 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(y)
 
     def _ff(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.linear1(x))))
+        h = self.linear1(x)
+        if not isinstance(self.activation, str):
+            h = self.activation(h)
+        return self.dropout2(self.linear2(self.dropout(h)))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         """The layer's output for src (seq, batch, d_model), or (batch, seq, d_model) with

@@ -448,6 +448,13 @@ def test_attention_dropout_statistics():
     np.testing.assert_allclose(w[kept], we[kept] / 0.6, rtol=1e-5)
 
 
+def test_encoder_layer_callable_activation():
+    torch.manual_seed(0)
+    ours = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=F.gelu)
+    ref = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu")
+    _compare(ours, ref, rand_np((3, 2, 8), 1))
+
+
 def test_encoder_layer_dropout_eval_matches_torch():
     torch.manual_seed(0)
     ours = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.5)
