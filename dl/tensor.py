@@ -31,6 +31,7 @@ class Tensor:
     __array_priority__ = 1000  # numpy_array + tensor -> Tensor.__radd__
 
     def __init__(self, buf, shape, strides, offset, dtype, device, node=None):
+        # (_lazy sets the same attributes without the conversions: keep the two in step)
         self._buf = buf
         self._node = node
         self.shape = tuple(shape)
@@ -45,8 +46,12 @@ class Tensor:
     # ---- construction (internal) -------------------------------------------------------
     @classmethod
     def _lazy(cls, node, device) -> Tensor:
-        t = cls(None, node.shape, shapes.contiguous_strides(node.shape), 0, node.dtype,
-                device, node)
+        # __init__'s work without its conversions: every eager elementwise op makes one
+        t = object.__new__(cls)
+        t._buf, t._node, t.shape = None, node, node.shape
+        t._strides, t.offset = shapes.contiguous_strides(node.shape), 0
+        t.dtype, t.device = node.dtype, device
+        t.requires_grad, t.grad, t._grad_fn = False, None, None
         t._generation = recording.generation
         return t
 

@@ -32,8 +32,11 @@ class Node:
         self.shape = shape
         self.attrs = attrs  # static op parameters: part of the kernel's structure
         # an upper bound on the nodes of the graph (shared subgraphs counted twice)
-        self.size = min(settings.MAX_NODES + 1,
-                        1 + sum(x.size for x in inputs if isinstance(x, Node)))
+        size = 1
+        for x in inputs:
+            if x.__class__ is Node:
+                size += x.size
+        self.size = min(settings.MAX_NODES + 1, size)
         self.result = None  # the materialised tensor, once computed: later graphs read it
 
     def __repr__(self) -> str:

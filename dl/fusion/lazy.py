@@ -22,11 +22,13 @@ def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs
     if device is None:
         device = tensors[0].device
     for t in tensors:
-        if t.device != device:
+        if t.device is not device and t.device != device:
             raise ValueError(f"{op}: tensors on different devices ({device} and {t.device}); "
                              f"move one with .to()")
+    if len(inputs) != len(in_types):
+        raise ValueError(f"{op}: {len(inputs)} inputs with {len(in_types)} input types")
     args = []
-    for x, t in zip(inputs, in_types, strict=True):
+    for x, t in zip(inputs, in_types):
         if not isinstance(x, Tensor):
             args.append(Const(x, t))
         elif x._node is not None and x.shape == shape:
