@@ -20,7 +20,8 @@ LAYERS = [
     ("fusion", ("dl.fusion",)),  # lazy elementwise graphs, fused kernels
     ("autograd", ("dl.autograd",)),  # the tape (calls Tensor methods, never dl.ops)
     ("ops", ("dl.ops",)),  # tensor-level ops: they declare the Tensor method surface
-    ("api", ("dl.nn", "dl.optim", "dl.io.safetensors", "dl.capture")),
+    ("distributed", ("dl.distributed",)),  # collectives on tensors (MPI, NCCL)
+    ("api", ("dl.nn", "dl.optim", "dl.io.safetensors", "dl.capture", "dl.utils")),
     ("package", ("dl",)),  # dl/__init__.py: the public names
 ]
 
