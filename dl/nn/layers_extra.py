@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes, ops
+from ..ops.indexing import pad
 from . import functional_layers as FL
 from . import init
 from .activation import Identity as _Identity
@@ -51,13 +52,16 @@ def _zeros_mode(padding_mode: str) -> None:
 
 class Conv1d(Module):
     """1-d convolution over (N, C, L) or (C, L) inputs (`F.conv1d`: conv2d over a height-1
-    image); padding an int, "valid" or "same"; padding_mode "zeros" only."""
+    image); padding an int, "valid" or "same"; padding_mode "zeros", or "reflect",
+    "replicate", "circular" (the input padded by `F.pad` first, as PyTorch's)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
         super().__init__()
-        _zeros_mode(padding_mode)
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be 'zeros', 'reflect', 'replicate' or "
+                             f"'circular', got {padding_mode!r}")
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")
         (k,) = _tup(kernel_size, 1)
@@ -77,6 +81,13 @@ class Conv1d(Module):
     def forward(self, x):
         """The convolution of x: (N, out_channels, OL)."""
         p = self.padding if isinstance(self.padding, str) else self.padding[0]
+        if self.padding_mode != "zeros":
+            if p == "same":
+                total = self.dilation[0] * (self.kernel_size[0] - 1)
+                lo, hi = total // 2, total - total // 2
+            else:
+                lo = hi = 0 if p == "valid" else p
+            x, p = pad(x, (lo, hi), mode=self.padding_mode), 0
         return FL.conv1d(x, self.weight, self.bias, self.stride[0], p, self.dilation[0],
                          self.groups)
 

@@ -68,7 +68,10 @@ def _pair(name, *args, **kwargs):
 
 # ---- convolutions ------------------------------------------------------------------------
 @pytest.mark.parametrize("kw", [dict(stride=2, padding=1), dict(padding="same", dilation=2),
-                                dict(groups=2, bias=False), dict(padding="valid")])
+                                dict(groups=2, bias=False), dict(padding="valid"),
+                                dict(padding=2, padding_mode="reflect"),
+                                dict(padding="same", padding_mode="circular", dilation=3),
+                                dict(padding=1, padding_mode="replicate", stride=2)])
 def test_conv1d(kw):
     ours, ref = _pair("Conv1d", 4, 6, 3, **kw)
     _compare(ours, ref, rand_np((2, 4, 9), 1))

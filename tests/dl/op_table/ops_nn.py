@@ -132,7 +132,7 @@ def _emb_samples():
 OPS = [
     OpInfo("conv1d", op=lambda *a, **k: F.conv1d(*a, **k),
            ref=lambda *a, **k: TF.conv1d(*a, **k), samples=_conv1d_samples, tol=_LOOSE,
-           **_ON, note="padding_mode 'zeros' only (nn.Conv1d)"),
+           **_ON),
     OpInfo("conv_transpose2d", op=lambda *a, **k: F.conv_transpose2d(*a, **k),
            ref=lambda *a, **k: TF.conv_transpose2d(*a, **k), samples=_conv_t_samples,
            tol=_LOOSE, **_ON),
