@@ -124,6 +124,22 @@ def planned_key(key: tuple, ptrs: list, ops: tuple, run):
     return _unplanned(p, key, ptrs, ops, run)
 
 
+def planned_bufs(tag, rt, bufs: tuple, run):
+    """`planned` for a tag and plain buffers (a tensor's storage: no views, no scalars),
+    keyed in one pass without the generic operand probe."""
+    key: list = [tag, _epoch[0], rt]
+    ptrs: list = [None]
+    for b in bufs:
+        p = b.__dict__.get("ptr")
+        if p is None:  # device memory: no plan
+            return run()
+        key.append((b.shape, b.strides, b.elem))
+        ptrs.append(p)
+    if len(ptrs) > 2 and len(set(ptrs)) < len(ptrs):
+        key.append(tuple(ptrs.index(p) for p in ptrs))
+    return planned_key(tuple(key), ptrs, (rt, *bufs), run)
+
+
 def _unplanned(p, key, ptrs, ops, run):
     if p is _NONE:
         return run()

@@ -78,6 +78,6 @@ def planned_result(tag, tensors: tuple, run):
         _META[key] = (y.shape, y._strides, y.offset, y.dtype)
         return y._buf
 
-    buf = plan.planned(key, (device.rt, *bufs), traced)
+    buf = plan.planned_bufs(key, device.rt, tuple(bufs), traced)
     shape, strides, offset, dtype = _META[key]
     return Tensor(buf, shape, strides, offset, dtype, device)

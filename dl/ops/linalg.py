@@ -60,17 +60,18 @@ def _planned_2d(a: Tensor, b: Tensor, bias: Tensor | None, act: str, ta: bool, t
             0 in a.shape or 0 in b.shape:
         return None
     if bias is None:
-        ops: tuple = (a.device.rt, a._buf, b._buf)
+        bufs: tuple = (a._buf, b._buf)
         bkey = None
     else:
         if bias._node is not None or bias.offset or not bias.is_contiguous():
             return None
-        ops = (a.device.rt, a._buf, b._buf, bias._buf)
+        bufs = (a._buf, b._buf, bias._buf)
         bkey = bias.shape
     m, n = (a.shape[1] if ta else a.shape[0]), (b.shape[0] if tb else b.shape[1])
     tag = (_planned_2d, a.shape, a._strides, b.shape, b._strides, bkey, act, ta, tb,
-           a.dtype.name)
-    buf = plan.planned(tag, ops, lambda: _mm_views(a, b, bias, act, ta, tb)._buf)
+           a.dtype)
+    buf = plan.planned_bufs(tag, a.device.rt, bufs,
+                            lambda: _mm_views(a, b, bias, act, ta, tb)._buf)
     return Tensor(buf, (m, n), shapes.contiguous_strides((m, n)), 0, a.dtype, a.device)
 
 
