@@ -46,6 +46,20 @@ def _creation_like(mod, name):
     return lambda x: getattr(mod, name)(x)
 
 
+def _rand_props(mod, name):
+    """(shape, dtype, in range, mean and std near the distribution's) of a random draw."""
+    def props(*size):
+        x = getattr(mod, name)(*size)
+        a = np.asarray(x.numpy(), np.float64)
+        lo, hi, mu, sd = (0.0, 1.0, 0.5, 12 ** -0.5) if name == "rand" else (
+            -np.inf, np.inf, 0.0, 1.0)
+        ok = bool(np.all((a >= lo) & (a < hi)))
+        moments = a.size == 0 or (abs(a.mean() - mu) < 0.05 and abs(a.std() - sd) < 0.05)
+        return tuple(x.shape), str(x.dtype).replace("torch.", "").replace("dl.", ""), ok, \
+            bool(moments)
+    return props
+
+
 def _view_samples(args_list):
     """Samples of x (3-D (2, 3, 4) unless given) with the op's extra args."""
     def samples():
@@ -216,6 +230,23 @@ OPS = [
       for n in ("zeros_like", "ones_like")],
     OpInfo("full_like", op=lambda x: dl.full_like(x, 2.5), ref=lambda x: torch.full_like(x, 2.5),
            grad=False, dtypes=ALL_FLOATS, samples=lambda: [Sample(arr((2, 3)))]),
+    OpInfo("type_as", op=lambda x, o: x.type_as(o), ref=lambda x, o: x.type_as(o), dtypes=ALL,
+           grad=False, samples=lambda: [Sample(arr((2, 3)), arr((1,), 1).astype(np.int64)),
+                                        Sample(arr((2, 3), 2), np.array([True]))]),
+    OpInfo("cpu", op=lambda x: x.cpu(), ref=lambda x: x.cpu(), dtypes=ALL, grad=False,
+           samples=lambda: [Sample(arr((2, 3))), Sample(arr((3, 4), 1), noncontig=True)]),
+    OpInfo("requires_grad_", op=lambda x: x.detach().requires_grad_().requires_grad,
+           ref=lambda x: x.detach().requires_grad_().requires_grad, grad=False,
+           samples=lambda: [Sample(arr((2, 3)))]),
+    OpInfo("concatenate", op=lambda a, b: dl.ops.OPS["concatenate"]([a, b], 0),
+           ref=lambda a, b: torch.concatenate([a, b], 0),
+           samples=lambda: [Sample(arr((2, 3)), arr((1, 3), 1))]),
+    *[OpInfo(f"{n}_properties", op=_rand_props(dl, n), ref=_rand_props(torch, n),
+             grad=False, dtypes=(dl.float32,), samples=lambda: [Sample(64, 32),
+                                                                Sample(0, 3)],
+             note="rand/randn draw from dl's counter-based generator: not torch's stream "
+                  "(the entry compares shape, dtype, range and moments only)")
+      for n in ("rand", "randn")],
     OpInfo("tensor", op=lambda v: dl.tensor(v), ref=lambda v: torch.tensor(v), grad=False,
            samples=lambda: [Sample([[1.5, 2.0], [3.0, -0.0]]), Sample([1, 2, 3]),
                             Sample([True, False]), Sample(2.5), Sample(7)]),
