@@ -1,8 +1,9 @@
 """Entries for scans, sorting and selection (dl/ops/sorting.py): cumsum, cumprod,
 logcumsumexp, sort, argsort, topk, kthvalue, median, unique, searchsorted, bincount, histc.
 
-Indices are int64, int32 on devices without 64-bit ints (wgpu): entries returning indices set
-check_dtype=False and check the dtypes themselves (`_checked`, `_index`). torch's sort is
+Indices are int64, int32 on devices without 64-bit ints (wgpu; the runner accepts that and
+hands int64 sample arrays over as int32 there); `_checked` and `_index` check the index dtype
+per device and the named results. torch's sort is
 unstable: samples with ties pass stable=True (dl's sort is always stable); topk, kthvalue and
 median take rows of distinct values (`distinct`), so their indices are torch's. Rows of
 1024+ elements take the multi-block scan and the multi-pass sort on every runtime.
@@ -16,15 +17,13 @@ import dl
 
 from .core import ALL, ALL_FLOATS, FLOATS, INTS, OpInfo, Sample, arr, edge_values, iarr
 
-NO_I64 = "no 64-bit ints on the device (int64 inputs)"
-SKIP_I64 = {"wgpu": NO_I64, "wgpu-spirv": NO_I64}
 SCAN_TOL = {dl.float32: (1e-4, 1e-5), dl.float64: (1e-10, 1e-11), dl.float16: (4e-3, 4e-3),
             dl.bfloat16: (3e-2, 3e-2)}
 # ops whose forward and gradient are library kernels only (no elementwise graph to fuse)
 LIB = dict(fusion_modes=(True,))
 NO_BF16 = (dl.float32, dl.float64, dl.float16)  # odd integers up to 2048 are exact
 # integer entries: int arrays keep their dtype; the kernels are the float ones specialised
-INT_SKIP = dict(SKIP_I64, opencl="the float kernels specialised: interp and cpu cover them")
+INT_SKIP = dict(opencl="the float kernels specialised: interp, cpu and wgpu cover them")
 
 
 def _want_index(x):
@@ -166,13 +165,13 @@ OPS = [
                Sample(arr((0, 4)), 1, desc="size 0"),
                Sample(arr((4, 1)), 1, desc="size 1"),
                Sample(arr(()), 0, desc="0-d"),
-           ], dtypes=ALL, check_dtype=False, **LIB),
+           ], dtypes=ALL, **LIB),
     OpInfo("sort_unstable", op=lambda x, d=-1, descending=False: _checked(
                x.sort(d, descending), x),
            ref=lambda x, d=-1, descending=False: torch.sort(x, d, descending),
            samples=lambda: [Sample(arr((5, 77)), 1, descending=True, desc="default: no ties"),
                             Sample(arr((6, 9), 1), 0, noncontig=True)],
-           check_dtype=False, note="dl's sort is always stable (stable=False included)", **LIB),
+           note="dl's sort is always stable (stable=False included)", **LIB),
     OpInfo("argsort", op=lambda x, d=-1, descending=False: _index(
                dl.argsort(x, d, descending=descending, stable=True), x),
            ref=lambda x, d=-1, descending=False: torch.argsort(x, dim=d, descending=descending,
@@ -182,7 +181,7 @@ OPS = [
                Sample(arr((7, 6), 1), 0, noncontig=True, descending=True),
                Sample(edge_values(), 0, desc="nan, inf, -0.0"),
                Sample(arr((0, 3)), 1, desc="size 0"),
-           ], dtypes=ALL, grad=False, check_dtype=False, **LIB),
+           ], dtypes=ALL, grad=False, **LIB),
     OpInfo("topk", op=lambda x, k, d=-1, largest=True: _checked(
                dl.topk(x, k, d, largest=largest), x),
            ref=lambda x, k, d=-1, largest=True: torch.topk(x, k, d, largest=largest),
@@ -196,7 +195,7 @@ OPS = [
                Sample(distinct((4, 5), 3), 5, 1, desc="k = n"),
                Sample(arr((1, 1)), 1, 0, desc="size 1"),
                Sample(arr((0, 4)), 2, 1, desc="size 0"),
-           ], dtypes=NO_BF16, check_dtype=False, note="sorted=False returns sorted values", **LIB),
+           ], dtypes=NO_BF16, note="sorted=False returns sorted values", **LIB),
     OpInfo("kthvalue", op=lambda x, k, d=-1, keepdim=False: _checked(
                dl.kthvalue(x, k, d, keepdim), x),
            ref=lambda x, k, d=-1, keepdim=False: torch.kthvalue(x, k, d, keepdim),
@@ -207,7 +206,7 @@ OPS = [
                Sample(_nan_rows(distinct((3, 10), 2)), 10, 1, desc="k = n with nan"),
                Sample(arr((4, 1)), 1, 1, desc="size 1"),
                Sample(arr(()), 1, 0, desc="0-d"),
-           ], dtypes=NO_BF16, check_dtype=False, **LIB),
+           ], dtypes=NO_BF16, **LIB),
     OpInfo("median", op=lambda x, d, keepdim=False: _checked(dl.median(x, d, keepdim), x),
            ref=lambda x, d, keepdim=False: torch.median(x, d, keepdim),
            samples=lambda: [
@@ -217,24 +216,24 @@ OPS = [
                       desc="even length: the lower median"),
                Sample(distinct((5, 7), 2), 1, desc="odd length"),
                Sample(arr((4, 1)), 1, desc="size 1"),
-           ], dtypes=NO_BF16, check_dtype=False),
+           ], dtypes=NO_BF16),
     OpInfo("topk_int", op=lambda x, k, d=-1, largest=True: _checked(
                dl.topk(x, k, d, largest=largest), x),
            ref=lambda x, k, d=-1, largest=True: torch.topk(x, k, d, largest=largest),
            samples=lambda: [Sample(dint((3, 1500)), 7, -1, desc="int64, long rows"),
                             Sample(dint((5, 33), 1, np.int32), 4, 1, largest=False,
                                    desc="int32")],
-           dtypes=(dl.int64,), grad=False, check_dtype=False, skip=INT_SKIP, **LIB),
+           dtypes=(dl.int64,), grad=False, skip=INT_SKIP, **LIB),
     OpInfo("kthvalue_int", op=lambda x, k, d=-1: _checked(dl.kthvalue(x, k, d), x),
            ref=lambda x, k, d=-1: torch.kthvalue(x, k, d),
            samples=lambda: [Sample(dint((3, 1501)), 9, 1, desc="int64, long rows"),
                             Sample(dint((7, 5), 1, np.int32).T, 3, 0, desc="int32, dim 0")],
-           dtypes=(dl.int64,), grad=False, check_dtype=False, skip=INT_SKIP, **LIB),
+           dtypes=(dl.int64,), grad=False, skip=INT_SKIP, **LIB),
     OpInfo("median_int", op=lambda x, d: _checked(dl.median(x, d), x),
            ref=lambda x, d: torch.median(x, d),
            samples=lambda: [Sample(dint((3, 1200)), 1, desc="int64, long rows"),
                             Sample(dint((6, 8), 1, np.int32).T, 0, desc="int32, dim 0")],
-           dtypes=(dl.int64,), grad=False, check_dtype=False, skip=INT_SKIP, **LIB),
+           dtypes=(dl.int64,), grad=False, skip=INT_SKIP, **LIB),
     OpInfo("median_all", op=lambda x: dl.median(x), ref=lambda x: torch.median(x),
            samples=lambda: [
                Sample(distinct((30, 41))), Sample(arr((6, 8), 1), noncontig=True),
@@ -248,7 +247,7 @@ OPS = [
                Sample(_ties((3, 7), 2, 5) * 0.5 - 1, return_counts=True, noncontig=True),
                Sample(np.array([1.0, -0.0, 0.0, np.inf, -np.inf, 1.0]), desc="edges"),
                Sample(arr((0, 3)), return_inverse=True, desc="size 0"),
-           ], dtypes=ALL, grad=False, check_dtype=False,
+           ], dtypes=ALL, grad=False,
            note="host-side; always sorted; dim must be None", **LIB),
     OpInfo("searchsorted", op=lambda s, v, **kw: _index(dl.searchsorted(s, v, **kw), s),
            ref=lambda s, v, **kw: torch.searchsorted(s, v, **kw),
@@ -261,7 +260,7 @@ OPS = [
                Sample(np.array([0.0, 1.0, 2.0, np.inf, np.nan]),
                       np.array([np.nan, np.inf, -np.inf, 1.0, 5.0]), desc="nan, inf"),
                Sample(_sorted_seq(5), arr((0,)), desc="no values"),
-           ], dtypes=FLOATS + INTS, grad=False, check_dtype=False, **LIB),
+           ], dtypes=FLOATS + INTS, grad=False, **LIB),
     OpInfo("searchsorted_sorter", op=lambda s, v, sorter, **kw: dl.searchsorted(
                s, v, sorter=sorter, **kw),
            ref=lambda s, v, sorter, **kw: torch.searchsorted(s, v, sorter=sorter, **kw),
@@ -269,7 +268,7 @@ OPS = [
                Sample(arr((25,), 8), _queries(), np.argsort(arr((25,), 8)), desc="sorter"),
                Sample(arr((25,), 8), _queries(), np.argsort(arr((25,), 8)), right=True,
                       out_int32=True, desc="right, out_int32"),
-           ], grad=False, skip=SKIP_I64, **LIB),
+           ], grad=False, **LIB),
     OpInfo("bincount", op=lambda x, w=None, **kw: dl.bincount(x, w, **kw),
            ref=lambda x, w=None, **kw: torch.bincount(x, w, **kw),
            samples=lambda: [
@@ -277,9 +276,13 @@ OPS = [
                Sample(iarr((100,), 12, 2), minlength=20, desc="counts, minlength"),
                Sample(iarr((0,), 3), minlength=4, desc="empty, minlength"),
                Sample(iarr((0,), 3), desc="empty"),
-               Sample(iarr((50,), 5, 3), iarr((50,), 4, 4), desc="int weights: float64"),
-           ], dtypes=FLOATS + INTS, grad=False, skip=SKIP_I64,
-           tol={dl.float32: (1e-5, 1e-5)}, note="float sums by atomics: the order varies", **LIB),
+           ], grad=False, tol={dl.float32: (1e-5, 1e-5)},
+           note="float sums by atomics: the order varies", **LIB),
+    OpInfo("bincount_int_weights", op=lambda x, w: dl.bincount(x, w),
+           ref=lambda x, w: torch.bincount(x, w),
+           samples=lambda: [Sample(iarr((50,), 5, 3), arr((50,), 4, -3, 3))],
+           dtypes=INTS, grad=False, skip={r: "int weights give float64, which the device lacks"
+                                          for r in ("wgpu", "wgpu-spirv", "metal")}, **LIB),
     OpInfo("histc", op=lambda x, *a, **kw: dl.histc(x, *a, **kw),
            ref=lambda x, *a, **kw: torch.histc(x, *a, **kw),
            samples=lambda: [
