@@ -4,14 +4,11 @@ from __future__ import annotations
 from .. import dtypes, shapes
 from ..autograd import no_grad, record
 from ..kernels.launch import launch_1d
-from ..kernels.tensor_index import (
-    gather_backward_kernel,
-    gather_kernel,
-    index_select_backward_kernel,
-    index_select_kernel,
-)
+from ..kernels.scatter import ADD
+from ..kernels.tensor_index import gather_kernel, index_select_kernel
 from ..tensor import Tensor
 from .common import result_type
+from .creation import zeros
 from .elementwise import cast
 from .registry import register
 from .shape import assign, contiguous, getitem, reshape, unsqueeze
@@ -33,8 +30,8 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of x at positions `index` along `dim`.
 
     index: a 1-D int32/int64 tensor; the result has x's shape with dim's size replaced by
-    len(index) (a copy). Differentiable (the gradient is scattered back, repeated indices
-    accumulating). Also `t.index_select(dim, index)`."""
+    len(index) (a copy). Differentiable (the gradient is an index_add into zeros: repeated
+    indices accumulate in index order, deterministically). Also `t.index_select(dim, index)`."""
     idx = _check_index(index, "index_select")
     if idx.ndim != 1:
         raise ValueError(f"index_select needs a 1-D index, got shape {idx.shape}")
@@ -48,14 +45,13 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     n = y.numel()
     launch_1d(index_select_kernel, x.device.rt, n, x=x._karg(), x_off=x.offset,
               idx=idx._buf, idx_off=idx.offset, out=y._karg(), n=n, dim=d)
-    k, xshape = idx.shape[0], x.shape
+    xshape = x.shape
 
-    def back(g):
-        g = contiguous(_acc(g))._materialise()
-        gx = Tensor._empty(xshape, g.dtype, g.device)
-        m = gx.numel()
-        launch_1d(index_select_backward_kernel, g.device.rt, m, g=g._karg(), idx=idx._buf,
-                  idx_off=idx.offset, k=k, out=gx._karg(), n=m, dim=d)
+    def back(g):  # index_add of g into zeros: repeated indices summed in index order
+        from .indexing import _index_add_into
+        g = _acc(g)
+        gx = zeros(xshape, dtype=g.dtype, device=g.device)._materialise()
+        _index_add_into(gx, d, idx, g, 1)
         return (cast(gx, x.dtype),)
     return record(y, "index_select", (x,), back)
 
@@ -65,8 +61,8 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (likewise for other dims).
 
     index: an int32/int64 tensor of x's rank, no larger than x outside `dim`; the result has
-    index's shape. Differentiable (the gradient is scattered back, accumulating). Also
-    `t.gather(dim, index)`."""
+    index's shape. Differentiable (the gradient is a scatter_add into zeros: repeated indices
+    accumulate in index order, deterministically). Also `t.gather(dim, index)`."""
     idx = _check_index(index, "gather")
     d = shapes.norm_dim(dim, x.ndim)
     if idx.ndim != x.ndim:
@@ -83,12 +79,11 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
               idx_off=idx.offset, out=y._karg(), n=n, dim=d)
     xshape = x.shape
 
-    def back(g):
-        g = contiguous(_acc(g))._materialise()
-        gx = Tensor._empty(xshape, g.dtype, g.device)
-        m = gx.numel()
-        launch_1d(gather_backward_kernel, g.device.rt, m, g=g._karg(), idx=idx._karg(),
-                  idx_off=idx.offset, out=gx._karg(), n=m, dim=d)
+    def back(g):  # scatter_add of g into zeros: repeated indices summed in index order
+        from .indexing import _scatter_into
+        g = _acc(g)._materialise()
+        gx = zeros(xshape, dtype=g.dtype, device=g.device)._materialise()
+        _scatter_into(gx, d, idx, g, ADD, check=False)
         return (cast(gx, x.dtype),)
     return record(y, "gather", (x,), back)
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cube import recording
+
 from .. import dtypes, shapes
 from ..autograd import no_grad, record
 from ..autograd.grad_mode import is_grad_enabled
@@ -72,7 +74,7 @@ def _check_bounds(idx: Tensor, size: int, what: str, dim: int, wrap: bool = True
     scatter/index_add): one kernel and a host synchronisation
     reading its flag (as PyTorch's CPU check)."""
     n = idx.numel()
-    if n == 0:
+    if n == 0 or recording.active is not None:  # a capture records no host reads
         return
     idx._materialise()
     rt = idx.device.rt
@@ -158,8 +160,8 @@ def _scatter_check(x: Tensor, dim, idx: Tensor, src, what: str) -> int:
     return d
 
 
-def _scatter_into(dst: Tensor, d: int, idx: Tensor, src, mode: int) -> None:
-    """dst (materialised) updated in place along dim d."""
+def _scatter_into(dst: Tensor, d: int, idx: Tensor, src, mode: int, check: bool = True) -> None:
+    """dst (materialised) updated in place along dim d (`check`: the indices' bounds)."""
     if dst.dtype is dtypes.bool_ and mode in (K.ADD, K.MUL):
         mode = K.OR if mode == K.ADD else K.AND
     n = idx.numel()
@@ -172,7 +174,8 @@ def _scatter_into(dst: Tensor, d: int, idx: Tensor, src, mode: int) -> None:
     s._materialise()
     sstr = (0,) * len(ishape) if s.numel() == 1 and not isinstance(src, Tensor) else \
         (s._strides or (1,))
-    _check_bounds(idx, shape[d], "scatter", d, wrap=False)
+    if check:
+        _check_bounds(idx, shape[d], "scatter", d, wrap=False)
     if mode in (K.ADD, K.MUL) and ishape[d] > SORT_ABOVE:
         from .sorting import sort
         with no_grad():
