@@ -287,8 +287,8 @@ def test_op(info: core.OpInfo, runtime: str, dtype):
             dtype is dl.bfloat16 and not f.bf16):
         pytest.skip(f"{runtime}'s device declares no {dtype.name}")
     failures, ran, lacks = [], 0, []
-    for s in core.samples_for(info, runtime):
-        for fused in core.fusion_modes_for(info, runtime, dtype):
+    for k, s in enumerate(core.samples_for(info, runtime)):
+        for fused in core.fusion_modes_for(info, runtime, dtype, k):
             grad = info.grad and dtype in info.grad_dtypes and (
                 info.grad_check != "fd" or dtype is dl.float64)
             label = s.desc or f"args {[getattr(a, 'shape', a) for a in s.args]}"

@@ -52,12 +52,14 @@ Time policy: the whole table (every engineer's entries on every runtime) must st
 | runtime | entries | samples | dtypes | fusion off |
 |---|---|---|---|---|
 | interp (the oracle; no compile) | all | all | all declared | first device dtype |
-| cpu (LLVM) | all | first `DEVICE_SAMPLES` (*) | device dtypes | yes |
+| cpu (LLVM) | all | first `DEVICE_SAMPLES` (*) | device dtypes | first sample |
 | opencl, wgpu, wgpu-spirv | a stable 1/`share` each | first (*) | device dtypes | no |
 | cuda, hip, metal (GPU machines) | all | first `DEVICE_SAMPLES` (*) | device dtypes | yes |
 
-(*) and every sample marked `device=True`. The share is crc32(entry name) % share ==
-offset: the three runtimes take disjoint quarters of the entries.
+(*) and every sample marked `device=True`; `OpInfo.device_samples` lowers the count for an
+entry whose samples each compile a family of kernels (conv2d). The share is
+crc32(entry name) % share == offset: the three runtimes take disjoint quarters of the
+entries.
 
 `device_dtypes(info)`: float32 where the entry declares it (else its first dtype), plus
 every dtype listed in `OpInfo.device_dtypes` (an entry whose lowering differs per dtype,
@@ -161,6 +163,7 @@ class OpInfo:
     grad_check: str = "torch"  # "torch": torch autograd; "fd": float64 finite differences
     inplace: bool = False  # the op changes its first argument: compared after the call
     device_dtypes: tuple = ()  # dtypes compiled runtimes run besides float32 (see above)
+    device_samples: int | None = None  # fewer samples than the runtime's policy (see above)
     fd_eps: float = 1e-6
 
     def skip_reason(self, runtime: str, dtype) -> str | None:
@@ -202,13 +205,22 @@ def samples_for(info: OpInfo, runtime: str) -> list[Sample]:
     n = policy(runtime).samples
     if n is None or run_slow():
         return ss
+    if info.device_samples is not None:
+        n = min(n, info.device_samples)
     return [s for i, s in enumerate(ss) if i < n or s.device]
 
 
-def fusion_modes_for(info: OpInfo, runtime: str, dtype=None) -> tuple[bool, ...]:
-    """The fusion modes a runtime runs for dtype (the time policy above)."""
+# runtimes that run fusion off on their first sample only (the time policy above)
+FUSION_OFF_FIRST_ONLY = ("cpu",)
+
+
+def fusion_modes_for(info: OpInfo, runtime: str, dtype=None, index: int = 0
+                     ) -> tuple[bool, ...]:
+    """The fusion modes a runtime runs for dtype and the index-th sample it runs (the time
+    policy above)."""
     if run_slow() or (runtime in FUSION_BOTH and (
-            dtype is None or runtime != "interp" or dtype is device_dtypes(info)[0])):
+            dtype is None or runtime != "interp" or dtype is device_dtypes(info)[0]) and (
+            index == 0 or runtime not in FUSION_OFF_FIRST_ONLY)):
         return tuple(info.fusion_modes)
     return tuple(m for m in info.fusion_modes if m) or tuple(info.fusion_modes[:1])
 

@@ -90,7 +90,7 @@ def _sdpa(mod, q, k, v, mask=None, causal=False):
 OPS = [
     OpInfo("conv2d", op=lambda x, w, b, **k: F.conv2d(x, w, b, **k),
            ref=lambda x, w, b, **k: TF.conv2d(x, w, b, **k), samples=_conv_samples,
-           tol=_CONV_TOL, grad_tol={dl.float32: (1e-3, 1e-4)}),
+           tol=_CONV_TOL, grad_tol={dl.float32: (1e-3, 1e-4)}, device_samples=1),
     OpInfo("conv2d_act", op=lambda x, w, b: F.conv2d(x, w, b, act="relu"),
            ref=lambda x, w, b: torch.relu(TF.conv2d(x, w, b)), tol=_CONV_TOL, grad=False,
            samples=lambda: _conv_samples()[:1],
