@@ -53,7 +53,8 @@ class _Ret(tuple):
 
 
 def _ret(name: str):
-    return type(name, (_Ret,), {"_name": name})
+    return type(name, (_Ret,), {"_name": name, "__doc__": f"{name}'s (values, indices) pair, "
+                                f"as torch.return_types.{name}."})
 
 
 SortResult, TopkResult = _ret("sort"), _ret("topk")
