@@ -146,7 +146,7 @@ def _slab_array(dt: np.dtype, n: int) -> tuple:
         s = by[dt.char] = [mem.view(dt), addr, 0, SLAB_BYTES // dt.itemsize]
     used = s[2]
     step = ALIGN // dt.itemsize
-    s[2] = used + -(-n // step) * step if n else used
+    s[2] = used + -(-max(n, 1) // step) * step  # an empty buffer too: addresses stay unique
     return s[0][used:used + n], s[1] + used * dt.itemsize
 
 

@@ -235,3 +235,17 @@ def test_plans_hold_no_memory(dev):
         assert all(r() is None for r in refs)
     finally:
         gc.enable()
+
+
+def test_empty_tensors_replay(dev):
+    """Size-0 operands and outputs: a replay writes only where the traced call wrote (an
+    empty buffer once shared its address with the next allocation, and the plan took the
+    output for the empty input)."""
+    for shape, dim in (((0, 3), 0), ((0, 3), 1), ((4, 0), 1), ((4, 0), 0)):
+        want = torch.zeros(shape).sum(dim)
+        for fused in (False, True):
+            with dl.fusion(fused):
+                for _ in range(CALLS):
+                    x = dl.tensor(np.zeros(shape, np.float32), device=dev)
+                    close(x.sum(dim), want)
+                    close((x + 1.0).exp(), torch.zeros(shape).add(1.0).exp())
