@@ -7,6 +7,9 @@ is stable. A row is padded to P, the next power of two; padding positions carry 
 
 - `sort_tile` with P <= TILE: one cube per row sorts it in shared memory (one launch: load,
   the log2(P) * (log2(P) + 1) / 2 compare-exchange steps, write the kept positions).
+- the CPU: `sort_merge_rows`, one unit per row, a bottom-up merge sort (the barriers of a
+  bitonic step split a CPU cube's unit loop: 0.3 s for 512 rows of 1000, 1.4 s for 4 rows
+  of 200000, against milliseconds for the merge sort). Same order, same outputs.
 - longer rows: `sort_tile` (LOCAL) sorts each TILE of the row in shared memory with the
   directions of the whole network into global work arrays (keys, u32 indices); then for each
   stage k > TILE the steps with a distance j >= TILE run as `sort_step` launches (one unit per
@@ -137,6 +140,52 @@ def sort_step(keys: Tensor[F], idx: Tensor[u32], rows: u32, n: u32, P: u32, k: u
         _exchange(keys, idx, row * P + i, row * P + i + j, (i & k) == 0, n, desc)
 
 
+@cube(launch=True)
+def sort_merge_rows(x: Tensor[F], keys: Tensor[F], idx: Tensor[u32], vals: Tensor[F],
+                    inds: Tensor[I], n: u32, lo: u32, hi: u32, desc: u32):
+    """The CPU's sort: one unit per row, a bottom-up merge sort (stable: a tie takes the
+    left run, whose original positions all come first) between the two halves of the row's
+    work space keys/idx (rows, 2n); then positions lo..hi-1 to vals/inds. O(n log n) per
+    row where the bitonic network's barriers cost a CPU a loop split per step."""
+    row = ABSOLUTE_POS
+    if row < vals.shape(0):
+        base = row * 2 * n
+        for e in range(n):
+            keys[base + e] = x[row * x.stride(0) + e * x.stride(1)]
+            idx[base + e] = e
+        src = u32(0)
+        w = u32(1)
+        while w < n:
+            sb = base + src * n
+            db = base + (1 - src) * n
+            s = u32(0)
+            while s < n:
+                m = min(s + w, n)
+                end = min(s + 2 * w, n)
+                i = s
+                j = m
+                for o in range(s, end):
+                    left = i < m
+                    if left and j < end:
+                        left = not before(keys[sb + j], idx[sb + j], keys[sb + i], idx[sb + i],
+                                          n, desc)
+                    if left:
+                        keys[db + o] = keys[sb + i]
+                        idx[db + o] = idx[sb + i]
+                        i += 1
+                    else:
+                        keys[db + o] = keys[sb + j]
+                        idx[db + o] = idx[sb + j]
+                        j += 1
+                s = end
+            src = 1 - src
+            w = w * 2
+        sb = base + src * n
+        for e in range(lo, hi):
+            vals[row * vals.stride(0) + (e - lo) * vals.stride(1)] = keys[sb + e]
+            inds[row * inds.stride(0) + (e - lo) * inds.stride(1)] = I(idx[sb + e])
+
+
 # ---- launch -------------------------------------------------------------------------------
 
 def _pow2(n: int) -> int:
@@ -157,9 +206,11 @@ def _tile(rt, elem, P: int) -> tuple[int, int]:
     return tile, block
 
 
-def sort_rows(rt, x, vals, inds, descending: bool = False, lo: int = 0, hi: int | None = None):
+def sort_rows(rt, x, vals, inds, descending: bool = False, lo: int = 0, hi: int | None = None,
+              merge: bool | None = None):
     """Sorts the rows of x ((rows, n), any strides) and writes the sorted positions lo..hi-1
-    of each row into vals (x's type) and inds (an int type), both (rows, hi - lo) views."""
+    of each row into vals (x's type) and inds (an int type), both (rows, hi - lo) views.
+    `merge`: the merge sort per unit (default: on the CPU) rather than the bitonic network."""
     x, vals, inds = x.buffer, vals.buffer, inds.buffer
     rows, n = x.shape
     hi = n if hi is None else hi
@@ -169,6 +220,13 @@ def sort_rows(rt, x, vals, inds, descending: bool = False, lo: int = 0, hi: int 
         raise ValueError(f"sort_rows: outputs {vals.shape} and {inds.shape}, want "
                          f"{(rows, hi - lo)}")
     if rows == 0 or hi == lo:
+        return vals, inds
+    if is_cpu(rt) if merge is None else merge:
+        keys = rt.empty((rows, 2 * n), x.elem)
+        idx = rt.empty((rows, 2 * n), cb.u32)
+        sort_merge_rows.launch(rt, cube_count=cube_count(rows, 1), cube_dim=1, x=x, keys=keys,
+                               idx=idx, vals=vals, inds=inds, n=n, lo=lo, hi=hi,
+                               desc=int(descending))
         return vals, inds
     P = max(2, _pow2(n))
     tile, block = _tile(rt, x.elem, P)
@@ -238,6 +296,7 @@ CUBE_CHECK = {
                 for f, i in ((cb.f32, cb.i32), (cb.f64, cb.i64), (cb.i32, cb.i64))
                 for tile, block in ((64, 32), (1024, 256))],
     sort_step: [dict(type={"F": cb.f32}), dict(type={"F": cb.f64})],
+    sort_merge_rows: [dict(type={"F": cb.f32, "I": cb.i64}), dict(type={"F": cb.f32, "I": cb.i32})],
     scatter_rows_kernel: [dict(type={"F": cb.f32, "I": cb.i32}),
                           dict(type={"F": cb.f64, "I": cb.i64})],
 }
