@@ -871,8 +871,8 @@ def lerp(input: Tensor, end, weight) -> Tensor:  # noqa: A002
 
     end: a tensor or scalar; weight: a scalar or a tensor; all broadcast. Float tensors only
     (the promoted dtype). Differentiable in all three. Lazy (fuses). Also `t.lerp(end, w)`."""
+    check_dtype("lerp", result_type(input, end) if is_tensor(end) else input.dtype, "float")
     out = result_type(input, end, weight)
-    check_dtype("lerp", out, "float")
     ct = out.compute
     y = elementwise("lerp", [input, end, weight], [ct, ct, ct], out)
     te = end if is_tensor(end) else None
@@ -958,10 +958,14 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
+_emits("selu", lambda ir, x: _elu_math(ir, x, SELU_ALPHA, SELU_SCALE, 1.0))
+
+
 def selu(x: Tensor) -> Tensor:
     """scale * elu(x, alpha) with PyTorch's constants (alpha 1.6733, scale 1.0507),
     elementwise. Differentiable; lazy (fuses). Also `t.selu()`."""
-    return elu(x, SELU_ALPHA, SELU_SCALE)
+    return _act("selu", x, (), lambda g, x, y: where(
+        x <= 0, g * (exp(x) * (SELU_ALPHA * SELU_SCALE)), g * SELU_SCALE))
 
 
 def _mish_math(ir, x):

@@ -397,7 +397,7 @@ def einsum(equation: str, *operands) -> Tensor:
             if s != 1 and have != 1 and s != have:
                 name = "..." if isinstance(lab, tuple) else lab
                 raise ValueError(f"einsum(): subscript {name!r} has size {s} in operand {k} "
-                                 f"(shape {t.shape}) but {have} in an earlier operand")
+                                 f"(shape {t.shape}) but {have} elsewhere in {equation!r}")
             if s != 1 or lab not in sizes:
                 sizes[lab] = s
     ell_tokens = [("...", e) for e in range(ell)]
