@@ -958,7 +958,8 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-_emits("selu", lambda ir, x: _elu_math(ir, x, SELU_ALPHA, SELU_SCALE, 1.0))
+_emits("selu", lambda ir, x: _elu_math(ir, x, ir.const(SELU_ALPHA, x.type),
+                                       ir.const(SELU_SCALE, x.type), 1.0))
 
 
 def selu(x: Tensor) -> Tensor:
