@@ -203,6 +203,7 @@ def _workload() -> None:
     _each_candidate(conv.CONV, lambda: conv.conv2d(rt, xb, wb, padding=1))
     _each_candidate(pool.POOL, lambda: F.max_pool2d(img, 2).numpy())
     _each_candidate(pool.POOL, lambda: F.avg_pool2d(img, 2).numpy())
+    _workload_issue17(t)
     # a small network, forward and backward, two optimisers
     for dt in (dl.float32, dl.float64):
         xin = t(4, 3, 8, 8, dtype=dt, grad=True)
@@ -226,6 +227,70 @@ def _workload() -> None:
             loss.backward()
             opt.step()
             loss.numpy()
+
+
+def _workload_issue17(t) -> None:
+    """Scans, sorts, histograms, indexing, interpolation and adaptive pooling. Their ops
+    read counts and flags back (nonzero's size, bounds checks), so these kernels execute on
+    the recorder (small sizes: the interpreter runs them)."""
+    import numpy as np
+
+    import dl
+    import dl.nn.functional as F
+    from dl.kernels import sort as lib_sort
+
+    rt = dl.device(DEVICE).rt
+    rt.execute = True
+    try:
+        for dt in (dl.float32, dl.float64):
+            dl.cumsum(t(40, 5, dtype=dt), 0).numpy()
+            dl.cumsum(t(3, 2500, dtype=dt), 1).numpy()  # the multi-block scan
+            dl.cumprod(t(3, 70, dtype=dt), 1).numpy()
+            dl.logcumsumexp(t(3, 70, dtype=dt), 1).numpy()
+            dl.sort(t(3, 40, dtype=dt), 1)[0].numpy()
+            dl.sort(t(2, 1500, dtype=dt), 1)[0].numpy()  # global bitonic steps
+            v = t(4, 9, dtype=dt, grad=True)
+            dl.topk(v, 2)[0].sum().backward()
+            x = t(3, 64, dtype=dt)
+            vals = rt.empty((3, 64), x.dtype.cube)
+            inds = rt.empty((3, 64), dl.int64.cube)
+            lib_sort.sort_rows(rt, x._karg(), vals.view((3, 64), (64, 1)),
+                               inds.view((3, 64), (64, 1)), merge=True)
+            edges = dl.sort(t(10, dtype=dt))[0]
+            dl.searchsorted(edges, t(7, dtype=dt)).numpy()
+            dl.histc(t(50, dtype=dt), bins=5, min=-1, max=1).numpy()
+            img = t(2, 3, 5, 7, dtype=dt, grad=True)
+            y = F.interpolate(img, scale_factor=2, mode="bilinear", align_corners=False)
+            y = y + F.interpolate(img, scale_factor=2, mode="nearest")
+            y.sum().backward()
+            seq = t(2, 3, 9, dtype=dt, grad=True)
+            F.interpolate(seq, size=14, mode="linear").sum().backward()
+            F.adaptive_avg_pool2d(img, (3, 4)).sum().backward()
+            src = t(4, 6, dtype=dt, grad=True)
+            idx = dl.tensor(np.array([[0, 1, 2, 3, 0, 1]] * 2))
+            base = t(4, 6, dtype=dt, grad=True)
+            (base.scatter_add(0, idx, src[:2]) + base.index_add(0, dl.tensor([0, 0]), src[:2])
+             ).sum().backward()
+            dl.tensor(np.arange(200) % 7).to(dt).index_select(0, dl.tensor(
+                np.arange(100) % 13)).numpy()
+            ib = dl.tensor(np.arange(90) % 4)
+            (t(4, 5, dtype=dt, grad=True)[ib]).sum().backward()  # a long index row: sorted
+            m = t(5, 6, dtype=dt) > 0
+            t(5, 6, dtype=dt)[m].numpy()
+            dl.nonzero(m).numpy()
+            dl.tril(t(5, 6, dtype=dt)).numpy()
+            (dl.flip(t(5, 6, dtype=dt), [0]) + dl.roll(t(5, 6, dtype=dt), 2, 1)).numpy()
+            long_idx = dl.tensor(np.arange(200).reshape(100, 2) % 5)  # sorted accumulation
+            t(5, 2, dtype=dt).scatter_add(0, long_idx, t(100, 2, dtype=dt)).numpy()
+            dl.take_along_dim(t(4, 6, dtype=dt), dl.tensor(np.arange(24).reshape(4, 6) % 6),
+                              1).numpy()
+            w = t(9, 3, dtype=dt)
+            w[dl.tensor([1, 4, 4])] = t(3, 3, dtype=dt)
+            w.numpy()
+        dl.bincount(dl.tensor(np.arange(30) % 7)).numpy()
+        dl.bincount(dl.tensor(np.arange(30) % 7), weights=t(30)).numpy()
+    finally:
+        rt.execute = False
 
 
 def capture() -> tuple[list[tuple], list[tuple[str, object]]]:
