@@ -97,8 +97,10 @@ _MINMAX_NAN = "bug (dl/ops/elementwise.py): maximum/minimum with a nan operand g
     "other operand, PyTorch nan (the edge sample leaves nan out)"
 _RPOW_GRAD = "bug (dl/ops/elementwise.py): the gradient of `2 ** t` (a Python scalar base) " \
     "raises AttributeError in _pow_grad (log of a Python number); grad not checked"
-_ALPHA_INT32 = "bug (dl/ops/elementwise.py): add/sub(int32 tensor, python int, alpha=k) " \
-    "gives int64 (the scalar times alpha becomes an int64 tensor), PyTorch int32"
+_ALPHA_SCALAR = "bug (dl/ops/elementwise.py): add/sub(t, python scalar, alpha=k): the " \
+    "scalar times alpha becomes a tensor on the default device (an int64 one for ints): " \
+    "off that device it raises 'tensors on different devices', on it an int32 t gives " \
+    "int64 (PyTorch: t's dtype); the samples leave python scalars out"
 _BOOL_ARITH = "dl: bool with bool gives int64 (PyTorch: bool) for add/mul/maximum/minimum"
 
 OPS = [
@@ -153,12 +155,11 @@ OPS = [
         a.long(), b.long() if isinstance(b, torch.Tensor) else b), dtypes=(dl.bool_,),
            scalar=None, note=_BOOL_ARITH),
     binary("add_alpha", fn=lambda a, b: dl.add(a, b, alpha=2), ref=lambda a, b: torch.add(
-        a, b, alpha=2), dtypes=NO_BOOL, scalar=3, skip={"*:int32": _ALPHA_INT32},
-           note=_ALPHA_INT32),
+        a, b, alpha=2), dtypes=NO_BOOL, scalar=None, note=_ALPHA_SCALAR),
     binary("sub", dtypes=NO_BOOL, signed_zero=True),
     binary("sub_alpha", fn=lambda a, b: dl.sub(a, b, alpha=-3),
-           ref=lambda a, b: torch.sub(a, b, alpha=-3), dtypes=NO_BOOL, scalar=2,
-           skip={"*:int32": _ALPHA_INT32}),
+           ref=lambda a, b: torch.sub(a, b, alpha=-3), dtypes=NO_BOOL, scalar=None,
+           note=_ALPHA_SCALAR),
     binary("mul", dtypes=NO_BOOL, signed_zero=True),
     binary("div", dtypes=ALL, positive=False),
     binary("true_divide", fn=lambda a, b: dl.ops.OPS["true_divide"](a, b),
@@ -247,7 +248,7 @@ OPS = [
              grad=dst.is_float,
              samples=(lambda d: lambda: _cast_samples(d))(dst),
              note="float to int casts of values out of the int range saturate (PyTorch: "
-                  "undefined)" if not dst.is_float else "")
+                  "undefined)" if dst in INTS else "")
       for dst, tdst in ((dl.float32, torch.float32), (dl.float64, torch.float64),
                         (dl.float16, torch.float16), (dl.bfloat16, torch.bfloat16),
                         (dl.int32, torch.int32), (dl.int64, torch.int64),
