@@ -247,6 +247,17 @@ OPS = [
              note="rand/randn draw from dl's counter-based generator: not torch's stream "
                   "(the entry compares shape, dtype, range and moments only)")
       for n in ("rand", "randn")],
+    # ---- Python values -------------------------------------------------------------------
+    OpInfo("item", op=lambda x: x.item(), ref=lambda x: x.item(), dtypes=ALL, grad=False,
+           samples=lambda: [Sample(arr((), 0, -3, 3)), Sample(arr((1, 1), 1, -3, 3)),
+                            Sample(np.array([np.nan]), desc="nan")]),
+    OpInfo("tolist", op=lambda x: x.tolist(), ref=lambda x: x.tolist(), dtypes=ALL,
+           grad=False, samples=lambda: [Sample(arr((2, 3), 0, -3, 3)),
+                                        Sample(arr((3, 2), 1, -3, 3), noncontig=True),
+                                        Sample(arr((), 2, -3, 3), desc="0-dim")]),
+    OpInfo("numel_dim_size", op=lambda x: (x.numel(), x.dim(), x.size(), x.size(-1), x.ndim),
+           ref=lambda x: (x.numel(), x.dim(), x.size(), x.size(-1), x.ndim), grad=False,
+           samples=lambda: [Sample(arr((2, 3, 4))), Sample(arr((0, 5)), desc="size 0")]),
     OpInfo("tensor", op=lambda v: dl.tensor(v), ref=lambda v: torch.tensor(v), grad=False,
            samples=lambda: [Sample([[1.5, 2.0], [3.0, -0.0]]), Sample([1, 2, 3]),
                             Sample([True, False]), Sample(2.5), Sample(7)]),
