@@ -13,6 +13,10 @@ from .elementwise import cast
 from .registry import register
 from .shape import assign, contiguous, getitem, reshape, unsqueeze
 
+# the gradients scatter with dl/ops/indexing.py's kernels; that module builds on this one and
+# installs its entry points here when it is imported
+SCATTER: dict = {}
+
 
 def _check_index(idx: Tensor, what: str) -> Tensor:
     if idx.dtype not in (dtypes.int32, dtypes.int64):
@@ -48,10 +52,9 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     xshape = x.shape
 
     def back(g):  # index_add of g into zeros: repeated indices summed in index order
-        from .indexing import _index_add_into
         g = _acc(g)
         gx = zeros(xshape, dtype=g.dtype, device=g.device)._materialise()
-        _index_add_into(gx, d, idx, g, 1)
+        SCATTER["index_add_into"](gx, d, idx, g, 1)
         return (cast(gx, x.dtype),)
     return record(y, "index_select", (x,), back)
 
@@ -80,10 +83,9 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     xshape = x.shape
 
     def back(g):  # scatter_add of g into zeros: repeated indices summed in index order
-        from .indexing import _scatter_into
         g = _acc(g)._materialise()
         gx = zeros(xshape, dtype=g.dtype, device=g.device)._materialise()
-        _scatter_into(gx, d, idx, g, ADD, check=False)
+        SCATTER["scatter_into"](gx, d, idx, g, ADD, check=False)
         return (cast(gx, x.dtype),)
     return record(y, "gather", (x,), back)
 

@@ -39,10 +39,11 @@ from ..kernels.launch import launch_1d
 from ..tensor import Tensor
 from .creation import full, tensor, zeros
 from .elementwise import cast, ne, where
-from .index import cat, gather, index_select
+from .index import SCATTER, cat, gather, index_select
 from .reduce import sum_to
 from .registry import register
-from .shape import assign, contiguous, expand, getitem, reshape
+from .shape import ADVANCED, assign, contiguous, expand, getitem, reshape
+from .sorting import sort
 
 __all__ = ["scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_",
            "index_put", "index_put_", "masked_fill", "masked_fill_", "masked_select",
@@ -177,7 +178,6 @@ def _scatter_into(dst: Tensor, d: int, idx: Tensor, src, mode: int, check: bool 
     if check:
         _check_bounds(idx, shape[d], "scatter", d, wrap=False)
     if mode in (K.ADD, K.MUL) and ishape[d] > SORT_ABOVE:
-        from .sorting import sort
         with no_grad():
             srt = sort(idx if idx.ndim else reshape(idx, 1), d, stable=True)
         sidx = contiguous(srt.values)._materialise()
@@ -306,7 +306,6 @@ def _put(dst: Tensor, off: Tensor, pre_st: tuple, post_st: tuple, v: Tensor, mod
         mode = K.OR
     st = tuple(pre_st) + (0,) + tuple(post_st)
     if mode == 2 and off.shape[0] > SORT_ABOVE:
-        from .sorting import sort
         with no_grad():
             srt = sort(off, 0, stable=True)
         soff = contiguous(srt.values)._materialise()
@@ -966,3 +965,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:  # noqa:
     bx[d], bi[d] = input.shape[d], idx.shape[d]
     return gather(expand(input, *bx), d, expand(idx, *bi))
 
+
+ADVANCED.update(is_advanced=_is_advanced, getitem=advanced_getitem, setitem=advanced_setitem,
+                setitem_autograd=setitem_autograd)
+SCATTER.update(index_add_into=_index_add_into, scatter_into=_scatter_into)

@@ -228,6 +228,11 @@ def _index_view(x: Tensor, idx):
     return tuple(shape), tuple(strides), off
 
 
+# Advanced indexing (index tensors, masks) and setitem's autograd live in dl/ops/indexing.py,
+# which builds on this module: it installs its entry points here when it is imported.
+ADVANCED: dict = {}
+
+
 @register("getitem", dunder="__getitem__")
 def getitem(x: Tensor, idx) -> Tensor:
     """`x[idx]`: basic indexing is a view (ints, slices with a positive step, None, ...).
@@ -236,9 +241,8 @@ def getitem(x: Tensor, idx) -> Tensor:
     index's dims in their place, apart they go first); a bool mask selects its true entries
     (a host synchronisation: the count decides the shape, see `nonzero`). Differentiable
     (repeated indices accumulate their gradients)."""
-    from .indexing import _is_advanced, advanced_getitem
-    if _is_advanced(idx):
-        return advanced_getitem(x, idx)
+    if ADVANCED["is_advanced"](idx):
+        return ADVANCED["getitem"](x, idx)
     shape, strides, off = _index_view(x, idx)
     y = x._view(shape, strides, off)
     old, dt, dev = x.shape, x.dtype, x.device
@@ -256,12 +260,11 @@ def setitem(x: Tensor, idx, value) -> None:
     into x's storage, in place; with index tensors or masks among idx, as PyTorch's
     `index_put_` (repeated indices: one of the values wins). Differentiable in x and value
     as PyTorch's (x takes the result's history; a leaf that requires grad is refused)."""
-    from .indexing import _is_advanced, advanced_setitem, setitem_autograd
     if is_grad_enabled() and (x.requires_grad or getattr(value, "requires_grad", False)):
-        setitem_autograd(x, idx, value)
+        ADVANCED["setitem_autograd"](x, idx, value)
         return
-    if _is_advanced(idx):
-        advanced_setitem(x, idx, value)
+    if ADVANCED["is_advanced"](idx):
+        ADVANCED["setitem"](x, idx, value)
         return
     with no_grad():
         view = getitem(x, idx)
