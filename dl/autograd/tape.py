@@ -11,7 +11,8 @@ The tape sits below dl.ops (docs/dl.md, "Layers"): it adds gradients with the Te
 from __future__ import annotations
 
 from ..fusion import elementwise, realise
-from .grad_mode import is_grad_enabled, no_grad
+from .grad_mode import _state as _grad_state
+from .grad_mode import no_grad
 from .hooks import run_post_accumulate_grad_hooks
 
 
@@ -28,9 +29,12 @@ class GradFn:
 
 
 def needs_grad(*xs) -> bool:
-    if not is_grad_enabled():
+    if not _grad_state.on:
         return False
-    return any(getattr(x, "requires_grad", False) for x in xs)
+    for x in xs:  # a loop, not any(genexpr): every eager op asks
+        if getattr(x, "requires_grad", False):
+            return True
+    return False
 
 
 def record(out, name: str, inputs: tuple, backward):

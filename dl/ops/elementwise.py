@@ -20,6 +20,7 @@ from cube_ir.types import i32, with_elem
 
 from .. import dtypes
 from ..autograd import record
+from ..autograd.tape import needs_grad
 from ..fusion import elementwise
 from ..fusion.emit_ops import emitter
 from ..tensor import Tensor
@@ -86,7 +87,7 @@ def _unary(op, float_only: bool, grad=None, attrs=()):
     def fn(x: Tensor) -> Tensor:
         dt = _float_of(x.dtype) if float_only else x.dtype
         y = _unary_node(op, x, dt, attrs)
-        if grad is not None and dt.is_float:
+        if grad is not None and dt.is_float and needs_grad(x):
             record(y, op, (x,), lambda g: (grad(g, x, y),))
         return y
     fn.__name__ = op
@@ -325,23 +326,35 @@ def check_dtype(op: str, dt: dtypes.DType, accepts: str | None) -> None:
                             " (float tensors only)" if accepts == "float" else ""))
 
 
-def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
-    if not is_tensor(a) and not is_tensor(b):
-        a = tensor(a)
-    pt = result_type(a, b)
-    check_dtype(op, pt, accepts)
+def _kind_types(kind: str, pt: dtypes.DType) -> tuple:
+    """(result dtype, the inputs' compute types) of a binary op of `kind` on promoted pt."""
     if kind in ("arith", "bitwise"):
         out = dtypes.int64 if pt is dtypes.bool_ and kind == "arith" else pt
-        ins = (out.compute, out.compute)
-    elif kind == "float":  # true division and pow compute in floats
+        return out, (out.compute, out.compute)
+    if kind == "float":  # true division and pow compute in floats
         out = _float_of(pt)
-        ins = (out.compute, out.compute)
-    elif kind == "compare":
-        out, ins = dtypes.bool_, (pt.compute, pt.compute)
-    else:  # logical
-        out, ins = dtypes.bool_, (dtypes.bool_, dtypes.bool_)
-    y = elementwise(op, [a, b], list(ins), out)
-    if grad is not None and out.is_float:
+        return out, (out.compute, out.compute)
+    if kind == "compare":
+        return dtypes.bool_, (pt.compute, pt.compute)
+    return dtypes.bool_, (dtypes.bool_, dtypes.bool_)  # logical
+
+
+_KIND_TYPES = {(k, d): _kind_types(k, d) for k in ("arith", "bitwise", "float", "compare",
+                                                    "logical") for d in dtypes.ALL}
+
+
+def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
+    if a.__class__ is Tensor and b.__class__ is Tensor and a.dtype is b.dtype:
+        pt = a.dtype  # the common case: no promotion
+    else:
+        if not is_tensor(a) and not is_tensor(b):
+            a = tensor(a)
+        pt = result_type(a, b)
+    if accepts is not None:
+        check_dtype(op, pt, accepts)
+    out, ins = _KIND_TYPES[kind, pt]
+    y = elementwise(op, [a, b], ins, out)
+    if grad is not None and out.is_float and needs_grad(a, b):
         tensors = (a if is_tensor(a) else None, b if is_tensor(b) else None)
 
         def back(g):
