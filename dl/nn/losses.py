@@ -18,6 +18,7 @@ class _Loss(Module):
         self.reduction = reduction
 
     def extra_repr(self) -> str:
+        """The options shown in the module's repr."""
         return f"reduction={self.reduction!r}" if self.reduction != "mean" else ""
 
 
@@ -30,6 +31,7 @@ class BCELoss(_Loss):
         self.register_buffer("weight", weight)
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of the batch (F.binary_cross_entropy with this module's options)."""
         return FL.binary_cross_entropy(input, target, weight=self.weight,
                                        reduction=self.reduction)
 
@@ -46,6 +48,7 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of the batch (F.binary_cross_entropy_with_logits with this module's options)."""
         return FL.binary_cross_entropy_with_logits(input, target, self.weight,
                                                    pos_weight=self.pos_weight,
                                                    reduction=self.reduction)
@@ -55,6 +58,7 @@ class L1Loss(_Loss):
     """Mean absolute error (`F.l1_loss`)."""
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of the batch (F.l1_loss with this module's options)."""
         return FL.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -67,6 +71,7 @@ class SmoothL1Loss(_Loss):
         self.beta = beta
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of the batch (F.smooth_l1_loss with this module's options)."""
         return FL.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
@@ -78,6 +83,7 @@ class HuberLoss(_Loss):
         self.delta = delta
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of the batch (F.huber_loss with this module's options)."""
         return FL.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -91,6 +97,7 @@ class KLDivLoss(_Loss):
         self.log_target = log_target
 
     def forward(self, input, target):  # noqa: A002
+        """The loss of the batch (F.kl_div with this module's options)."""
         return FL.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
@@ -104,5 +111,6 @@ class CosineEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1, input2, target):
+        """The loss of the batch (F.cosine_embedding_loss with this module's options)."""
         return FL.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                         reduction=self.reduction)
