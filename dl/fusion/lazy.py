@@ -51,7 +51,10 @@ def realise(tensors: list[Tensor]) -> None:
         if t is not None and t._node is not None:
             groups.setdefault((t.shape, t.device), []).append(t)
     for group in groups.values():
-        materialise(group)
+        if len(group) == 1:  # one value (a parameter's accumulated gradient): its plan
+            group[0]._materialise()
+        else:
+            materialise(group)
 
 
 def _compute(t: Tensor) -> None:
