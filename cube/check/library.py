@@ -266,6 +266,8 @@ def _workload_issue17(t) -> None:
             seq = t(2, 3, 9, dtype=dt, grad=True)
             F.interpolate(seq, size=14, mode="linear").sum().backward()
             F.adaptive_avg_pool2d(img, (3, 4)).sum().backward()
+            F.max_pool2d(img, 3, stride=2, padding=1).sum().backward()  # the general pool
+            F.max_pool2d(img, 2).sum().backward()  # 5x7: windows do not tile the input
             src = t(4, 6, dtype=dt, grad=True)
             idx = dl.tensor(np.array([[0, 1, 2, 3, 0, 1]] * 2))
             base = t(4, 6, dtype=dt, grad=True)

@@ -15,7 +15,13 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..kernels import conv as lib_conv
 from ..kernels import pool as lib_pool
 from ..kernels.launch import launch_1d
-from ..kernels.tensor_pool import avg_pool2d_backward, max_pool2d_backward, max_pool2d_indices
+from ..kernels.tensor_pool import (
+    avg_pool2d_backward,
+    max_pool2d_backward,
+    max_pool2d_backward_tiles,
+    max_pool2d_indices,
+    max_pool2d_indices_unpadded,
+)
 from ..tensor import Tensor
 from .index import cat
 from .libcall import copy, counted, operand, result
@@ -141,14 +147,25 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Te
     cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
     y = Tensor._empty((n, c, oh, ow), x.dtype, x.device)
     idx = Tensor._empty((n, c, oh, ow), dtypes.int32, x.device)
-    launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), y=y._buf, idx=idx._buf, C=c,
-              OH=oh, OW=ow, **cfg)
+    if ph == 0 and pw == 0:
+        launch_1d(max_pool2d_indices_unpadded, rt, idx.numel(), x=operand(x), y=y._buf,
+                  idx=idx._buf, C=c, OH=oh, OW=ow, W=w, KH=kh, KW=kw, SH=sh, SW=sw, DH=dh,
+                  DW=dw)
+    else:
+        launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), y=y._buf, idx=idx._buf,
+                  C=c, OH=oh, OW=ow, **cfg)
+    tiles = (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1 and h == oh * kh and \
+        w == ow * kw  # the windows tile the input exactly
 
     def back(g):
         g = _contig(g)
         gx = Tensor._empty(x.shape, x.dtype, x.device)
-        launch_1d(max_pool2d_backward, rt, gx.numel(), g=g._buf, idx=idx._buf, out=gx._buf,
-                  H=h, W=w, OH=oh, OW=ow, **cfg)
+        if tiles:
+            launch_1d(max_pool2d_backward_tiles, rt, g.numel(), g=g._buf, idx=idx._buf,
+                      out=gx._buf, W=w, OH=oh, OW=ow, KH=kh, KW=kw)
+        else:
+            launch_1d(max_pool2d_backward, rt, gx.numel(), g=g._buf, idx=idx._buf,
+                      out=gx._buf, H=h, W=w, OH=oh, OW=ow, **cfg)
         return (gx,)
     return record(y, "max_pool2d", (x,), back)
 
