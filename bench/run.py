@@ -55,11 +55,13 @@ def median_time(fn, repeat: int = 15, warmup: int = 3, inner: int = 1) -> float:
 
 
 def paired_medians(fns, repeat: int = 15, warmup: int = 3, block: int = 5,
-                   pause: float = 0.01, clock=time.perf_counter) -> list[float]:
-    """Median seconds of each of fns, timed in turns of `block` runs, each turn after a short
+                   pause: float = 0.2, clock=time.perf_counter) -> list[float]:
+    """Median seconds of each of fns, timed in turns of `block` runs, each turn after a
     pause and one untimed run: drift in a shared machine's speed then falls on every
     contender alike (one long block after the other gave ratios that moved by 2x between
-    runs), and neither starts cold or behind the other's still-spinning worker threads."""
+    runs), and neither starts cold or behind the other's still-spinning worker threads
+    (torch's OpenMP and OpenBLAS workers spin for ~100-200 ms after a call and hold a core:
+    with a 10 ms pause, our CNN step right after torch's took 12.8 ms, alone 7.4 ms)."""
     for fn in fns:
         for _ in range(warmup):
             fn()
