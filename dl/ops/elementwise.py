@@ -220,8 +220,9 @@ def sigmoid(ir, x):
 
 @unary(float_only=False, grad=lambda g, x, y: where(x > 0, g, 0.0))
 def relu(ir, x):
-    """max(x, 0), elementwise. Its gradient is 0 at x = 0, as PyTorch's."""
-    return ir.select(ir.binary("gt", x, 0), x, 0)
+    """max(x, 0), elementwise: nan and -0.0 pass through, as PyTorch's. Its gradient is 0
+    at x = 0, as PyTorch's."""
+    return ir.select(ir.binary("lt", x, 0), 0, x)
 
 
 @unary(grad=lambda g, x, y: g * sigmoid(x))
@@ -380,8 +381,8 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
         _emits(name, math_fn)
         if alpha:
             def fn(a, b, alpha=None):
-                if alpha is not None:
-                    b = mul(b, alpha)
+                if alpha is not None:  # a Python b stays a (weak) Python number
+                    b = mul(b, alpha) if is_tensor(b) else b * alpha
                 return _binary(name, kind, a, b, grad, accepts)
         else:
             def fn(a, b):
@@ -440,7 +441,13 @@ def div(ir, x, y):
 
 def _pow_grad(g, a, b, y):
     ga = g * b * (a ** (b - 1)) if is_tensor(a) else None
-    gb = g * y * log(a) if is_tensor(b) else None
+    if not is_tensor(b):
+        gb = None
+    elif is_tensor(a):
+        gb = g * y * log(a)
+    else:  # a Python base: its log is a number (-inf at 0, nan below, as log's)
+        la = math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+        gb = g * y * la
     return ga, gb
 
 
@@ -461,16 +468,24 @@ def _minmax_grad(greater):
     return grad
 
 
+def _nan_first(ir, x, y, r):
+    """r, or the nan among x and y (the targets' max/min return the other operand; for
+    integers the comparisons fold away)."""
+    return ir.select(ir.binary("ne", x, x), x, ir.select(ir.binary("ne", y, y), y, r))
+
+
 @binary("arith", _minmax_grad(lambda a, b: gt(a, b)))
 def maximum(ir, x, y):
-    """The larger of a and b, elementwise; ties share the gradient, as PyTorch's."""
-    return ir.binary("max", x, y)
+    """The larger of a and b, elementwise; a nan operand gives nan and ties share the
+    gradient, as PyTorch's."""
+    return _nan_first(ir, x, y, ir.binary("max", x, y))
 
 
 @binary("arith", _minmax_grad(lambda a, b: lt(a, b)))
 def minimum(ir, x, y):
-    """The smaller of a and b, elementwise; ties share the gradient, as PyTorch's."""
-    return ir.binary("min", x, y)
+    """The smaller of a and b, elementwise; a nan operand gives nan and ties share the
+    gradient, as PyTorch's."""
+    return _nan_first(ir, x, y, ir.binary("min", x, y))
 
 
 @binary("compare", dunder="__eq__")

@@ -91,16 +91,6 @@ def _cast_samples(dst):
             Sample(arr((0, 2)), desc="size 0")]
 
 
-_RELU_NAN = "bug (dl/ops/elementwise.py): relu(nan) gives 0, PyTorch nan (the edge sample " \
-    "leaves nan out)"
-_MINMAX_NAN = "bug (dl/ops/elementwise.py): maximum/minimum with a nan operand give the " \
-    "other operand, PyTorch nan (the edge sample leaves nan out)"
-_RPOW_GRAD = "bug (dl/ops/elementwise.py): the gradient of `2 ** t` (a Python scalar base) " \
-    "raises AttributeError in _pow_grad (log of a Python number); grad not checked"
-_ALPHA_SCALAR = "bug (dl/ops/elementwise.py): add/sub(t, python scalar, alpha=k): the " \
-    "scalar times alpha becomes a tensor on the default device (an int64 one for ints): " \
-    "off that device it raises 'tensors on different devices', on it an int32 t gives " \
-    "int64 (PyTorch: t's dtype); the samples leave python scalars out"
 _BOOL_ARITH = "dl: bool with bool gives int64 (PyTorch: bool) for add/mul/maximum/minimum"
 
 OPS = [
@@ -133,7 +123,7 @@ OPS = [
     unary("neg_op", fn=lambda x: -x, ref=lambda x: -x, dtypes=NO_BOOL, signed_zero=True),
     unary("abs_op", fn=lambda x: abs(x), ref=lambda x: abs(x), dtypes=NO_BOOL),
     # ---- activations --------------------------------------------------------------------
-    unary("relu", dtypes=NO_BOOL, drop=(np.nan,), note=_RELU_NAN),
+    unary("relu", dtypes=NO_BOOL, signed_zero=True),
     unary("softplus", fn=lambda x: dl.softplus(x), ref=lambda x: TF.softplus(x),
           dtypes=ALL_FLOATS, low=-30.0, high=30.0, grad_tol={dl.float64: (1e-8, 1e-10)},
           note="softplus's gradient above the threshold (x > 20) is sigmoid(x), PyTorch's 1 "
@@ -155,11 +145,10 @@ OPS = [
         a.long(), b.long() if isinstance(b, torch.Tensor) else b), dtypes=(dl.bool_,),
            scalar=None, note=_BOOL_ARITH),
     binary("add_alpha", fn=lambda a, b: dl.add(a, b, alpha=2), ref=lambda a, b: torch.add(
-        a, b, alpha=2), dtypes=NO_BOOL, scalar=None, note=_ALPHA_SCALAR),
+        a, b, alpha=2), dtypes=NO_BOOL, scalar=3),
     binary("sub", dtypes=NO_BOOL, signed_zero=True),
     binary("sub_alpha", fn=lambda a, b: dl.sub(a, b, alpha=-3),
-           ref=lambda a, b: torch.sub(a, b, alpha=-3), dtypes=NO_BOOL, scalar=None,
-           note=_ALPHA_SCALAR),
+           ref=lambda a, b: torch.sub(a, b, alpha=-3), dtypes=NO_BOOL, scalar=2),
     binary("mul", dtypes=NO_BOOL, signed_zero=True),
     binary("div", dtypes=ALL, positive=False),
     binary("true_divide", fn=lambda a, b: dl.ops.OPS["true_divide"](a, b),
@@ -170,8 +159,8 @@ OPS = [
            dtypes=INTS, positive=True, scalar=2, check_dtype=False, edge=False,
            note="dl.pow of integer tensors computes in float and gives float32 "
                 "(PyTorch: integer pow)"),
-    binary("maximum", dtypes=NO_BOOL, scalar=None, drop=(np.nan,), note=_MINMAX_NAN),
-    binary("minimum", dtypes=NO_BOOL, scalar=None, drop=(np.nan,), note=_MINMAX_NAN),
+    binary("maximum", dtypes=NO_BOOL, scalar=None),
+    binary("minimum", dtypes=NO_BOOL, scalar=None),
     *[OpInfo(f"{n}_ties", op=_fn(dl, n), ref=_fn(torch, n),
              samples=lambda: [Sample(ties((3, 5)), ties((3, 5), 1), desc="ties share the grad"),
                               Sample(ties((4, 4), 2), ties((4,), 3), desc="broadcast ties")])
@@ -188,8 +177,7 @@ OPS = [
     binary("__pow__", fn=lambda a, b: a ** b, ref=lambda a, b: a ** b, positive=True,
            dtypes=ALL_FLOATS,
            tol={dl.float32: (2e-5, 1e-6)}),
-    binary("__rpow__", fn=lambda a, b: 2 ** a, ref=lambda a, b: 2 ** a, dtypes=ALL_FLOATS,
-           grad=False, note=_RPOW_GRAD),
+    binary("__rpow__", fn=lambda a, b: 2 ** a, ref=lambda a, b: 2 ** a, dtypes=ALL_FLOATS),
     binary("__pow_scalar__", fn=lambda a, b: a ** 3, ref=lambda a, b: a ** 3,
            dtypes=ALL_FLOATS),
     # ---- comparisons and logical ops ----------------------------------------------------
