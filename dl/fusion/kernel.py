@@ -310,7 +310,7 @@ def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0,
             vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts)
             v = b.to_type(vals[s.outs[0][0]], at)
             comb = {"sum": "add", "mean": "add", "prod": "mul"}.get(op, op)
-            b.assign(total, b.binary(comb, total, v))
+            b.assign(total, _combine(b, comb, total, v, dtypes[acc].is_float))
         res = b.to_type(b.mul(b.to_type(total, scale.type), scale), at) if op == "mean" \
             else total
         b.store(out, u, res)
@@ -318,6 +318,16 @@ def build_reduce(s: Structure, dtypes: dict, op: str, acc: str, kept: int = 0,
 
 
 _INIT = {"sum": 0, "mean": 0, "prod": 1, "max": -math.inf, "min": math.inf}
+
+
+def _combine(b, comb: str, acc, v, is_float: bool):
+    """acc comb v; a float max/min keeps a nan from either side, as PyTorch's reductions
+    (the targets' max/min return the other operand)."""
+    r = b.binary(comb, acc, v)
+    if is_float and comb in ("max", "min"):
+        r = b.select(b.binary("ne", v, v), v, r)
+        r = b.select(b.binary("ne", acc, acc), acc, r)
+    return r
 
 
 def _reduce_init(op: str, acc) -> float | int:
@@ -362,10 +372,12 @@ def build_reduce_lines(s: Structure, dtypes: dict, op: str, acc: str) -> ir.Kern
             ctx = _Ctx(b, idx, None)
             ctx.lanes = L
             vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts, read)
-            b.assign(total, b.binary(comb, total, b.to_type(vals[s.outs[0][0]], vec(at, L))))
+            nan = dtypes[acc].is_float
+            b.assign(total, _combine(b, comb, total, b.to_type(vals[s.outs[0][0]], vec(at, L)),
+                                     nan))
         res = b.extract(total, 0)
         for k in range(1, L):
-            res = b.binary(comb, res, b.extract(total, k))
+            res = _combine(b, comb, res, b.extract(total, k), dtypes[acc].is_float)
         if op == "mean":
             res = b.to_type(b.mul(b.to_type(res, scale.type), scale), at)
         b.store(out, u, res)

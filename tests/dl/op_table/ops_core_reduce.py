@@ -133,11 +133,6 @@ def _ln_samples():
             Sample(arr((3, 1), 11), (1,), arr((1,), 12), arr((1,), 13), desc="size-1 rows")]
 
 
-_HALF_NAN = "bug (dl/fusion/reduce.py): amax/amin/max/min of a lazy (fused) input, and " \
-    "so of float16/bfloat16 tensors, drop nan (PyTorch: nan); float32/float64 tensors " \
-    "reduce through the library, which keeps it"
-
-
 def _fn(mod, name):
     return lambda *a: getattr(mod, name)(*a)
 
@@ -177,11 +172,16 @@ OPS = [
                                    desc="a zero")]),
     reduction("amax", dtypes=NO_BOOL, empty_ok=False, edge=False, tied=True),
     reduction("amin", dtypes=NO_BOOL, empty_ok=False, edge=False, tied=True),
-    *[OpInfo(f"{n}_nan", op=_fn(dl, n), ref=_fn(torch, n), dtypes=(dl.float32, dl.float64),
-             grad=False, note=_HALF_NAN,
+    *[OpInfo(f"{n}_nan", op=_fn(dl, n), ref=_fn(torch, n), dtypes=ALL_FLOATS, grad=False,
              samples=lambda: [Sample(edge_values().reshape(3, 4), 1, desc="inf, nan, -0.0"),
                               Sample(edge_values().reshape(3, 4), 0, desc="strided rows")])
       for n in ("amax", "amin", "max", "min")],
+    # a lazy (fused) input: the fused reduction keeps nan too
+    *[OpInfo(f"{n}_nan_fused", op=lambda x, d, n=n: getattr(dl, n)(x * 1.0, d),
+             ref=lambda x, d, n=n: getattr(torch, n)(x * 1.0, d), dtypes=ALL_FLOATS, grad=False,
+             samples=lambda: [Sample(edge_values().reshape(3, 4), 1, desc="inf, nan, -0.0"),
+                              Sample(edge_values().reshape(3, 4), 0, desc="strided rows")])
+      for n in ("amax", "amin")],
     OpInfo("max_all", op=lambda x: dl.max(x), ref=lambda x: torch.max(x), dtypes=NO_BOOL,
            samples=lambda: [Sample(arr((3, 5))), Sample(ties((4, 6), 1), noncontig=True),
                             Sample(arr((), 2), desc="0-dim")]),
