@@ -96,10 +96,11 @@ def permute(x: Tensor, *dims) -> Tensor:
     return record(y, "permute", (x,), lambda g: (permute(g, *inv),))
 
 
-@register("transpose", "swapaxes", method=True)
+@register("transpose", "swapaxes", method=("transpose", "swapaxes"))
 def transpose(x: Tensor, dim0: int = 0, dim1: int = 1) -> Tensor:
     """A view of x with dims dim0 and dim1 swapped (x itself below rank 2).
-    Registered also as `swapaxes`. Differentiable. Also `t.transpose(dim0, dim1)`."""
+    Registered also as `swapaxes`. Differentiable. Also `t.transpose(dim0, dim1)` and
+    `t.swapaxes(dim0, dim1)`."""
     if x.ndim < 2:
         return x
     d = list(range(x.ndim))

@@ -100,10 +100,8 @@ OPS = [
               lambda x, a, b: torch.transpose(x, a, b),
               [((2, 3, 4), (0, 2), False, ""), ((3, 4), (0, 1), True, "of a view"),
                ((2, 3, 4), (-1, 1), False, "negative")]),
-    _shape_op("swapaxes", lambda x, a, b: dl.ops.OPS["swapaxes"](x, a, b),
-              lambda x, a, b: x.swapaxes(a, b), [((2, 3, 4), (0, 2), False, "")],
-              note="swapaxes is registered (dl.ops.OPS) but is no Tensor method, unlike "
-                   "PyTorch's t.swapaxes"),
+    _shape_op("swapaxes", lambda x, a, b: x.swapaxes(a, b),
+              lambda x, a, b: x.swapaxes(a, b), [((2, 3, 4), (0, 2), False, "")]),
     _shape_op("t", lambda x: dl.t(x), lambda x: torch.t(x),
               [((3, 4), (), False, ""), ((3, 4), (), True, "of a view"), ((5,), (), False, "1-D")]),
     _shape_op("T", lambda x: x.T, lambda x: x.T, [((3, 4), (), False, "")]),
