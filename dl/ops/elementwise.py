@@ -242,6 +242,8 @@ def silu(ir, x):
 @unary(float_only=False, grad=_zero_grad)
 def sign(ir, x):
     """-1, 0 or 1 by the sign of x, elementwise, in x's dtype (0 for nan)."""
+    if x.type.is_bool:  # a bool is its own sign (SPIR-V has no ordering on bools)
+        return x
     i = with_elem(x.type, i32)  # i32 constants, as lines where x is one
     pos = ir.select(ir.binary("gt", x, 0), ir.const(1, i), ir.const(0, i))
     return ir.select(ir.binary("lt", x, 0), ir.const(-1, i), pos)
@@ -344,6 +346,9 @@ _KIND_TYPES = {(k, d): _kind_types(k, d) for k in ("arith", "bitwise", "float", 
                                                     "logical") for d in dtypes.ALL}
 
 
+_ORDERING = frozenset({"lt", "le", "gt", "ge"})
+
+
 def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     if a.__class__ is Tensor and b.__class__ is Tensor and a.dtype is b.dtype:
         pt = a.dtype  # the common case: no promotion
@@ -354,6 +359,8 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     if accepts is not None:
         check_dtype(op, pt, accepts)
     out, ins = _KIND_TYPES[kind, pt]
+    if pt is dtypes.bool_ and op in _ORDERING:  # False < True, compared as integers (SPIR-V
+        ins = (dtypes.int32, dtypes.int32)      # has no ordering on bools)
     y = elementwise(op, [a, b], ins, out)
     if grad is not None and out.is_float and needs_grad(a, b):
         tensors = (a if is_tensor(a) else None, b if is_tensor(b) else None)
