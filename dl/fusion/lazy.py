@@ -118,13 +118,18 @@ def _planned_one(t: Tensor) -> bool:
     sig: list = []
     if not _visit(node, ops, sig, {}, {}):
         return False
+    return _through_plan(t, node, plan.planned, tuple(sig), tuple(ops))
 
+
+def _through_plan(t: Tensor, node: Node, planned, *key) -> bool:
+    """t computed by `planned(*key, run)` (a plan's replay, or run: the fused kernel); a
+    replay computed into fresh storage, which t and its node then take."""
     def run():
         materialise([t])
         return t._buf
 
-    buf = plan.planned(tuple(sig), tuple(ops), run)
-    if t._node is not None:  # replayed: the plan computed into fresh storage
+    buf = planned(*key, run)
+    if t._node is not None:
         out = Tensor(buf, t.shape, shapes.contiguous_strides(t.shape), 0, t.dtype, t.device)
         node.result = out
         t._buf, t._node, t._strides, t.offset = buf, None, out._strides, 0
@@ -151,22 +156,9 @@ def _planned_leaves(t: Tensor, node: Node) -> bool:
         refs.append((b.shape, b.elem, x.shape, x._strides, x.offset, x.dtype))
         ops.append(b)
         ptrs.append(p)
-    alias = None
-    if len(ops) > 2 and len(set(ptrs)) < len(ptrs):
-        alias = tuple(ptrs.index(p) for p in ptrs)
     key = (_planned_leaves, plan._epoch[0], rt, node.op, node.dtype, node.in_types, node.attrs,
-           node.shape, tuple(refs), alias)
-
-    def run():
-        materialise([t])
-        return t._buf
-
-    buf = plan.planned_key(key, ptrs, tuple(ops), run)
-    if t._node is not None:  # replayed: the plan computed into fresh storage
-        out = Tensor(buf, t.shape, shapes.contiguous_strides(t.shape), 0, t.dtype, t.device)
-        node.result = out
-        t._buf, t._node, t._strides, t.offset = buf, None, out._strides, 0
-    return True
+           node.shape, tuple(refs), plan.alias_key(ptrs))
+    return _through_plan(t, node, plan.planned_key, key, ptrs, tuple(ops))
 
 
 Tensor._compute = _compute  # fusion completes the core Tensor: lazy values are its own

@@ -82,10 +82,22 @@ def _key(fn, ops) -> tuple:
         else:
             sig.append((a.shape, a.strides, a.elem))
         ptrs.append(p)
-    live = [p for p in ptrs if p is not None]
-    if len(set(live)) != len(live):
-        sig.append(tuple(ptrs.index(p) if p is not None else -1 for p in ptrs))
+    alias = alias_key(ptrs)
+    if alias is not None:
+        sig.append(alias)
     return tuple(sig), ptrs
+
+
+def alias_key(ptrs: list):
+    """Which operands share memory, as each operand's first operand with its address (-1 for
+    a non-buffer); None when none do. ptrs[0] is the runtime's None, so two entries alias
+    nothing (the eager path's common case, answered first)."""
+    if len(ptrs) <= 2:
+        return None
+    live = [p for p in ptrs if p is not None]
+    if len(set(live)) == len(live):
+        return None
+    return tuple(ptrs.index(p) if p is not None else -1 for p in ptrs)
 
 
 def call(fn, args: tuple, kwargs: dict):
@@ -135,8 +147,9 @@ def planned_bufs(tag, rt, bufs: tuple, run):
             return run()
         key.append((b.shape, b.strides, b.elem))
         ptrs.append(p)
-    if len(ptrs) > 2 and len(set(ptrs)) < len(ptrs):
-        key.append(tuple(ptrs.index(p) for p in ptrs))
+    alias = alias_key(ptrs)
+    if alias is not None:
+        key.append(alias)
     return planned_key(tuple(key), ptrs, (rt, *bufs), run)
 
 
