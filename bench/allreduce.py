@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import re
 import shutil
 import socket
 import statistics
@@ -42,19 +40,6 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parents[1]
 SIZES = [1 << k for k in range(10, 27, 2)]  # 1 KB .. 64 MB
 QUICK_SIZES = [1 << 10, 1 << 16, 1 << 20, 1 << 24]
-
-
-def machine() -> dict:
-    model = platform.processor() or "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
-    return {"cpu": model, "cores": os.cpu_count(), "slug": f"{slug}-{os.cpu_count()}c"}
 
 
 def iters_for(nbytes: int, quick: bool) -> int:
@@ -220,6 +205,7 @@ def main() -> None:
         return ours_worker(args.role[5:], args.out, args.quick)
     if shutil.which("mpirun") is None:
         raise SystemExit("mpirun not found: apt-get install openmpi-bin libopenmpi-dev")
+    from run import machine  # bench/run.py's (imported here: the workers start lighter)
     m = machine()
     n = args.nproc
     lines = ["# All-reduce and DDP: dl.distributed (MPI) vs torch.distributed (gloo)", "",
