@@ -193,6 +193,20 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+def _norm_state(m: Module, num_features: int, affine: bool, track_running_stats: bool,
+                device, dtype) -> None:
+    """A per-channel norm's weight and bias (ones and zeros, when affine) and running
+    statistics (buffers, when tracked), named as PyTorch's."""
+    m.weight = Parameter(ops.ones(num_features, device=device, dtype=dtype)) if affine else None
+    m.bias = _param(num_features, device=device, dtype=dtype) if affine else None
+    if track_running_stats:
+        m.register_buffer("running_mean", ops.zeros(num_features, device=device, dtype=dtype))
+        m.register_buffer("running_var", ops.ones(num_features, device=device, dtype=dtype))
+        m.register_buffer("num_batches_tracked", ops.zeros((), dtype=dtypes.int64, device=device))
+    else:
+        m.running_mean = m.running_var = None
+
+
 class BatchNorm2d(Module):
     """Batch normalisation over the channels of (N, C, H, W) inputs, as PyTorch's.
 
@@ -205,18 +219,7 @@ class BatchNorm2d(Module):
                  dtype=None):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.weight = Parameter(ops.ones(num_features, device=device, dtype=dtype)) \
-            if affine else None
-        self.bias = _param(num_features, device=device, dtype=dtype) if affine else None
-        if track_running_stats:
-            self.register_buffer("running_mean", ops.zeros(num_features, device=device,
-                                                           dtype=dtype))
-            self.register_buffer("running_var", ops.ones(num_features, device=device,
-                                                         dtype=dtype))
-            self.register_buffer("num_batches_tracked",
-                                 ops.zeros((), dtype=dtypes.int64, device=device))
-        else:
-            self.running_mean = self.running_var = None
+        _norm_state(self, num_features, affine, track_running_stats, device, dtype)
 
     def forward(self, x):
         """x (N, C, H, W) normalised per channel (batch or running statistics by mode)."""

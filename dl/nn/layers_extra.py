@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes, ops
+from .. import ops
 from ..ops.indexing import pad
 from . import functional_layers as FL
 from . import init
 from .activation import Identity as _Identity
 from .containers import ModuleDict
 from .decoder import TransformerDecoderLayer
-from .layers import _param
+from .layers import _norm_state, _param
 from .module import Module
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, GRUCell, LSTMCell, RNNBase
@@ -223,18 +223,7 @@ class _InstanceNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = Parameter(ops.ones(num_features, device=device, dtype=dtype)) \
-            if affine else None
-        self.bias = _param(num_features, device=device, dtype=dtype) if affine else None
-        if track_running_stats:
-            self.register_buffer("running_mean", ops.zeros(num_features, device=device,
-                                                           dtype=dtype))
-            self.register_buffer("running_var", ops.ones(num_features, device=device,
-                                                         dtype=dtype))
-            self.register_buffer("num_batches_tracked",
-                                 ops.zeros((), dtype=dtypes.int64, device=device))
-        else:
-            self.running_mean = self.running_var = None
+        _norm_state(self, num_features, affine, track_running_stats, device, dtype)
 
     def forward(self, x):
         """x normalised per sample and channel (batch statistics in training or without
