@@ -27,6 +27,36 @@ import cube as cb  # noqa: E402
 from cube import ABSOLUTE_POS, Array, Line, cube, f32  # noqa: E402
 from runtimes.errors import CubeError  # noqa: E402
 
+# The peers' own switches to their AVX2 kernels, set with CUBE_CPU_ISA=avx2 so both sides of a
+# row run on the same register file (OpenBLAS otherwise picks its SkylakeX kernels and torch
+# its AVX-512 ones on an AVX-512 machine, whatever our model is). They take effect only in a
+# process that has not loaded NumPy or torch yet.
+PEER_ISA_ENV = {"avx2": {"OPENBLAS_CORETYPE": "Haswell", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                         "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}}
+
+
+def isa_env(isa: str) -> dict[str, str]:
+    """The environment of a child process that runs our CPU model `isa` and its peers on the
+    same instruction set."""
+    return {**os.environ, "CUBE_CPU_ISA": isa, **PEER_ISA_ENV.get(isa, {})}
+
+
+def peer_isa() -> str:
+    """What the peers in this process run on, as they report it."""
+    parts = []
+    try:
+        import threadpoolctl
+        parts += [f"{i['internal_api']} {i.get('architecture', '?')}"
+                  for i in threadpoolctl.threadpool_info() if i.get("architecture")]
+    except ImportError:
+        pass
+    try:
+        import torch
+        parts.append(f"torch {torch.backends.cpu.get_cpu_capability()}")
+    except ImportError:
+        pass
+    return ", ".join(parts) or "unknown"
+
 
 def machine() -> dict:
     model = platform.processor() or "unknown"
