@@ -36,13 +36,14 @@ from .host import HostMemoryMixin
 
 # Where a launch runs: one cube on the calling thread; from PARALLEL_UNITS on the thread pool;
 # in between by the kernel's measured cost per unit (the last launch's), on the pool when one
-# thread would need more than PARALLEL_SECONDS (waking the pool costs tens of microseconds,
-# so cheap elementwise launches stay serial up to ~200K units, while a few hundred heavy
-# units, e.g. matmul tiles, go parallel). Below SERIAL_UNITS a launch whose cost is not yet
-# known (or known to be small) skips the clock.
+# thread would need more than PARALLEL_SECONDS. The native pool's publish and close cost
+# ~4 us (`Pool.overhead`), so a 15 us job already gains from a second core; at 100 us (the
+# Python pool's threshold) a layer_norm of 1024x256 ran serial at 82 us, flipped to the pool
+# whenever one run measured slow, and took 121 us a call against 58 us always pooled. Below
+# SERIAL_UNITS a launch whose cost is not yet known (or known to be small) skips the clock.
 SERIAL_UNITS = 1 << 11
 PARALLEL_UNITS = 1 << 20
-PARALLEL_SECONDS = 100e-6
+PARALLEL_SECONDS = 15e-6
 CALLER_STACK = 256 << 10  # launches needing more stack than this run on the pool's threads
 MAX_UNITS = 0xFFFFFFFF  # builtins are u32
 CACHE_FORMAT = f"cpu-obj-3-scev{cpu_jit.SCEV_CHECKS}"
