@@ -245,19 +245,39 @@ _SPEC_KEYS = {"type": "type_vars", "type_vars": "type_vars", "comptime": "compti
               "ranks": "ranks", "types": "types"}
 
 
+def _import_error(e: Exception, path: Path) -> str:
+    """`Type: message` of an exception raised importing `path`, at the deepest frame in it."""
+    import traceback
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == str(path)]
+    where = f" ({frames[-1].filename}:{frames[-1].lineno}: {frames[-1].line})" if frames else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
 def load_module(spec: str):
     """A module from a file path (FILE.py) or a dotted module name."""
     if spec.endswith(".py") or "/" in spec or Path(spec).exists():
         p = Path(spec)
         if not p.exists():
             raise CubeError(f"no such file: {spec}")
-        sys.path.insert(0, str(p.resolve().parent))
-        name = f"_cube_check_{p.stem}"
-        mspec = importlib.util.spec_from_file_location(name, p)
-        module = importlib.util.module_from_spec(mspec)
-        sys.modules[name] = module
-        mspec.loader.exec_module(module)
-        return module
+        p = p.resolve()
+        parts, root = [p.stem], p.parent
+        while (root / "__init__.py").exists():  # a module of a package: import it as one, so
+            parts.insert(0, root.name)          # its relative imports resolve
+            root = root.parent
+        sys.path.insert(0, str(root))
+        try:
+            if len(parts) > 1:
+                return importlib.import_module(".".join(parts))
+            name = f"_cube_check_{p.stem}"
+            mspec = importlib.util.spec_from_file_location(name, p)
+            module = importlib.util.module_from_spec(mspec)
+            sys.modules[name] = module
+            mspec.loader.exec_module(module)
+            return module
+        except CubeError:
+            raise
+        except Exception as e:  # the user's module failed to import: say where, no traceback
+            raise CubeError(f"cannot import {spec}: {_import_error(e, p)}") from None
     try:
         return importlib.import_module(spec)
     except ImportError as e:

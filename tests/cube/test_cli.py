@@ -52,6 +52,34 @@ def test_dump_errors_are_located(tmp_path):
     assert r.returncode == 1 and "has no @cube function 'missing'" in r.stderr
 
 
+def test_dump_a_module_of_a_package(tmp_path):
+    """A kernel in a package file (relative imports, as the library's own) dumps by path."""
+    r = cube_cmd("dump", "dl/kernels/softmax.py:softmax_row", "--comptime", "LOG=False",
+                 "--type", "F=f32", "--line-size", "x=8", "--line-size", "out=8",
+                 "--cube-dim", "1")
+    assert r.returncode == 0, r.stderr
+    assert "kernel softmax_row(" in r.stdout
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("SCALE = 3\n")
+    (pkg / "k.py").write_text(
+        "from cube import cube, Array, f32, ABSOLUTE_POS\nfrom .helpers import SCALE\n"
+        "@cube(launch=True)\ndef k(x: Array[f32]):\n    x[ABSOLUTE_POS] = x[0] * SCALE\n")
+    r = cube_cmd("dump", f"{pkg / 'k.py'}:k")
+    assert r.returncode == 0, r.stderr
+    assert "3.0:f32" in r.stdout or "3:f32" in r.stdout, r.stdout
+
+
+def test_dump_of_a_module_that_fails_to_import(tmp_path):
+    src = tmp_path / "broken.py"
+    src.write_text("import os\nraise ValueError('boom')\n")
+    r = cube_cmd("dump", f"{src}:k")
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert "ValueError: boom" in r.stderr and f"{src}:2" in r.stderr, r.stderr
+
+
 def test_targets_lists_every_runtime():
     r = cube_cmd("targets")
     assert r.returncode == 0, r.stderr
