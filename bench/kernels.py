@@ -187,6 +187,23 @@ def bench_sum(rt, n, bw):
     return _row(f"sum {n >> 20}M f32", t, "torch", tp, 4 * n, "GBps", bw, 0.9)
 
 
+def bench_gelu(rt, n, line=16, repeat=9):
+    """A raw @cube GELU (erf form, lines of `line`) over n f32 beside torch's F.gelu and a
+    copy kernel of the same line size, timed in turns; % roofline is of that copy kernel
+    (the issue's >= 85% of copy bandwidth)."""
+    import transcendentals as tx
+    x = np.random.default_rng(4).standard_normal(n).astype(np.float32) * 3
+    dx, dy = rt.from_numpy(x), rt.empty((n,), np.float32)
+    fns = [tx.launcher(rt, tx.make_kernels()["gelu_erf"], dx, dy, n, line),
+           tx.launcher(rt, tx.copy_k, dx, dy, n, line)]
+    if torch is not None:
+        t, o = torch.from_numpy(x), torch.empty(n)
+        fns.append(tx.torch_fns(t, o)["gelu_erf"])
+    ts = paired_medians(fns, repeat=repeat, warmup=2, block=3, pause=TURN_PAUSE_S)
+    return _row(f"GELU (erf) {n >> 20}M f32, @cube lines of {line}", ts[0], "torch",
+                ts[2] if len(ts) > 2 else None, 8 * n, "GBps", 8 * n / ts[1], 1.0)
+
+
 def bench_softmax(rt, rows, cols, bw):
     x = np.random.default_rng(3).random((rows, cols), np.float32)
     dx = rt.from_numpy(x)
@@ -250,6 +267,7 @@ def run_one(a) -> dict:
         "pool1": lambda: bench_max_pool(rt, (2, 8 if q else 32, 512, 512), 5, 1, 2, 1, bw),
         "pool2": lambda: bench_max_pool(rt, (2, 16 if q else 128, 512, 512), 5, 2, 2, 2, bw),
         "sum": lambda: bench_sum(rt, (8 if q else 64) << 20, bw),
+        "gelu": lambda: bench_gelu(rt, (8 if q else 64) << 20),
         "softmax": lambda: bench_softmax(rt, 1024 if q else 4096, 4096, bw),
         "layer_norm": lambda: bench_layer_norm(rt, 1024 if q else 4096, 4096, bw),
         **{f"mm{n}": (lambda n=n: bench_sgemm(dev, n, peak, 5 if n >= 4096 else 9))
@@ -293,9 +311,11 @@ def _markdown(results: list[dict], command: str) -> str:
           f"Python {m['python']}, NumPy {m['numpy']}, torch "
           f"{torch.__version__ if torch else '-'} ({results[0]['torch_threads']} threads); "
           f"{results[0]['date']}. Medians after warm-up (autotuning in the warm-up); sgemm "
-          "and F.linear rows alternate ours and the peer run by run. % roofline: of the "
-          "measured copy bandwidth for GB/s rows, of the ISA's measured FMA peak (every core)"
-          f" for GFLOP/s rows. Command: `{command}`.", ""]
+          "F.linear, conv2d and GELU rows alternate ours and the peer run by run. % roofline: "
+          "of the measured copy bandwidth for GB/s rows (for GELU: of a copy kernel of the same "
+          "line size timed beside it), of the ISA's measured FMA peak (every core) for GFLOP/s "
+          "rows. Under CUBE_CPU_ISA=avx2 the peers run their AVX2 kernels too. Command: "
+          f"`{command}`.", ""]
     for res in results:
         md += [f"## {res['runtime']}" + (f", CUBE_CPU_ISA={res['isa']}" if res["isa"] else ""),
                "", f"{res['device']}; peers on {res.get('peers', '?')}; FMA peak "
