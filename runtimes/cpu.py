@@ -41,6 +41,9 @@ from .host import HostMemoryMixin
 # Python pool's threshold) a layer_norm of 1024x256 ran serial at 82 us, flipped to the pool
 # whenever one run measured slow, and took 121 us a call against 58 us always pooled. Below
 # SERIAL_UNITS a launch whose cost is not yet known (or known to be small) skips the clock.
+# The cost is a running mean in which one sample counts at most 4x the mean so far: a run
+# descheduled by another process (100 us for a 3 us softmax of 8 rows) does not move a small
+# launch onto the pool (under load, 17% of such launches went there).
 SERIAL_UNITS = 1 << 11
 PARALLEL_UNITS = 1 << 20
 PARALLEL_SECONDS = 15e-6
@@ -230,12 +233,13 @@ def _make_launcher(exe: CpuExecutable, kernel: ir.Kernel, packer: Packer):
         t = clock()
         call(blob, 0, ncubes)
         c = (clock() - t) / total
-        cost[0] = c if cost[0] < 0 else 0.5 * (cost[0] + c)
+        cost[0] = c if cost[0] < 0 else 0.5 * (cost[0] + min(c, 4.0 * cost[0] + 1e-9))
     else:
         p = pool()
         t = clock()
         p.run(call_par, blob, ncubes)
-        cost[0] = 0.5 * (cost[0] + max(clock() - t - p.overhead, 0.0) * p.size / total)
+        c = max(clock() - t - p.overhead, 0.0) * p.size / total
+        cost[0] = c if cost[0] < 0 else 0.5 * (cost[0] + min(c, 4.0 * cost[0] + 1e-9))
 """
     src = (f"def launch{check}{policy}\n"
            f"def run(blob, ncubes, units, total):\n{policy}\n"
