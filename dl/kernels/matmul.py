@@ -151,6 +151,60 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
                         c[sc0 + (row0 + i) * sc1 + col0 + j] = activate(v, ACT)
 
 
+@cube(launch=True, unchecked=True, nowrap=True)
+def matmul_kblocked(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]],
+                    bias: Array[Line[F]], MR: Comptime[int], NR: Comptime[int],
+                    KC: Comptime[int], MC: Comptime[int], HAS_BIAS: Comptime[bool],
+                    ACT: Comptime[str]):
+    """`matmul_tiled` on `pack_b`'s panels, K in blocks of KC: a unit owns one column panel
+    (x) of a block of MC rows (y; z the batch) and walks its row tiles for each K block, so
+    the block's KC x NR lines of B stay in L1 while A streams (a whole panel over K left L1:
+    512 x 2 lines is 32 KB beside 6 rows of A), and neighbouring units (the next panels)
+    reuse the MC x KC block of A from L2. C holds the partial sums between K blocks; the
+    epilogue runs on the last."""
+    L = cb.comptime(c.line_size())
+    m = c.shape(1)
+    k = a.shape(2)
+    nl = c.shape(2) // L
+    z = CUBE_POS_Z
+    col0 = ABSOLUTE_POS_X * NR
+    if col0 < nl:
+        sc0 = z * (c.stride(0) // L)
+        sc1 = c.stride(1) // L
+        acc = cb.LocalArray(Line[F, L], MR * NR)
+        offa = cb.LocalArray(u32, MR)
+        for k0 in range(0, k, KC):
+            k1 = min(k0 + KC, k)
+            for row0 in range(CUBE_POS_Y * MC, min(m, CUBE_POS_Y * MC + MC), MR):
+                for i in cb.range(MR, unroll=True):
+                    offa[i] = z * a.stride(0) + min(row0 + i, m - 1) * a.stride(1) \
+                        + k0 * a.stride(2)
+                for t in cb.range(MR * NR, unroll=True):
+                    acc[t] = Line[F, L](0)
+                kb = z * (b.stride(0) // L) + (col0 * k + k0 * NR)
+                ka = u32(0)
+                for _ in range(k1 - k0):
+                    for i in cb.range(MR, unroll=True):
+                        av = Line[F, L](a[offa[i] + ka])
+                        for j in cb.range(NR, unroll=True):
+                            acc[i * NR + j] = cb.fma(av, b[kb + j], acc[i * NR + j])
+                    ka += a.stride(2)
+                    kb += NR
+                last = k1 == k
+                for i in cb.range(MR, unroll=True):
+                    for j in cb.range(NR, unroll=True):
+                        if row0 + i < m and col0 + j < nl:
+                            o = sc0 + (row0 + i) * sc1 + col0 + j
+                            v = acc[i * NR + j]
+                            if k0 > 0:
+                                v += c[o]
+                            if last:
+                                if HAS_BIAS:
+                                    v += bias[col0 + j]
+                                v = activate(v, ACT)
+                            c[o] = v
+
+
 @cube(launch=True, nowrap=True)
 def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
     """(batch, K, N) lines -> (batch, panels, K, NR) lines, zero past N: each unit's B panel
@@ -171,7 +225,7 @@ def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
         out[((z * panels + col // NR) * k + kk) * NR + col % NR] = v
 
 
-@cube(launch=True, nowrap=True)
+@cube(launch=True, unchecked=True, nowrap=True)
 def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptime[bool],
                    N_UNIT: Comptime[bool], KB: Comptime[int]):
     """(batch, K, N) of any strides -> `pack_b`'s panels (batch, panels, K, NRL) as scalars,
@@ -256,9 +310,20 @@ def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Arra
             for j in cb.range(NR, unroll=True):
                 if row0 + i < m and col0 + j < n:
                     w = acc[i * NR + j]
+                    # a tree of halves: LLVM makes each level one shuffle and one vector add
+                    # (a lane at a time was 15 scalar adds and 15 shuffles per output)
+                    if L >= 16:
+                        for q in cb.range(8, unroll=True):
+                            w[q] = w[q] + w[q + 8]
+                    if L >= 8:
+                        for q in cb.range(4, unroll=True):
+                            w[q] = w[q] + w[q + 4]
+                    if L >= 4:
+                        for q in cb.range(2, unroll=True):
+                            w[q] = w[q] + w[q + 2]
                     v = w[0]
-                    for q in cb.range(1, L, unroll=True):
-                        v += w[q]
+                    if L >= 2:
+                        v = w[0] + w[1]
                     if HAS_BIAS:
                         v += bias[col0 + j]
                     c[z * c.stride(0) + (row0 + i) * c.stride(1) + col0 + j] = activate(v, ACT)
@@ -418,6 +483,29 @@ def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
     return run
 
 
+KC, MC = 256, 192  # `matmul_kblocked`'s K and row blocks (AVX2 sgemm: 128 K or 96 rows no
+# better, 512 K slower at 1024^3)
+
+
+def _run_kblocked(mr: int, nr: int, kc: int, mc: int):
+    """B's panels packed (`pack_b`), then `matmul_kblocked`."""
+    def run(rt, a, b, c, bias, act):
+        batch, m, n = c.shape
+        k = b.shape[1]
+        lsz = _tiled_line(rt, a, b, c)
+        panels = cdiv(n // lsz, nr)
+        bl = b.lines(lsz) if lsz > 1 else b
+        bp = rt.empty((batch, panels * k, nr * lsz), c.elem)
+        pack_b.launch(rt, cube_count=(cdiv(panels * nr, 64), k, batch), cube_dim=64,
+                      b=bl, out=bp.lines(lsz), NR=nr)
+        bb = (bias if bias is not None else c).buffer
+        matmul_kblocked.launch(rt, cube_count=(panels, cdiv(m, mc), batch), cube_dim=1, a=a,
+                               b=bp.lines(lsz), c=c.lines(lsz),
+                               bias=bb.lines(lsz) if bias is not None else bb.lines(1),
+                               MR=mr, NR=nr, KC=kc, MC=mc, HAS_BIAS=bias is not None, ACT=act)
+    return run
+
+
 def _dot_line(rt, a, b, c) -> int:
     k = a.shape[2]
     if a.strides[2] != 1 or b.strides[1] != 1:
@@ -517,7 +605,9 @@ def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
         tile = tiles_for(rt, dot)[rank]
         fn = runs.get(tile)
         if fn is None:
-            fn = runs[tile] = _run_dot(*tile) if dot else _run_tiled(*tile, pack, pack_a)
+            fn = runs[tile] = _run_dot(*tile) if dot else \
+                _run_kblocked(*tile, KC, MC) if pack == "kblocked" else \
+                _run_tiled(*tile, pack, pack_a)
         return fn(rt, a, b, c, bias, act)
     return run
 
@@ -550,6 +640,17 @@ def _b_transposed(rt, a, b, c, bias, act) -> bool:
     return is_cpu(rt) and _strided_rows(b)
 
 
+B_L1_BYTES = 32 * 1024  # a B (per batch) this small stays in L1 (48 KB) as it lies
+
+
+def _b_small(rt, a, b, c, bias, act) -> bool:
+    """On the CPU, the unpacked tiles go first for a B with contiguous rows that fits in L1:
+    its rows cannot collide in cache sets, so packing only costs a launch and a pass
+    (attention's p @ v, (32,128,128)@(32,128,64): packed 12x2 0.75 ms, plain 6x4 0.50)."""
+    return is_cpu(rt) and not _strided_rows(b) \
+        and b.shape[1] * b.shape[2] * c.buffer.dtype.itemsize <= B_L1_BYTES
+
+
 def _a_transposed(rt, a, b, c, bias, act) -> bool:
     """On the CPU, A-packing kernels go first for an A whose rows are not contiguous."""
     return is_cpu(rt) and _strided_rows(a) and not _strided_rows(b)
@@ -568,6 +669,14 @@ MATMUL = Tunable("matmul", [
     # 6x2: 6 rows x 2 lines of C in 12 vector registers, one B line pair and one broadcast
     # A value per step (4x4 needs 21 of AVX2's 16 and spills). Packing B's panels first
     # keeps a power-of-two row stride (n = 256, 1024) from colliding in the cache sets
+    # K in blocks (`matmul_kblocked`): each K block of a B panel stays in L1 over a block of
+    # rows (sgemm on AVX2, 6x2 tiles, one core: 512^3 2.87 -> 2.70 ms, 1024^3 23.0 -> 21.5;
+    # AVX-512's 12x2 was level at 512), the fast tuning's first
+    Candidate("kblocked_r0", _ranked(0, "kblocked"), _cpu_first(121, 0),
+              lambda rt, a, b, c, bias, act: is_cpu(rt) and not _strided_rows(b)),
+    # ... and unpacked, for a small B (`_b_small`)
+    *(Candidate(f"tiled_r{r}", _ranked(r), _cpu_first(108 - r, 41 - r), _has_rank(r),
+                prefer=_b_small) for r in range(RANKED)),
     Candidate("packed_6x2", _run_tiled(6, 2, "lines"), _cpu_first(110, 45)),
     Candidate("tiled_6x2", _run_tiled(6, 2), _cpu_first(105, 60)),
     Candidate("tiled_8x1", _run_tiled(8, 1), _cpu_first(103, 40)),

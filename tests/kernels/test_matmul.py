@@ -100,3 +100,35 @@ def test_matmul_row_blocked_cube_order(rt, name, monkeypatch):
         out = mm.matmul(rt, da, db, bias=rt.from_numpy(bias), act="relu")
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_small_b_ranks_unpacked_tiles_first(rt):
+    """An L1-sized B with contiguous rows (attention's p @ v) times the unpacked register
+    tiles first on the CPU; a transposed or a large B keeps the packed ones."""
+    rng = np.random.default_rng(6)
+    a, da = _operand(rt, rng, (4, 24, 32), False, np.float32)
+    b, db = _operand(rt, rng, (4, 32, 64), False, np.float32)
+    args = mm.prepare(rt, da, db)[:5]
+    first = mm.MATMUL.valid_candidates(rt, *args)[0].name
+    if rt.name == "cpu":
+        assert first == "tiled_r0"
+        big = mm.prepare(rt, da, rt.empty((32, 1024)))[:5]
+        assert not mm.MATMUL.valid_candidates(rt, *big)[0].name.startswith("tiled_r")
+    out = mm.matmul(rt, da, db)
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_kblocked_over_several_k_and_row_blocks(rt, monkeypatch):
+    """kblocked_r0 with K over three K blocks (the last partial) and rows over two row
+    blocks (the last partial, with a partial row tile), bias and activation on the last."""
+    if rt.name != "cpu":
+        pytest.skip("a CPU candidate")
+    m, k, n = mm.MC + 37, 2 * mm.KC + 19, 72
+    rng = np.random.default_rng(8)
+    a, da = _operand(rt, rng, (2, m, k), False, np.float32)
+    b, db = _operand(rt, rng, (2, k, n), False, np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    with candidate(mm.MATMUL, "kblocked_r0", monkeypatch):
+        out = mm.matmul(rt, da, db, bias=rt.from_numpy(bias), act="relu")
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
+                               atol=1e-4)
