@@ -672,8 +672,9 @@ MATMUL = Tunable("matmul", [
     # K in blocks (`matmul_kblocked`): each K block of a B panel stays in L1 over a block of
     # rows (sgemm on AVX2, 6x2 tiles, one core: 512^3 2.87 -> 2.70 ms, 1024^3 23.0 -> 21.5;
     # AVX-512's 12x2 was level at 512), the fast tuning's first
+    # (valid on every target, last on the GPUs: `cube check --library` compiles it for them)
     Candidate("kblocked_r0", _ranked(0, "kblocked"), _cpu_first(121, 0),
-              lambda rt, a, b, c, bias, act: is_cpu(rt) and not _strided_rows(b)),
+              lambda rt, a, b, c, bias, act: not _strided_rows(b)),
     # ... and unpacked, for a small B (`_b_small`)
     *(Candidate(f"tiled_r{r}", _ranked(r), _cpu_first(108 - r, 41 - r), _has_rank(r),
                 prefer=_b_small) for r in range(RANKED)),
