@@ -42,7 +42,7 @@ SHAPES = [((2, 64, 56, 56), 64, 3, 1, 1),
           ((1, 256, 56, 56), 512, 1, 2, 0),
           ((32, 64, 56, 56), 64, 3, 1, 1)]
 QUICK = SHAPES[:1] + SHAPES[5:7]
-CANDS = ("blocked_2", "blocked_4", "rows")
+CANDS = ("blocked_2", "blocked_4", "pix_1x1_r0", "pix_1x1_r1", "rows")
 
 
 CLOCK = time.perf_counter
@@ -109,13 +109,12 @@ def bench_backward(rt, xs, oc, k, s, p, repeat):
         C.conv2d_grad_input(rt, dg, dgr, dw, xs, s, p, 1)
     gx()
     fns = [gx, lambda: torch.nn.grad.conv2d_input(xs, tw, tg, s, p)]
-    fns += [_only(C.CONV_GRAD_INPUT, c, gx) for c in ("blocked_2", "col2im")
-            if s == 1 or c == "col2im"]
+    gcands = ("blocked_2", "col2im") if s == 1 else ("phases_2", "col2im")
+    fns += [_only(C.CONV_GRAD_INPUT, c, gx) for c in gcands]
     ts = _paired(fns, repeat)
     rows = [dict(name="grad input " + _name(xs, oc, k, s, p), ours=ts[0], torch=ts[1],
                  flops=2 * xs[0] * oc * oh * oh * xs[1] * k * k, err=None,
-                 cands=dict(zip(("blocked_2", "col2im") if s == 1 else ("col2im",), ts[2:])),
-                 rw={})]
+                 cands=dict(zip(gcands, ts[2:])), rw={})]
     # the weight gradient through dl (x needs no gradient: only gw is computed)
     X = dl.tensor(x, device=rt.name)
     W = dl.tensor(w, device=rt.name, requires_grad=True)

@@ -40,6 +40,7 @@ from cube import (
     u32,
 )
 
+from . import conv_1x1 as c1
 from . import conv_direct as cd
 from . import matmul as mm
 from .common import cdiv, is_cpu
@@ -250,7 +251,12 @@ CONV = Tunable("conv2d", [
     Candidate("blocked_2", cd.run(2), _direct_first(120, 5), cd.valid(2)),
     Candidate("blocked_4", cd.run(4), _direct_first(119, 4), cd.valid(4)),
     Candidate("blocked_1", cd.run(1), _direct_first(108, 3), cd.valid(1)),
-    # a 1x1 conv is a plain matmul of the input (no im2col copy): first on the CPU
+    # a 1x1 conv is a plain matmul of the input: the direct one (dl/kernels/conv_1x1.py:
+    # pixels along lines, weights broadcast, whole-line stores) beside the library matmul
+    Candidate("pix_1x1_r0", c1.run(0), _direct_first(121, 2), c1.valid(0),
+              prefer=lambda rt, x, w, bias, out, cfg: is_cpu(rt)),
+    Candidate("pix_1x1_r1", c1.run(1), _direct_first(118, 1), c1.valid(1),
+              prefer=lambda rt, x, w, bias, out, cfg: is_cpu(rt)),
     Candidate("rows", _run_rows, 110, lambda rt, x, w, bias, out, cfg: cfg["G"] == 1,
               prefer=lambda rt, x, w, bias, out, cfg: is_cpu(rt) and cfg["KH"] * cfg["KW"] == 1),
     Candidate("im2col", _run_im2col, 100),
@@ -279,6 +285,9 @@ CONV_GRAD_INPUT = Tunable("conv2d_grad_input", [
               lambda rt, *a: cd.grad_input_ok(rt, *a, nb=2)),
     Candidate("blocked_4", cd.grad_input(4), _direct_first(119, 4),
               lambda rt, *a: cd.grad_input_ok(rt, *a, nb=4)),
+    # strides above 1: one stride-1 blocked conv per output phase
+    Candidate("phases_2", cd.grad_input_strided(2), _direct_first(118, 3),
+              lambda rt, *a: cd.grad_input_strided_ok(rt, *a, nb=2)),
     Candidate("col2im", _grad_input_cols, 110),
 ])
 

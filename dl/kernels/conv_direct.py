@@ -49,8 +49,9 @@ def conv_blocked(x: Tensor[F], w: Array[Line[F]], bias: Array[F], out: Tensor[F]
                  KH: Comptime[int], KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
                  PH: Comptime[int], PW: Comptime[int], DH: Comptime[int], DW: Comptime[int],
                  RW: Comptime[int], NB: Comptime[int], HAS_BIAS: Comptime[bool],
-                 ACT: Comptime[str]):
-    """x (N, C, H, W), unit stride along w; w: `pack_weights`' panels; out (N, OC, OH, OW).
+                 ACT: Comptime[str], OUT0: u32):
+    """x (N, C, H, W), unit stride along w; w: `pack_weights`' panels; out (N, OC, OH, OW)
+    from element OUT0 of its buffer (a strided input gradient writes one phase of it).
     Cube x: (output row, RW-pixel tile), y: group of NB*L output channels, z: image.
     Padding is never read: a kernel row outside the image is skipped (one test per row and
     channel, the same for the whole tile), and a tile whose columns reach past either side
@@ -111,7 +112,7 @@ def conv_blocked(x: Tensor[F], w: Array[Line[F]], bias: Array[F], out: Tensor[F]
                                                                      acc[r * NB + j])
             xo += x.stride(1)
             wo += KH * KW * NB
-        so = n * out.stride(0) + oh * out.stride(2)
+        so = OUT0 + n * out.stride(0) + oh * out.stride(2)
         oc0 = grp * NB * L
         s1 = out.stride(1)
         if oc0 + NB * L <= oc_n and ow0 + RW <= ow_n:  # a whole tile: no test per store
@@ -148,12 +149,12 @@ def _reads(u: int, kw: int, rw: int, sw: int, dw: int) -> bool:
 
 @cube(launch=True, unchecked=True, nowrap=True)
 def pack_weights(w: Tensor[F], out: Array[F], NB: Comptime[int], L: Comptime[int],
-                 FLIP: Comptime[bool], KH: Comptime[int], KW: Comptime[int]):
+                 FLIP: Comptime[bool], KH: Comptime[int], KW: Comptime[int], W0: u32):
     """w (OC, C, KH, KW) -> out[((g * C + c) * KH*KW + kh*KW + kw) * NB*L + o] =
     w[g*NB*L + o, c, kh, kw] (0 past OC); one unit per (c: cube x, g: cube y) writes its
     KH*KW*NB*L panel rows, each output channel's KH*KW taps (contiguous in w) in turn.
     FLIP: the input gradient's weights, out channels C and in channels OC:
-    w[c, g*NB*L + o, KH-1-kh, KW-1-kw].
+    w[c, g*NB*L + o, KH-1-kh, KW-1-kw]. w starts at element W0 of its buffer.
     (A unit per (g, c, kh, kw) run of NB*L, its position split by four runtime divisions,
     spent ~25 ns a run: 1.9 ms for 512x512x3x3, half of that conv.)"""
     c = CUBE_POS_X
@@ -163,7 +164,7 @@ def pack_weights(w: Tensor[F], out: Array[F], NB: Comptime[int], L: Comptime[int
     blk = NB * L
     if c < c_n:
         so = w.stride(1) if FLIP else w.stride(0)
-        src = c * w.stride(0) if FLIP else c * w.stride(1)
+        src = W0 + (c * w.stride(0) if FLIP else c * w.stride(1))
         ob = (g * c_n + c) * (KH * KW * blk)
         for o in range(blk):
             oc = g * blk + o
@@ -247,25 +248,29 @@ def unit_w(rt, x):
     return out
 
 
-def packed(rt, w, nb: int, flip: bool = False):
-    """`pack_weights`' panels of w as lines of the runtime's width."""
+def packed(rt, w, nb: int, flip: bool = False, w0: int = 0):
+    """`pack_weights`' panels of w (from element w0 of its buffer) as lines of the runtime's
+    width."""
     lsz = _line(rt, w.elem)
     oc = w.shape[1] if flip else w.shape[0]
     c, kh, kw = (w.shape[0] if flip else w.shape[1]), w.shape[2], w.shape[3]
     total = cdiv(oc, nb * lsz) * c * kh * kw * nb * lsz
     out = rt.empty((total,), w.elem)
     pack_weights.launch(rt, cube_count=(c, cdiv(oc, nb * lsz)), cube_dim=1, w=w, out=out,
-                        NB=nb, L=lsz, FLIP=flip, KH=kh, KW=kw)
+                        NB=nb, L=lsz, FLIP=flip, KH=kh, KW=kw, W0=w0)
     return out.lines(lsz)
 
 
-def conv(rt, x, wp, bias, out, geo: dict, rw: int, nb: int, act: str = "none"):
-    """out = act(conv(x, weights) + bias), x with unit w stride, wp from `packed`."""
+def conv(rt, x, wp, bias, out, geo: dict, rw: int, nb: int, act: str = "none",
+         out0: int = 0):
+    """out = act(conv(x, weights) + bias), x with unit w stride, wp from `packed`, out from
+    element out0 of its buffer."""
     n, oc, oh, ow = out.shape
     lsz = wp.line_size
     conv_blocked.launch(rt, cube_count=(oh * cdiv(ow, rw), cdiv(oc, nb * lsz), n),
-                        cube_dim=1, x=x, w=wp, bias=bias if bias is not None else out,
-                        out=out, RW=rw, NB=nb, HAS_BIAS=bias is not None, ACT=act, **geo)
+                        cube_dim=1, x=x, w=wp, bias=bias if bias is not None else wp.buffer,
+                        out=out, RW=rw, NB=nb, HAS_BIAS=bias is not None, ACT=act, OUT0=out0,
+                        **geo)
 
 
 def run(nb: int):
@@ -304,6 +309,56 @@ def grad_input(nb: int):
     return go
 
 
+def _phases(k: int, s: int, p: int, n: int):
+    """Per output phase r < s of a stride-s input gradient along one axis: (first tap k0,
+    taps, outputs of the phase, padding of the stride-1 conv over g that computes it).
+    Input position i = s*a + r is read by taps k = k0 + s*j (k0 = (r + p) % s) from output
+    (i + p - k) / s = a + e - j, e = (r + p - k0) / s: flipped, a stride-1 correlation of g
+    padded by taps - 1 - e."""
+    out = []
+    for r in range(s):
+        k0 = (r + p) % s
+        taps = (k - k0 + s - 1) // s if k > k0 else 0
+        e = (r + p - k0) // s
+        out.append((k0, taps, (n - r + s - 1) // s if n > r else 0, taps - 1 - e))
+    return out
+
+
+def grad_input_strided_ok(rt, g, g_rows, w, out, cfg, nb: int = 2) -> bool:
+    """Strides above 1 (dilation 1): each of the s*s output phases a stride-1 direct conv
+    of g with a strided slice of the flipped weights; every phase needs a tap, and its
+    padding within the slice's reach (as the stride-1 gradient)."""
+    if (cfg["SH"], cfg["SW"]) == (1, 1) or (cfg["DH"], cfg["DW"]) != (1, 1):
+        return False
+    for k, s, p, n in ((cfg["KH"], cfg["SH"], cfg["PH"], out.shape[2]),
+                       (cfg["KW"], cfg["SW"], cfg["PW"], out.shape[3])):
+        for _, taps, m, q in _phases(k, s, p, n):
+            if taps < 1 or m < 1 or not 0 <= q <= taps - 1:
+                return False
+    return all(tile_width(rt, m, taps, nb) > 0
+               for _, taps, m, _ in _phases(cfg["KW"], cfg["SW"], cfg["PW"], out.shape[3]))
+
+
+def grad_input_strided(nb: int):
+    """A candidate of a strided conv's input gradient: per phase (rh, rw) the blocked kernel
+    over g with w[:, :, kh0::SH, kw0::SW] flipped, writing out[:, :, rh::SH, rw::SW]."""
+    def go(rt, g, g_rows, w, out, cfg):
+        sh, sw = cfg["SH"], cfg["SW"]
+        n, c, h, wd = out.shape
+        gu = unit_w(rt, g)
+        ws = w.strides
+        for rh, (kh0, th, mh, qh) in enumerate(_phases(cfg["KH"], sh, cfg["PH"], h)):
+            for rw_, (kw0, tw, mw, qw) in enumerate(_phases(cfg["KW"], sw, cfg["PW"], wd)):
+                wv = w.view((w.shape[0], w.shape[1], th, tw), (ws[0], ws[1], sh * ws[2],
+                                                              sw * ws[3]))
+                wp = packed(rt, wv, nb, flip=True, w0=kh0 * ws[2] + kw0 * ws[3])
+                ov = out.view((n, c, mh, mw), (c * h * wd, h * wd, sh * wd, sw))
+                conv(rt, gu, wp, None, ov, dict(KH=th, KW=tw, SH=1, SW=1, PH=qh, PW=qw, DH=1,
+                                                DW=1), tile_width(rt, mw, tw, nb), nb,
+                     out0=rh * wd + rw_)
+    return go
+
+
 # ---- the weight gradient ---------------------------------------------------------------------
 
 @cube(launch=True, unchecked=True)
@@ -331,12 +386,14 @@ def conv_wgrad_blocked(x: Tensor[F], g: Array[Line[F]], out: Tensor[F], OH: u32,
                        RLO: u32, RHI: u32, LO: u32, HI: u32, KH: Comptime[int],
                        KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
                        PH: Comptime[int], PW: Comptime[int], DH: Comptime[int],
-                       DW: Comptime[int], NB: Comptime[int]):
+                       DW: Comptime[int], NB: Comptime[int], PX: Comptime[int]):
     """out (OC, C, KH, KW) = sum over pixels of g (`pixel_major`, lines of output channels)
     x the input under each tap. One unit per (input channel: cube x, group of NB lines of
     output channels: cube y) keeps KH*KW*NB line accumulators; per pixel it loads NB lines
     of g and broadcasts KH*KW inputs. Pixels in rows [RLO, RHI) and columns [LO, HI) have
-    every tap inside the image (no tests); the others test each tap."""
+    every tap inside the image (no tests); the others test each tap. Interior pixels go PX
+    at a time: each input column under the PX windows is broadcast once for every (pixel,
+    tap) that reads it ((PX-1)*SW + (KW-1)*DW + 1 columns a kernel row instead of PX*KW)."""
     L = cb.comptime(g.line_size())
     c = CUBE_POS_X
     grp = CUBE_POS_Y
@@ -350,13 +407,34 @@ def conv_wgrad_blocked(x: Tensor[F], g: Array[Line[F]], out: Tensor[F], OH: u32,
         for t in cb.range(KH * KW * NB, unroll=True):
             acc[t] = Line[F, L](0)
         gv = cb.LocalArray(Line[F, L], NB)
+        gw = cb.LocalArray(Line[F, L], PX * NB)
+        span = cb.comptime((PX - 1) * SW + (KW - 1) * DW + 1)
         for n in range(x.shape(0)):
             xb = n * x.stride(0) + c * x.stride(1)
             for oh in range(OH):
                 h0 = i32(oh * SH) - PH
                 row_in = oh >= RLO and oh < RHI
                 gb = (n * OH + oh) * OW * gl + grp * NB
+                nblk = (HI - LO) // PX if row_in else u32(0)
+                for b in range(nblk):
+                    ow0 = LO + b * PX
+                    for pp in cb.range(PX, unroll=True):
+                        for j in cb.range(NB, unroll=True):
+                            gw[pp * NB + j] = g[gb + (ow0 + pp) * gl + j]
+                    xr = xb + u32(h0) * sx2 + u32(i32(ow0 * SW) - PW)
+                    for kh in cb.range(KH, unroll=True):
+                        for u in cb.range(span, unroll=True):
+                            a = Line[F, L](x[xr + kh * DH * sx2 + u])
+                            for kw in cb.range(KW, unroll=True):
+                                if cb.comptime(_reads(u, kw, PX, SW, DW)):
+                                    pp = cb.comptime((u - kw * DW) // SW)
+                                    for j in cb.range(NB, unroll=True):
+                                        ti = (kh * KW + kw) * NB + j
+                                        acc[ti] = cb.fma(a, gw[pp * NB + j], acc[ti])
+                done = LO + nblk * PX
                 for ow in range(OW):
+                    if ow >= LO and ow < done:
+                        continue
                     for j in cb.range(NB, unroll=True):
                         gv[j] = g[gb + ow * gl + j]
                     w0 = i32(ow * SW) - PW
@@ -387,6 +465,11 @@ def conv_wgrad_blocked(x: Tensor[F], g: Array[Line[F]], out: Tensor[F], OH: u32,
                         oc = (grp * NB + j) * L + q
                         if oc < oc_n:
                             out[ob + oc * out.stride(0)] = v[q]
+
+
+def wgrad_pixels(rt, kh: int, kw: int, nb: int) -> int:
+    """PX for the weight gradient: up to 4 pixels' NB lines of g beside the accumulators."""
+    return max(1, min(4, (registers(rt) - 2 - kh * kw * nb) // nb))
 
 
 def wgrad_lines(rt, kh: int, kw: int) -> int:
@@ -425,4 +508,5 @@ def grad_weight(rt, x, g, g_rows, out, cfg):
     geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
     conv_wgrad_blocked.launch(rt, cube_count=(c, ocp // (nb * lsz)), cube_dim=1, x=x,
                               g=gt.lines(lsz), out=out, OH=oh, OW=ow, RLO=rlo, RHI=rhi,
-                              LO=lo, HI=hi, NB=nb, **geo)
+                              LO=lo, HI=hi, NB=nb,
+                              PX=wgrad_pixels(rt, cfg["KH"], cfg["KW"], nb), **geo)

@@ -14,7 +14,8 @@ from dl.kernels import conv as C
 from dl.kernels import conv_direct as cd
 from dl.nn import functional as F
 
-BLOCKED = [c.name for c in C.CONV.candidates if c.name.startswith("blocked")]
+# the CPU's direct candidates: blocked tiles (conv_direct) and the 1x1 matmul (conv_1x1)
+BLOCKED = [c.name for c in C.CONV.candidates if c.name.startswith(("blocked", "pix_"))]
 GRAD = [c.name for c in C.CONV_GRAD_INPUT.candidates]
 GRADW = [c.name for c in C.CONV_GRAD_WEIGHT.candidates]
 
@@ -30,7 +31,11 @@ CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
          # interior tiles (no column tests) between the edge ones; padding past the
          # kernel's reach (whole output rows and columns of padding only)
          ((1, 3, 6, 45), (16, 3, 3, 3), 1, 1, 1),
-         ((1, 2, 4, 5), (16, 2, 3, 3), 1, 3, 1)]
+         ((1, 2, 4, 5), (16, 2, 3, 3), 1, 3, 1),
+         # 1x1 with whole lines of pixels and output channels off every tile, padded 1x1
+         ((2, 6, 8, 8), (20, 6, 1, 1), 1, 0, 1),
+         ((1, 3, 6, 8), (17, 3, 1, 1), 1, 1, 1),
+         ((1, 5, 16, 15), (13, 5, 1, 1), 2, 0, 1)]
 
 
 def _run(tunable, name, fn, monkeypatch):
@@ -75,12 +80,18 @@ def test_blocked_forward_f64_and_strided_input(rt, name, monkeypatch):
                                                         padding=1), rtol=1e-10, atol=1e-10)
 
 
-# stride 1 (the direct gradient's domain) and one the direct candidates refuse (stride 2)
+# stride 1 (the direct gradient's domain), and strides the phase candidate splits (one
+# stride-1 conv per output phase): 3x3 s2, an input row no window reads (zero gradient),
+# unequal strides, 5x5 s3, and dilation (refused by both direct candidates)
 GRAD_CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
               ((1, 4, 6, 7), (3, 4, 3, 2), 1, 0, 1),
               ((1, 3, 9, 10), (17, 3, 3, 3), 1, 2, 2),
               ((2, 4, 6, 7), (20, 4, 1, 1), 1, 0, 1),
-              ((1, 3, 8, 9), (16, 3, 3, 3), 2, 1, 1)]
+              ((1, 3, 8, 9), (16, 3, 3, 3), 2, 1, 1),
+              ((2, 5, 10, 11), (18, 5, 3, 3), 2, 0, 1),
+              ((1, 4, 9, 12), (7, 4, 3, 3), (2, 1), 1, 1),
+              ((1, 3, 13, 14), (5, 3, 5, 5), 3, 2, 1),
+              ((1, 3, 9, 9), (5, 3, 3, 3), 2, 1, 2)]
 
 
 @pytest.mark.parametrize("name", GRAD)
