@@ -189,6 +189,9 @@ def _workload() -> None:
     img = t(2, 3, 10, 10)
     wconv, bconv = t(4, 3, 3, 3), t(4)
     _each_candidate(conv.CONV, lambda: F.conv2d(img, wconv, bconv, padding=1).numpy())
+    w1 = t(4, 3, 1, 1)  # 1x1: the direct 1x1 kernels, and their gathered strided input
+    _each_candidate(conv.CONV, lambda: F.conv2d(img, w1, bconv).numpy())
+    _each_candidate(conv.CONV, lambda: F.conv2d(img, w1, stride=2).numpy())
     # the conv gradients' candidates (dl's backward takes the GPU-first ones here) and an
     # input with a non-unit w stride (the direct kernel copies it first)
     gy = rng.standard_normal((2, 4, 10, 10)).astype(np.float32)

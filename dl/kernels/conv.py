@@ -28,10 +28,6 @@ import cube as cb
 from autotune import Candidate, Tunable, tune_key
 from cube import (
     ABSOLUTE_POS,
-    ABSOLUTE_POS_X,
-    ABSOLUTE_POS_Y,
-    ABSOLUTE_POS_Z,
-    CUBE_POS_Y,
     Array,
     Comptime,
     Tensor,
@@ -45,85 +41,12 @@ from . import conv_direct as cd
 from . import matmul as mm
 from .common import cdiv, is_cpu
 from .epilogue import ACTIVATIONS, activate
+from .im2col import im2col, im2col_rows
 from .pool import out_size
 from .tensor_conv import col2im
 from .view import strided
 
 F = typing.TypeVar("F")
-
-
-@cube(launch=True, unchecked=True)
-def im2col(x: Tensor[F], col: Array[F], G: Comptime[int], KH: Comptime[int],
-           KW: Comptime[int], SH: Comptime[int], SW: Comptime[int], PH: Comptime[int],
-           PW: Comptime[int], DH: Comptime[int], DW: Comptime[int], OH: Comptime[int],
-           OW: Comptime[int]):
-    """col[g, (c*KH + kh)*KW + kw, (n*OH + oh)*OW + ow] = x[n, g*CG + c, h, w] (0 in padding);
-    one unit per (g, c, n, oh, ow), the KH x KW taps unrolled. x walks the pixels, the cube's
-    y the channels; the output size is compile-time, so no unit divides by a runtime value
-    (which cost more than the copy on small images)."""
-    cg = x.shape(1) // G
-    npix = x.shape(0) * OH * OW
-    pix = ABSOLUTE_POS_X
-    gc = CUBE_POS_Y
-    if pix < npix:
-        ow = pix % OW
-        oh = (pix // OW) % OH
-        n = pix // (OW * OH)
-        h0 = i32(oh * SH) - PH
-        w0 = i32(ow * SW) - PW
-        base = n * x.stride(0) + gc * x.stride(1)
-        row0 = ((gc // cg) * cg * KH * KW + (gc % cg) * KH * KW) * npix + pix
-        for kh in cb.range(KH, unroll=True):
-            h = h0 + kh * DH
-            for kw in cb.range(KW, unroll=True):
-                w = w0 + kw * DW
-                v = F(0)
-                if h >= 0 and h < i32(x.shape(2)) and w >= 0 and w < i32(x.shape(3)):
-                    v = x[base + u32(h) * x.stride(2) + u32(w) * x.stride(3)]
-                col[row0 + (kh * KW + kw) * npix] = v
-
-
-@cube(launch=True, unchecked=True)
-def im2col_rows(x: Tensor[F], col: Tensor[F], KH: Comptime[int], KW: Comptime[int],
-                SH: Comptime[int], SW: Comptime[int], PH: Comptime[int], PW: Comptime[int],
-                DH: Comptime[int], DW: Comptime[int], WUNIT: Comptime[bool]):
-    """col[n, (c*KH + kh)*KW + kw, oh*OW + ow] = x[n, c, h, w] (0 in padding), groups of 1;
-    one unit per (oh, (c, kh, kw), n) from a 3-D grid (no divisions but the tap's), writing
-    one contiguous row of OW columns: interior columns without bounds tests in a loop LLVM
-    vectorises (WUNIT: unit strides along w in x), the padding columns as zeros."""
-    oh = ABSOLUTE_POS_X
-    r = ABSOLUTE_POS_Y
-    n = ABSOLUTE_POS_Z
-    if oh < col.shape(2) and r < col.shape(1) and n < col.shape(0):
-        own = col.shape(3)
-        kw = r % KW
-        kh = (r // KW) % KH
-        c = r // (KW * KH)
-        h = i32(oh * SH) - PH + i32(kh * DH)
-        ob = n * col.stride(0) + r * col.stride(1) + oh * col.stride(2)
-        if h < 0 or h >= i32(x.shape(2)):
-            for ow in range(own):
-                col[ob + ow] = F(0)
-        else:
-            off = i32(kw * DW) - PW  # input column of ow is ow * SW + off
-            wn = i32(x.shape(3))
-            lo = i32(0)
-            if off < 0:
-                lo = (SW - 1 - off) // SW
-            lo = min(lo, i32(own))
-            hi = i32(0)
-            if wn - off > 0:
-                hi = (wn - off + SW - 1) // SW
-            hi = max(min(hi, i32(own)), lo)
-            xb = i32(n * x.stride(0) + c * x.stride(1) + u32(h) * x.stride(2))
-            xs = i32(1) if WUNIT else i32(x.stride(3))
-            for ow in range(u32(lo)):
-                col[ob + ow] = F(0)
-            xo = xb + off * xs
-            for ow in range(u32(lo), u32(hi)):
-                col[ob + ow] = x[u32(xo + i32(ow * SW) * xs)]
-            for ow in range(u32(hi), own):
-                col[ob + ow] = F(0)
 
 
 @cube(launch=True, unchecked=True)

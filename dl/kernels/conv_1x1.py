@@ -23,6 +23,7 @@ from cube import CUBE_POS_X, CUBE_POS_Y, CUBE_POS_Z, Array, Comptime, Line, cube
 from .common import cdiv, is_cpu, line_size, simd_bytes
 from .conv_direct import registers
 from .epilogue import activate
+from .im2col import im2col_rows
 from .view import strided
 
 F = typing.TypeVar("F")
@@ -98,7 +99,6 @@ def valid(rank: int):
 def run(rank: int):
     """A `conv2d` candidate: the rank-th tile; strided or padded 1x1 gathers its input."""
     def go(rt, x, w, bias, out, cfg):
-        from .conv import im2col_rows
         n, c, h, wd = x.shape
         _, oc, oh, ow = out.shape
         p = oh * ow
