@@ -96,6 +96,11 @@ SETTLE_S = 0.5  # pause before timing ours: lets a peer's spinning worker thread
 # holding one of our cores (a 1 ms sgemm then timed at half speed, 0.5x NumPy, where the
 # autotuner, timing alone, saw parity)
 TURN_PAUSE_S = 0.2
+# timed runs per turn, after the turn's untimed one: the first runs after an idle pause are
+# slow for every contender by an amount that moves from run to run (conv2d's second run after
+# 0.2 s idle: ours 2.1-3.7 ms, torch 2.7-3.0, steady 1.8 and 1.7-2.4), so a turn times five
+# back-to-back runs, as a layer runs inside a model
+TURN_BLOCK = 5
 
 
 def _settle() -> None:
@@ -122,7 +127,8 @@ def bench_sgemm(dev, n, peak, repeat=7):
     a, b = rng.random((n, n), np.float32), rng.random((n, n), np.float32)
     da, db = dl.tensor(a, device=dev), dl.tensor(b, device=dev)
     ours, peer = paired_medians([lambda: dl.matmul(da, db), lambda: np.matmul(a, b)],
-                                repeat=repeat, warmup=2, block=1, pause=TURN_PAUSE_S)
+                                repeat=repeat, warmup=2, block=TURN_BLOCK,
+                                pause=TURN_PAUSE_S)
     return _row(f"sgemm {n}^3 (dl.matmul)", ours, "numpy", peer, 2 * n ** 3, "GFLOPs", peak,
                 0.95)
 
@@ -139,7 +145,8 @@ def bench_linear(dev, m, k, n, peak, repeat=9):
         tx, tw, tb = map(torch.from_numpy, (x, w, bias))
         fns.append(lambda: torch.nn.functional.linear(tx, tw, tb))
     with dl.no_grad():
-        ts = paired_medians(fns, repeat=repeat, warmup=2, block=1, pause=TURN_PAUSE_S)
+        ts = paired_medians(fns, repeat=repeat, warmup=2, block=TURN_BLOCK,
+                            pause=TURN_PAUSE_S)
     return _row(f"F.linear {m}x{k}x{n}", ts[0], "torch", ts[1] if len(ts) > 1 else None,
                 2 * m * k * n, "GFLOPs", peak, 1.0)
 
@@ -242,7 +249,8 @@ def bench_conv(dev, peak, repeat=9):
         tx, tw = torch.from_numpy(x), torch.from_numpy(w)
         fns.append(lambda: torch.nn.functional.conv2d(tx, tw, padding=1))
     with dl.no_grad():
-        ts = paired_medians(fns, repeat=repeat, warmup=2, block=1, pause=TURN_PAUSE_S)
+        ts = paired_medians(fns, repeat=repeat, warmup=2, block=TURN_BLOCK,
+                            pause=TURN_PAUSE_S)
     flops = 2 * 2 * 64 * 56 * 56 * 64 * 9
     return _row("conv2d (2,64,56,56) 64x3x3 p1", ts[0], "torch", ts[1] if len(ts) > 1 else None,
                 flops, "GFLOPs", peak, 1.0)
@@ -310,8 +318,9 @@ def _markdown(results: list[dict], command: str) -> str:
     md = [f"# Kernel library on {m['cpu']} ({m['cores']} cores)", "",
           f"Python {m['python']}, NumPy {m['numpy']}, torch "
           f"{torch.__version__ if torch else '-'} ({results[0]['torch_threads']} threads); "
-          f"{results[0]['date']}. Medians after warm-up (autotuning in the warm-up); sgemm "
-          "F.linear, conv2d and GELU rows alternate ours and the peer run by run. % roofline: "
+          f"{results[0]['date']}. Medians after warm-up (autotuning in the warm-up); sgemm, "
+          "F.linear, conv2d and GELU rows alternate ours and the peer in turns (a 0.2 s pause, "
+          "one untimed run, then 5 timed; GELU 3). % roofline: "
           "of the measured copy bandwidth for GB/s rows (for GELU: of a copy kernel of the same "
           "line size timed beside it), of the ISA's measured FMA peak (every core) for GFLOP/s "
           "rows. Under CUBE_CPU_ISA=avx2 the peers run their AVX2 kernels too. Command: "
