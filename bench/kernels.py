@@ -194,11 +194,14 @@ def bench_sum(rt, n, bw):
     return _row(f"sum {n >> 20}M f32", t, "torch", tp, 4 * n, "GBps", bw, 0.9)
 
 
-def bench_gelu(rt, n, line=16, repeat=9):
-    """A raw @cube GELU (erf form, lines of `line`) over n f32 beside torch's F.gelu and a
-    copy kernel of the same line size, timed in turns; % roofline is of that copy kernel
-    (the issue's >= 85% of copy bandwidth)."""
+def bench_gelu(rt, n, line=None, repeat=9):
+    """A raw @cube GELU (erf form, lines of `line`: by default one vector register of the
+    runtime's CPU model, 16 floats on AVX-512 and 8 on AVX2, as a user tunes it from the
+    declared features) over n f32 beside torch's F.gelu and a copy kernel of the same line
+    size, timed in turns; % roofline is of that copy kernel (the issue's >= 85% of copy
+    bandwidth)."""
     import transcendentals as tx
+    line = line or max(4, (rt.features.vector_bits or 128) // 32)
     x = np.random.default_rng(4).standard_normal(n).astype(np.float32) * 3
     dx, dy = rt.from_numpy(x), rt.empty((n,), np.float32)
     fns = [tx.launcher(rt, tx.make_kernels()["gelu_erf"], dx, dy, n, line),
