@@ -16,6 +16,16 @@ def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs
                 shape=None) -> Tensor:
     """A lazy tensor for `op(*inputs)`. Inputs are tensors (broadcast together) or Python
     scalars (passed as kernel arguments of their in_type); generators give `shape`."""
+    if len(inputs) == 2 and shape is None and device is None and len(in_types) == 2:
+        a, b = inputs
+        if a.__class__ is Tensor and b.__class__ is Tensor and a.shape == b.shape and \
+                a.device is b.device:  # an eager binary op's common case, in one step
+            node = Node(op, (a if a._node is None else a._node, b if b._node is None else b._node),
+                        tuple(in_types), dtype, a.shape, attrs)
+            out = Tensor._lazy(node, a.device)
+            if not settings.enabled() or node.size > settings.MAX_NODES:
+                materialise([out])
+            return out
     tensors = [x for x in inputs if isinstance(x, Tensor)]
     if shape is None:
         shape = shapes.broadcast_shapes(*(t.shape for t in tensors))
@@ -158,7 +168,16 @@ def _planned_leaves(t: Tensor, node: Node) -> bool:
         ptrs.append(p)
     key = (_planned_leaves, plan._epoch[0], rt, node.op, node.dtype, node.in_types, node.attrs,
            node.shape, tuple(refs), plan.alias_key(ptrs))
-    return _through_plan(t, node, plan.planned_key, key, ptrs, tuple(ops))
+    p = plan._plans.get(key)
+    if p.__class__ is not plan.Plan:  # warming up, tracing or given up: the general path
+        return _through_plan(t, node, plan.planned_key, key, ptrs, tuple(ops))
+    # a plan's replay, inline (an eager op's common case: no closure, no Tensor conversions)
+    buf = p.run(tuple(ops))
+    out = Tensor._lazy(node, t.device)  # t's own attributes (contiguous, offset 0) ...
+    out._buf, out._node = buf, None      # ... over the replay's storage
+    node.result = out
+    t._buf, t._node = buf, None
+    return True
 
 
 Tensor._compute = _compute  # fusion completes the core Tensor: lazy values are its own

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import dtypes, shapes
 from ..autograd import record
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.tape import needs_grad
 from ..kernels import matmul as lib
 from ..kernels import plan
 from ..kernels.view import transpose
@@ -25,7 +25,7 @@ def _check(a: Tensor, b: Tensor, what: str):
         raise TypeError(f"{what}: operands differ in dtype ({a.dtype} and {b.dtype})")
     if not a.dtype.is_float:
         raise TypeError(f"{what} takes float tensors, got {a.dtype}")
-    if a.device != b.device:
+    if a.device is not b.device and a.device != b.device:
         raise ValueError(f"{what}: tensors on different devices ({a.device}, {b.device})")
 
 
@@ -72,7 +72,7 @@ def _planned_2d(a: Tensor, b: Tensor, bias: Tensor | None, act: str, ta: bool, t
            a.dtype)
     buf = plan.planned_bufs(tag, a.device.rt, bufs,
                             lambda: _mm_views(a, b, bias, act, ta, tb)._buf)
-    return Tensor(buf, (m, n), shapes.contiguous_strides((m, n)), 0, a.dtype, a.device)
+    return Tensor(buf, (m, n), (n, 1), 0, a.dtype, a.device)
 
 
 def _mm_views(a, b, bias, act, ta, tb) -> Tensor | None:
@@ -162,23 +162,22 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "no
     tanh. When a gradient is needed, gelu/tanh run as a lazy op after the matmul (their
     derivative needs the pre-activation), relu stays fused (its derivative is y > 0)."""
     _check(x, weight, "linear")
-    if x.ndim == 0:
+    nd = len(x.shape)
+    if nd == 0:
         raise ValueError("linear: the input needs at least one dimension")
-    lead = x.shape[:-1]
-    x2 = x.reshape(shapes.numel(lead), x.shape[-1]) if x.ndim != 2 else x
-    grad = is_grad_enabled() and any(t is not None and t.requires_grad
-                                     for t in (x, weight, bias))
+    x2 = x if nd == 2 else x.reshape(shapes.numel(x.shape[:-1]), x.shape[-1])
+    grad = needs_grad(x, weight, bias)
     fused = act if (not grad or act in ("none", "relu")) else "none"
     y = mm_raw(x2, weight, bias, fused, tb=True)
-
-    def back(g):
-        gz = g if fused == "none" else g * (y.detach() > 0)
-        gx = mm_raw(gz, weight) if x.requires_grad else None
-        gw = mm_raw(gz, x2, ta=True) if weight.requires_grad else None
-        gb = gz.sum(0) if bias is not None and bias.requires_grad else None
-        return gx, gw, gb
-    record(y, "linear", (x2, weight, bias), back)
+    if grad:
+        def back(g):
+            gz = g if fused == "none" else g * (y.detach() > 0)
+            gx = mm_raw(gz, weight) if x.requires_grad else None
+            gw = mm_raw(gz, x2, ta=True) if weight.requires_grad else None
+            gb = gz.sum(0) if bias is not None and bias.requires_grad else None
+            return gx, gw, gb
+        record(y, "linear", (x2, weight, bias), back)
     if fused != act:
         y = {"gelu": lambda t: t.gelu(), "tanh": lambda t: t.tanh()}[act](y)
-    return y.reshape(*lead, y.shape[-1]) if x.ndim != 2 else y
+    return y if nd == 2 else y.reshape(*x.shape[:-1], y.shape[-1])
 
