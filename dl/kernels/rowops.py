@@ -4,36 +4,39 @@ from cube import UNIT_POS, Comptime, cube, u32
 
 
 @cube
+def lanes_tree(v, L: Comptime[int], IS_MAX: Comptime[bool]):
+    """The max (NaN if any lane is NaN) or the sum of v's L lanes as a halving tree: lane i
+    meets lane i + L/2, then i + L/4, ... (a shuffle reduction's order; an odd count keeps
+    its middle lane for the next level). log2(L) dependent steps where a chain of L - 1
+    kept a 128-wide softmax row waiting ~150 cycles per row; the order every target and the
+    interpreter share."""
+    w = v
+    n = cb.comptime(L)
+    for _ in cb.range(cb.comptime((L - 1).bit_length()), unroll=True):
+        h = n // 2
+        for i in cb.range(h, unroll=True):
+            if IS_MAX:
+                w[i] = max(w[i], w[i + n - h])
+            else:
+                w[i] = w[i] + w[i + n - h]
+        n = n - h
+    return w[0]
+
+
+@cube
 def lanes_max(v, L: Comptime[int]):
-    """The largest lane of v (NaN if any lane is NaN) as a halving tree: lane i meets lane
-    i + L/2, then i + L/4, ... (a shuffle reduction's order): log2(L) dependent steps where
-    a chain of L - 1 kept a 128-wide softmax row waiting ~150 cycles per row."""
     if L == 1:
         return v
     else:
-        w = v
-        h = cb.comptime(L // 2)
-        for _ in cb.range(cb.comptime(L.bit_length() - 1), unroll=True):
-            for i in cb.range(h, unroll=True):
-                w[i] = max(w[i], w[i + h])
-            h = h // 2
-        return w[0]
+        return lanes_tree(v, L, True)
 
 
 @cube
 def lanes_sum(v, L: Comptime[int]):
-    """The sum of v's lanes in `lanes_max`'s halving tree (the order every target and the
-    interpreter share; log2(L) dependent adds instead of L - 1). L is a power of two."""
     if L == 1:
         return v
     else:
-        w = v
-        h = cb.comptime(L // 2)
-        for _ in cb.range(cb.comptime(L.bit_length() - 1), unroll=True):
-            for i in cb.range(h, unroll=True):
-                w[i] = w[i] + w[i + h]
-            h = h // 2
-        return w[0]
+        return lanes_tree(v, L, False)
 
 
 @cube
