@@ -48,6 +48,7 @@ from .common import cdiv, is_cpu, line_size
 from .epilogue import ACTIVATIONS, activate
 from .epilogue import reference as act_ref
 from .fill import fill
+from .rowops import lanes_sum
 from .view import is_contiguous, strided
 
 F = typing.TypeVar("F")
@@ -309,21 +310,9 @@ def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Arra
         for i in cb.range(MR, unroll=True):
             for j in cb.range(NR, unroll=True):
                 if row0 + i < m and col0 + j < n:
-                    w = acc[i * NR + j]
                     # a tree of halves: LLVM makes each level one shuffle and one vector add
                     # (a lane at a time was 15 scalar adds and 15 shuffles per output)
-                    if L >= 16:
-                        for q in cb.range(8, unroll=True):
-                            w[q] = w[q] + w[q + 8]
-                    if L >= 8:
-                        for q in cb.range(4, unroll=True):
-                            w[q] = w[q] + w[q + 4]
-                    if L >= 4:
-                        for q in cb.range(2, unroll=True):
-                            w[q] = w[q] + w[q + 2]
-                    v = w[0]
-                    if L >= 2:
-                        v = w[0] + w[1]
+                    v = lanes_sum(acc[i * NR + j], L)
                     if HAS_BIAS:
                         v += bias[col0 + j]
                     c[z * c.stride(0) + (row0 + i) * c.stride(1) + col0 + j] = activate(v, ACT)
@@ -451,6 +440,15 @@ def _row_block(rt, mr: int, k: int, grid, elem) -> int:
     return mb if 4 <= mb < grid[0] else 0
 
 
+def _pack_lines(rt, b, lsz: int, nr: int, panels: int, elem):
+    """B (batch, K, N) with rows of whole lines -> `pack_b`'s panels, as lines."""
+    batch, k = b.shape[0], b.shape[1]
+    bp = rt.empty((batch, panels * k, nr * lsz), elem)
+    pack_b.launch(rt, cube_count=(cdiv(panels * nr, 64), k, batch), cube_dim=64,
+                  b=b.lines(lsz) if lsz > 1 else b, out=bp.lines(lsz), NR=nr)
+    return bp.lines(lsz)
+
+
 def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
     """pack: "" reads B as it lies (lines along N when its rows are contiguous), "lines"
     packs those lines into panels first, "strided" gathers any layout into panels as
@@ -462,11 +460,7 @@ def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
         nl = n // lsz
         panels = cdiv(nl, nr)
         if pack == "lines":
-            bl = b.lines(lsz) if lsz > 1 else b
-            bp = rt.empty((batch, panels * k, nr * lsz), c.elem)
-            pack_b.launch(rt, cube_count=(cdiv(panels * nr, 64), k, batch), cube_dim=64,
-                          b=bl, out=bp.lines(lsz), NR=nr)
-            bv = bp.lines(lsz)
+            bv = _pack_lines(rt, b, lsz, nr, panels, c.elem)
         elif pack == "strided":
             bv = _pack_strided(rt, b, nr * lsz).lines(lsz)
         else:
@@ -491,16 +485,12 @@ def _run_kblocked(mr: int, nr: int, kc: int, mc: int):
     """B's panels packed (`pack_b`), then `matmul_kblocked`."""
     def run(rt, a, b, c, bias, act):
         batch, m, n = c.shape
-        k = b.shape[1]
         lsz = _tiled_line(rt, a, b, c)
         panels = cdiv(n // lsz, nr)
-        bl = b.lines(lsz) if lsz > 1 else b
-        bp = rt.empty((batch, panels * k, nr * lsz), c.elem)
-        pack_b.launch(rt, cube_count=(cdiv(panels * nr, 64), k, batch), cube_dim=64,
-                      b=bl, out=bp.lines(lsz), NR=nr)
+        bp = _pack_lines(rt, b, lsz, nr, panels, c.elem)
         bb = (bias if bias is not None else c).buffer
         matmul_kblocked.launch(rt, cube_count=(panels, cdiv(m, mc), batch), cube_dim=1, a=a,
-                               b=bp.lines(lsz), c=c.lines(lsz),
+                               b=bp, c=c.lines(lsz),
                                bias=bb.lines(lsz) if bias is not None else bb.lines(1),
                                MR=mr, NR=nr, KC=kc, MC=mc, HAS_BIAS=bias is not None, ACT=act)
     return run

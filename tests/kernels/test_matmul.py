@@ -38,6 +38,21 @@ def test_matmul_candidates(rt, name, case, monkeypatch):
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("name", [n for n in names(mm.MATMUL) if n.startswith("dot_")])
+def test_dot_candidates_f16_over_whole_simd_lines(rt, name, monkeypatch):
+    """f16 with K a multiple of 32: a 64-byte register holds 32 halves, so the dot kernels
+    read lines of 32 along K (a lane sum unrolled for at most 16 lanes dropped half of K)."""
+    if not rt.features.f16:
+        pytest.skip(f"{rt.name} has no f16")
+    rng = np.random.default_rng(7)
+    a, da = _operand(rt, rng, (9, 96), False, np.float16)
+    b, db = _operand(rt, rng, (96, 32), True, np.float16)
+    with candidate(mm.MATMUL, name, monkeypatch):
+        out = mm.matmul(rt, da, db)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out.numpy().astype(np.float64), want, rtol=2e-2, atol=0.1)
+
+
 @pytest.mark.parametrize("act", ["relu", "gelu", "tanh"])
 @pytest.mark.parametrize("name", ["tiled_6x2", "packed_4x4", "dot_4x3", "dot_4x2", "dot_4x4",
                                   "shared_8", "plane"])
