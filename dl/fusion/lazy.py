@@ -16,16 +16,25 @@ def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs
                 shape=None) -> Tensor:
     """A lazy tensor for `op(*inputs)`. Inputs are tensors (broadcast together) or Python
     scalars (passed as kernel arguments of their in_type); generators give `shape`."""
-    if len(inputs) == 2 and shape is None and device is None and len(in_types) == 2:
+    a = b = None
+    if len(inputs) == 2 and len(in_types) == 2 and shape is None and device is None:
         a, b = inputs
-        if a.__class__ is Tensor and b.__class__ is Tensor and a.shape == b.shape and \
-                a.device is b.device:  # an eager binary op's common case, in one step
-            node = Node(op, (a if a._node is None else a._node, b if b._node is None else b._node),
-                        tuple(in_types), dtype, a.shape, attrs)
-            out = Tensor._lazy(node, a.device)
-            if not settings.enabled() or node.size > settings.MAX_NODES:
-                materialise([out])
-            return out
+    if a.__class__ is Tensor and b.__class__ is Tensor and a.shape == b.shape and \
+            a.device is b.device:  # an eager binary op's common case: nothing to check
+        args = (a if a._node is None else a._node, b if b._node is None else b._node)
+        shape, device = a.shape, a.device
+    else:
+        args, shape, device = _node_inputs(op, inputs, in_types, shape, device)
+    node = Node(op, tuple(args), tuple(in_types), dtype, tuple(shape), attrs)
+    out = Tensor._lazy(node, device)
+    if not settings.enabled() or node.size > settings.MAX_NODES:
+        materialise([out])
+    return out
+
+
+def _node_inputs(op: str, inputs: list, in_types: list, shape, device):
+    """(a node's inputs, its shape, its device) for `elementwise`'s inputs: the broadcast
+    shape, one device, scalars as `Const`s, lazy inputs of that shape as their nodes."""
     tensors = [x for x in inputs if isinstance(x, Tensor)]
     if shape is None:
         shape = shapes.broadcast_shapes(*(t.shape for t in tensors))
@@ -47,11 +56,7 @@ def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs
             if x._node is not None:  # a lazy value read broadcast: compute it first
                 x._materialise()
             args.append(x)
-    node = Node(op, tuple(args), tuple(in_types), dtype, tuple(shape), attrs)
-    out = Tensor._lazy(node, device)
-    if not settings.enabled() or node.size > settings.MAX_NODES:
-        materialise([out])
-    return out
+    return args, shape, device
 
 
 def realise(tensors: list[Tensor]) -> None:
@@ -140,10 +145,16 @@ def _through_plan(t: Tensor, node: Node, planned, *key) -> bool:
 
     buf = planned(*key, run)
     if t._node is not None:
-        out = Tensor(buf, t.shape, shapes.contiguous_strides(t.shape), 0, t.dtype, t.device)
-        node.result = out
-        t._buf, t._node, t._strides, t.offset = buf, None, out._strides, 0
+        _adopt(t, node, buf)
     return True
+
+
+def _adopt(t: Tensor, node: Node, buf) -> None:
+    """The lazy t and its node take a replay's fresh contiguous storage."""
+    out = Tensor._lazy(node, t.device)  # t's own attributes, without Tensor()'s conversions
+    out._buf, out._node = buf, None
+    node.result = out
+    t._buf, t._node, t._strides, t.offset = buf, None, out._strides, 0
 
 
 def _planned_leaves(t: Tensor, node: Node) -> bool:
@@ -171,12 +182,7 @@ def _planned_leaves(t: Tensor, node: Node) -> bool:
     p = plan._plans.get(key)
     if p.__class__ is not plan.Plan:  # warming up, tracing or given up: the general path
         return _through_plan(t, node, plan.planned_key, key, ptrs, tuple(ops))
-    # a plan's replay, inline (an eager op's common case: no closure, no Tensor conversions)
-    buf = p.run(tuple(ops))
-    out = Tensor._lazy(node, t.device)  # t's own attributes (contiguous, offset 0) ...
-    out._buf, out._node = buf, None      # ... over the replay's storage
-    node.result = out
-    t._buf, t._node = buf, None
+    _adopt(t, node, p.run(tuple(ops)))  # the plan's replay inline: an eager op's common case
     return True
 
 
