@@ -98,7 +98,7 @@ class Pool:
         self._ready = False  # ... and is complete: the workers (if any) can take jobs
         self._stopping = False
         self._starter: threading.Thread | None = None
-        self._steered: list = []  # worker thread ids kept off the caller's CPU for a wake-up
+        self._steered: list = []  # (worker thread id, its own mask) off the caller's CPU
 
     def start(self, wait: bool = True) -> None:
         """Start the workers (in the background unless `wait`)."""
@@ -227,7 +227,7 @@ class Pool:
             ctl = self._ctl
             ctl.set_job(fn_addr, ctypes.cast(blob_p, ctypes.c_void_p).value or 0,
                         ctypes.addressof(counter), ncubes, chunk)
-            if ctl.block[1] and _STEER:  # sleepers: this publish wakes them
+            if _STEER and ctl.sleepers():  # this publish wakes them
                 self._steer_wakeup()
             self._native.publish(ctl.addr)
             if fn_par is not None:
@@ -241,7 +241,7 @@ class Pool:
         look preempted to a VM guest, which then wakes a worker onto the waker's own CPU:
         the worker and the caller shared one core for ~10 ms (sgemm 512 after a 0.2 s
         pause: 3.3, 2.1, 1.8, 1.7, 1.4 ms, then 1.0 steady; NumPy, whose caller waits for
-        its worker, 2.2 then 1.0). The mask is lifted once the worker runs elsewhere."""
+        its worker, 2.2 then 1.0). Each worker's own mask comes back when the launch closes."""
         try:
             cpu = _getcpu()
             for t in self._native_threads:

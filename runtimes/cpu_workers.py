@@ -296,5 +296,9 @@ class Control:
     def state(self) -> int:
         return self.block[_STATE]
 
+    def sleepers(self) -> int:
+        """Workers asleep on the futex (the next `publish` wakes them)."""
+        return self.block[_SLEEPERS]
+
     def stop(self) -> None:
         self.block[_QUIT] = 1
