@@ -278,6 +278,32 @@ def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptim
 
 
 @cube(launch=True, unchecked=True, nowrap=True)
+def unswap(src: Tensor[F], c: Tensor[Line[F]], bias: Array[Line[F]], TM: Comptime[int],
+           HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
+    """c = act(src^T + bias) (`_run_swapped`'s last step): src (batch, N, M') is the product's
+    transpose with unit stride along M, c (batch, M, N) is written as lines along N. A unit
+    writes TM rows of one line of c (x: lines, y: row blocks, z: the batch): each lane
+    comes from its own row of src, TM contiguous values of it (one cache line at TM=16)."""
+    L = cb.comptime(c.line_size())
+    m = c.shape(1)
+    nl = c.shape(2) // L
+    z = CUBE_POS_Z
+    col = ABSOLUTE_POS_X
+    r0 = CUBE_POS_Y * TM
+    if col < nl:
+        s = z * src.stride(0) + col * L * src.stride(1) + r0
+        for i in cb.range(TM, unroll=True):
+            if r0 + i < m:
+                v = Line[F, L](0)
+                for lane in cb.range(L, unroll=True):
+                    v[lane] = src[s + lane * src.stride(1) + i]
+                if HAS_BIAS:
+                    v += bias[col]
+                c[z * (c.stride(0) // L) + (r0 + i) * (c.stride(1) // L) + col] = \
+                    activate(v, ACT)
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
 def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Array[F],
                MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
                ACT: Comptime[str]):
@@ -496,6 +522,38 @@ def _run_kblocked(mr: int, nr: int, kc: int, mc: int):
     return run
 
 
+UNSWAP_ROWS = 16  # rows of C per `unswap` unit: 16 floats of each row of C^T, a cache line
+
+
+def _run_swapped(mr: int, nr: int, kc: int, mc: int):
+    """C = A @ B computed as C^T = B^T @ A^T, then transposed: for B stored transposed (K
+    contiguous, nn.Linear's weight) and few rows of A (x @ W^T at batch 64). A is packed
+    into `pack_b`'s panels along M (M x K values moved where packing B, `tpacked`, moves
+    N x K), B^T is read a scalar per row as `matmul_kblocked` reads A, the product's
+    transpose goes to a scratch buffer in whole lines, and `unswap` writes C from it with
+    the bias and the activation (the transposed store in the tile's epilogue, a lane at a
+    time, cost more than this pass: 64x784x512 0.36 ms against 0.28)."""
+    def run(rt, a, b, c, bias, act):
+        batch, m, n = c.shape
+        k = a.shape[2]
+        lsz = line_size(rt, c.elem, 1 << 20)
+        panels = cdiv(cdiv(m, lsz), nr)
+        at = strided(a, (batch, k, m), (a.strides[0], a.strides[2], a.strides[1]))
+        bp = _pack_strided(rt, at, nr * lsz).lines(lsz)
+        bt = strided(b, (batch, n, k), (b.strides[0], b.strides[2], b.strides[1]))
+        ct = rt.empty((batch, n, panels * nr * lsz), c.elem)
+        matmul_kblocked.launch(rt, cube_count=(panels, cdiv(n, mc), batch), cube_dim=1, a=bt,
+                               b=bp, c=ct.lines(lsz), bias=ct.lines(1), MR=mr, NR=nr, KC=kc,
+                               MC=mc, HAS_BIAS=False, ACT="none")
+        csz = line_size(rt, c.elem, n)
+        bl = (bias if bias is not None else c).buffer
+        unswap.launch(rt, cube_count=(cdiv(n // csz, 64), cdiv(m, UNSWAP_ROWS), batch),
+                      cube_dim=64, src=ct, c=c.lines(csz),
+                      bias=bl.lines(csz) if bias is not None else bl.lines(1),
+                      TM=UNSWAP_ROWS, HAS_BIAS=bias is not None, ACT=act)
+    return run
+
+
 def _dot_line(rt, a, b, c) -> int:
     k = a.shape[2]
     if a.strides[2] != 1 or b.strides[1] != 1:
@@ -596,6 +654,7 @@ def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
         fn = runs.get(tile)
         if fn is None:
             fn = runs[tile] = _run_dot(*tile) if dot else \
+                _run_swapped(*tile, KC, MC) if pack == "swapped" else \
                 _run_kblocked(*tile, KC, MC) if pack == "kblocked" else \
                 _run_tiled(*tile, pack, pack_a)
         return fn(rt, a, b, c, bias, act)
@@ -641,6 +700,12 @@ def _b_small(rt, a, b, c, bias, act) -> bool:
         and b.shape[1] * b.shape[2] * c.buffer.dtype.itemsize <= B_L1_BYTES
 
 
+def _few_rows(rt, a, b, c, bias, act) -> bool:
+    """On the CPU, B stored transposed with fewer rows of A than columns of B: packing A
+    costs less than packing B."""
+    return _b_transposed(rt, a, b, c, bias, act) and c.shape[1] < c.shape[2]
+
+
 def _a_transposed(rt, a, b, c, bias, act) -> bool:
     """On the CPU, A-packing kernels go first for an A whose rows are not contiguous."""
     return is_cpu(rt) and _strided_rows(a) and not _strided_rows(b)
@@ -684,6 +749,9 @@ MATMUL = Tunable("matmul", [
     # (1024x256x2048 on AVX-512: 12x2 packed 2.6x dot 5x5's speed)
     Candidate("dot_r0", _ranked(0, dot=True), _cpu_first(100, 26), _has_rank(0, True),
               prefer=_b_transposed),
+    # few rows of A: the product's transpose, A packed (`_run_swapped`)
+    *(Candidate(f"swapped_r{r}", _ranked(r, "swapped"), _cpu_first(101 - r, 7 - r),
+                _has_rank(r), prefer=_few_rows) for r in range(RANKED)),
     Candidate("tpacked_r0", _ranked(0, "strided"), _cpu_first(99, 8), _has_rank(0),
               prefer=_b_transposed),
     Candidate("dot_r1", _ranked(1, dot=True), _cpu_first(98, 25), _has_rank(1, True),

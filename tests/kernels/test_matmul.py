@@ -55,13 +55,13 @@ def test_dot_candidates_f16_over_whole_simd_lines(rt, name, monkeypatch):
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "tanh"])
 @pytest.mark.parametrize("name", ["tiled_6x2", "packed_4x4", "dot_4x3", "dot_4x2", "dot_4x4",
-                                  "shared_8", "plane"])
+                                  "swapped_r0", "shared_8", "plane"])
 def test_matmul_epilogue(rt, name, act, monkeypatch):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((9, 32)).astype(np.float32), \
         rng.standard_normal((32, 16)).astype(np.float32)
     bias = rng.standard_normal(16).astype(np.float32)
-    db = rt.from_numpy(b) if not name.startswith("dot_") else \
+    db = rt.from_numpy(b) if not name.startswith(("dot_", "swapped")) else \
         transpose(rt.from_numpy(np.ascontiguousarray(b.T)))
     with candidate(mm.MATMUL, name, monkeypatch):
         out = mm.matmul(rt, rt.from_numpy(a), db, bias=rt.from_numpy(bias), act=act)
