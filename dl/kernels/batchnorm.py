@@ -88,16 +88,19 @@ def _launch_shape(rt, x3, *others):
     return block, lsz
 
 
-def stats(rt, x3, eps: float, running=None, momentum: float = 0.1):
+def stats(rt, x3, eps: float, run_mean=None, run_var=None, momentum: float = 0.1):
     """(mean, invstd) buffers of shape (C,) for an (N, C, S) view with unit stride along S;
-    `running` = (run_mean, run_var) contiguous buffers, updated in place."""
+    run_mean and run_var (both or neither) contiguous buffers, updated in place (operands
+    of their own: a dispatch plan keys them, where a tuple of them made every call go
+    unplanned)."""
     c = x3.shape[1]
     mean, invstd = rt.empty((c,), x3.elem), rt.empty((c,), x3.elem)
     block, lsz = _launch_shape(rt, x3)
-    rm, rv = running if running is not None else (mean, invstd)
+    running = run_mean is not None
+    rm, rv = (run_mean, run_var) if running else (mean, invstd)
     bn_stats.launch(rt, cube_count=c, cube_dim=block, x=x3.lines(lsz), mean=mean,
                     invstd=invstd, run_mean=rm, run_var=rv, momentum=float(momentum),
-                    eps=float(eps), BLOCK=block, RUNNING=running is not None)
+                    eps=float(eps), BLOCK=block, RUNNING=running)
     return mean, invstd
 
 

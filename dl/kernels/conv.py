@@ -41,7 +41,7 @@ from . import conv_direct as cd
 from . import matmul as mm
 from .common import cdiv, is_cpu
 from .epilogue import ACTIVATIONS, activate
-from .im2col import im2col, im2col_rows
+from .im2col import grad_rows, im2col, im2col_rows
 from .pool import out_size
 from .tensor_conv import col2im
 from .view import strided
@@ -191,6 +191,8 @@ def _grad_input_cols(rt, g, g_rows, w, out, cfg):
     """weights^T @ the output gradient's rows, then col2im gathers the columns."""
     oc, c, kh, kw = w.shape
     ck = c * kh * kw
+    if g_rows is None:
+        g_rows = grad_rows(rt, g)
     npix = g_rows.shape[1]
     gcol = rt.empty((ck, npix), w.elem)
     mm.matmul(rt, strided(w, (ck, oc), (1, ck)), g_rows, out=gcol)
@@ -202,7 +204,8 @@ def _grad_input_cols(rt, g, g_rows, w, out, cfg):
 
 
 # the input gradient of a groups=1 conv2d: args (g (N, OC, OH, OW) contiguous, g as
-# contiguous (OC, N*OH*OW) rows, weights, out (N, C, H, W), geometry)
+# contiguous (OC, N*OH*OW) rows or None (made when a candidate reads them), weights,
+# out (N, C, H, W), geometry)
 CONV_GRAD_INPUT = Tunable("conv2d_grad_input", [
     Candidate("blocked_2", cd.grad_input(2), _direct_first(120, 5),
               lambda rt, *a: cd.grad_input_ok(rt, *a, nb=2)),
@@ -217,9 +220,11 @@ CONV_GRAD_INPUT = Tunable("conv2d_grad_input", [
 
 def conv2d_grad_input(rt, g, g_rows, w, x_shape, stride, padding, dilation):
     """The input gradient (N, C, H, W) = x_shape of a groups=1 conv2d with weights w, given
-    the output gradient g (contiguous NCHW) and the same as (OC, N*OH*OW) rows."""
+    the output gradient g (contiguous NCHW) and the same as (OC, N*OH*OW) rows, or None:
+    the candidates that read rows make them (the direct ones do not)."""
     (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
-    g, g_rows, w = g.buffer, g_rows.buffer, w.buffer
+    g, w = g.buffer, w.buffer
+    g_rows = None if g_rows is None else g_rows.buffer
     out = rt.empty(tuple(x_shape), g.elem)
     oc, _, kh, kw = w.shape
     cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
@@ -233,6 +238,8 @@ def _grad_weight_cols(rt, x, g, g_rows, out, cfg):
     oc, c, kh, kw = out.shape
     _, _, oh, ow = g.shape
     npix, ck = x.shape[0] * oh * ow, c * kh * kw
+    if g_rows is None:
+        g_rows = grad_rows(rt, g)
     col = rt.empty((1, ck, npix), x.elem)
     geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
     im2col.launch(rt, cube_count=(cdiv(npix, 256), c), cube_dim=256, x=x, col=col, G=1,
@@ -242,7 +249,7 @@ def _grad_weight_cols(rt, x, g, g_rows, out, cfg):
 
 
 # the weight gradient of a groups=1 conv2d: args (x, g (N, OC, OH, OW) contiguous, g as
-# (OC, N*OH*OW) rows, out (OC, C, KH, KW), geometry)
+# (OC, N*OH*OW) rows or None, out (OC, C, KH, KW), geometry)
 CONV_GRAD_WEIGHT = Tunable("conv2d_grad_weight", [
     Candidate("blocked", cd.grad_weight, _direct_first(120, 5), cd.grad_weight_ok),
     Candidate("im2col", _grad_weight_cols, 110),
@@ -251,9 +258,11 @@ CONV_GRAD_WEIGHT = Tunable("conv2d_grad_weight", [
 
 def conv2d_grad_weight(rt, x, g, g_rows, w_shape, stride, padding, dilation):
     """The weight gradient (OC, C, KH, KW) = w_shape of a groups=1 conv2d of x, given the
-    output gradient g (contiguous NCHW) and the same as (OC, N*OH*OW) rows."""
+    output gradient g (contiguous NCHW) and the same as (OC, N*OH*OW) rows, or None (as
+    `conv2d_grad_input`'s)."""
     (sh, sw), (ph, pw), (dh, dw) = _pair(stride), _pair(padding), _pair(dilation)
-    x, g, g_rows = x.buffer, g.buffer, g_rows.buffer
+    x, g = x.buffer, g.buffer
+    g_rows = None if g_rows is None else g_rows.buffer
     out = rt.empty(tuple(w_shape), g.elem)
     cfg = dict(KH=w_shape[2], KW=w_shape[3], SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
     key = tune_key("conv_gw", out.elem, [x.shape, out.shape], (sh, sw, ph, pw, dh, dw))

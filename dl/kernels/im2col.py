@@ -1,5 +1,6 @@
 """im2col gathers for the convolutions: the (G, C*KH*KW, N*OH*OW) column matrix of a
-strided, padded input (`im2col`) and the per-image (N, C*KH*KW, OH*OW) rows (`im2col_rows`),
+strided, padded input (`im2col`), the per-image (N, C*KH*KW, OH*OW) rows (`im2col_rows`)
+and an output gradient's (C, N*OH*OW) rows (`grad_rows`),
 shared by the general conv (`conv.py`) and the 1x1 kernel's strided or padded inputs
 (`conv_1x1.py`): their own module, so neither of those imports the other."""
 from __future__ import annotations
@@ -8,17 +9,21 @@ import typing
 
 import cube as cb
 from cube import (
+    ABSOLUTE_POS,
     ABSOLUTE_POS_X,
     ABSOLUTE_POS_Y,
     ABSOLUTE_POS_Z,
     CUBE_POS_Y,
     Array,
     Comptime,
+    Line,
     Tensor,
     cube,
     i32,
     u32,
 )
+
+from .common import cdiv, line_size
 
 F = typing.TypeVar("F")
 
@@ -95,3 +100,28 @@ def im2col_rows(x: Tensor[F], col: Tensor[F], KH: Comptime[int], KW: Comptime[in
                 col[ob + ow] = x[u32(xo + i32(ow * SW) * xs)]
             for ow in range(u32(hi), own):
                 col[ob + ow] = F(0)
+
+
+@cube(launch=True)
+def nchw_rows(g: Array[Line[F]], out: Array[Line[F]], C: u32, P: u32):
+    """out (C, N, P) = g (N, C, P), contiguous, P counted in lines: one line per unit, read
+    in g's order."""
+    i = ABSOLUTE_POS
+    if i < g.len():
+        p = i % P
+        t = i // P
+        out[((t % C) * (g.len() // (C * P)) + t // C) * P + p] = g[i]
+
+
+def grad_rows(rt, g):
+    """An output gradient g (N, C, OH, OW), contiguous, as a new (C, N*OH*OW) buffer: the
+    rows the matmul formulations of a conv's gradients read."""
+    n, c, oh, ow = g.shape
+    p = oh * ow
+    lsz = line_size(rt, g.elem, p)
+    out = rt.empty((c, n * p), g.elem)
+    count = g.size // lsz
+    flat = g.view((g.size,), (1,))  # lines along OH*OW: a row of pixels may be shorter
+    nchw_rows.launch(rt, cube_count=cdiv(count, 256), cube_dim=256,
+                     g=flat.lines(lsz), out=out.lines(lsz), C=c, P=p // lsz)
+    return out

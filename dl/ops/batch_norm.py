@@ -49,9 +49,8 @@ def batch_norm_train(x: Tensor, running_mean, running_var, weight, bias, momentu
     c = x.shape[1]
     shape = (1, c) + (1,) * (x.ndim - 2)
     x3 = _as_ncs(x)
-    running = None if running_mean is None else (running_mean._buf, running_var._buf)
-    mean_b, invstd_b = counted("batch_norm_stats", lib.stats, rt, x3, eps, running,
-                                      momentum)
+    rm, rv = (None, None) if running_mean is None else (running_mean._buf, running_var._buf)
+    mean_b, invstd_b = counted("batch_norm_stats", lib.stats, rt, x3, eps, rm, rv, momentum)
     mean = result(mean_b, dt, dev, (c,)).reshape(shape)
     invstd = result(invstd_b, dt, dev, (c,)).reshape(shape)
     w = weight.detach().reshape(shape) if weight is not None else None

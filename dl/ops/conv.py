@@ -68,12 +68,12 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
         xd, wd = x.detach(), weight.detach()
         gb = None
         if groups == 1:
-            # the output gradient as (OC, N*OH*OW) rows (a permuted copy): the weight's
-            # gradient reads it, and the bias's is one reduction along its rows
-            g_rows = _contig(g.permute(1, 0, 2, 3)).reshape(g.shape[1], -1)
-            gx, gw = _conv_grads(xd, wd, g_rows, geo, x.requires_grad, weight.requires_grad, g)
+            # no (OC, N*OH*OW) rows of g: the library makes them where its chosen kernels
+            # read them (the matmul formulations), and the direct kernels read g as it is
+            # (the permuted copy was a kernel and ~20 us of Python a conv in every step)
+            gx, gw = _conv_grads(xd, wd, None, geo, x.requires_grad, weight.requires_grad, g)
             if bias is not None and bias.requires_grad:
-                gb = g_rows.sum(1)
+                gb = g.sum((0, 2, 3))
         else:
             cg, ocg = x.shape[1] // groups, weight.shape[0] // groups
             parts = [_conv_grads(_contig(xd[:, k * cg:(k + 1) * cg]),
@@ -92,10 +92,11 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     return y
 
 
-def _conv_grads(x: Tensor, w: Tensor, g_rows: Tensor, geo: dict, want_x: bool,
+def _conv_grads(x: Tensor, w: Tensor, g_rows: Tensor | None, geo: dict, want_x: bool,
                 want_w: bool, g: Tensor | None = None):
     """Gradients of a groups=1 convolution; g_rows: the output gradient (N, OC, OH, OW) as
-    contiguous (OC, N*OH*OW) rows; g: the same as it is (contiguous), if at hand."""
+    contiguous (OC, N*OH*OW) rows, or None (the library makes them where it reads them);
+    g: the same as it is (contiguous), if at hand (needed when g_rows is None)."""
     rt = x.device.rt
     n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
@@ -104,16 +105,17 @@ def _conv_grads(x: Tensor, w: Tensor, g_rows: Tensor, geo: dict, want_x: bool,
               ((h, kh, sh, ph, dh), (wd, kw, sw, pw, dw)))
     gx = gw = None
     gn = g if g is not None else _contig(g_rows.reshape(oc, n, oh, ow).permute(1, 0, 2, 3))
+    rows = None if g_rows is None else operand(g_rows)
     if want_w:  # tuned: a direct kernel, or g's rows @ im2col(x)^T
         buf = counted("conv2d_grad_weight", lib_conv.conv2d_grad_weight, rt, operand(x),
-                      operand(gn), operand(g_rows), tuple(w.shape), geo["stride"],
+                      operand(gn), rows, tuple(w.shape), geo["stride"],
                       geo["padding"], geo["dilation"])
         gw = result(buf, w.dtype, w.device)
     if want_x:
         # tuned: a direct conv of g with the flipped weights (stride 1), or
         # weights^T @ g's rows then col2im
         buf = counted("conv2d_grad_input", lib_conv.conv2d_grad_input, rt, operand(gn),
-                      operand(g_rows), operand(w, contiguous=True), tuple(x.shape),
+                      rows, operand(w, contiguous=True), tuple(x.shape),
                       geo["stride"], geo["padding"], geo["dilation"])
         gx = result(buf, x.dtype, x.device)
     return gx, gw

@@ -112,6 +112,28 @@ def test_grad_input_candidates(rt, name, case, monkeypatch):
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", CASES[:2] + CASES[4:6], ids=str)
+def test_matmul_grads_make_their_own_rows(rt, case, monkeypatch):
+    """The matmul formulations of both gradients with no rows of g given (dl's backward
+    passes none: `grad_rows` makes them where these candidates read them)."""
+    xs, ws, s, p, d = case
+    rng = np.random.default_rng(sum(xs) + 2)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    x64, w64 = torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64)
+    g = rng.standard_normal(tuple(torch.nn.functional.conv2d(x64, w64, None, s, p, d).shape))
+    g = g.astype(np.float32)
+    g64 = torch.tensor(g, dtype=torch.float64)
+    gw = _run(C.CONV_GRAD_WEIGHT, "im2col", lambda: C.conv2d_grad_weight(
+        rt, rt.from_numpy(x), rt.from_numpy(g), None, ws, s, p, d), monkeypatch)
+    np.testing.assert_allclose(gw.numpy(), torch.nn.grad.conv2d_weight(x64, ws, g64, s, p, d),
+                               rtol=1e-4, atol=1e-4)
+    gx = _run(C.CONV_GRAD_INPUT, "col2im", lambda: C.conv2d_grad_input(
+        rt, rt.from_numpy(g), None, rt.from_numpy(w), xs, s, p, d), monkeypatch)
+    np.testing.assert_allclose(gx.numpy(), torch.nn.grad.conv2d_input(xs, w64, g64, s, p, d),
+                               rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("name", GRADW)
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_grad_weight_candidates(rt, name, case, monkeypatch):
