@@ -90,6 +90,8 @@ def main():
         "bmm_pv": pv,
         "mm512": lambda: sgemm(512),
         "mm1024": lambda: sgemm(1024),
+        "mm2048": lambda: sgemm(2048),
+        "mm4096": lambda: sgemm(4096),
     }
 
     def cpu_time(fn, reps):

@@ -1,6 +1,8 @@
 """Small helpers the launchers share: line sizes per device, cube counts, dtype names."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 
@@ -11,6 +13,28 @@ def cdiv(a: int, b: int) -> int:
 def is_cpu(rt) -> bool:
     """Units of a cube run as a loop on one core: tiles per unit, few units per cube."""
     return rt.target == "llvm"
+
+
+_L2: list = []
+
+
+def l2_bytes() -> int:
+    """The host CPU's per-core L2 size as the kernel declares it (sysfs), 1 MiB where it is
+    not readable: the cache that blocking keeps a matmul's A block in."""
+    if not _L2:
+        size = 1 << 20
+        try:
+            base = Path("/sys/devices/system/cpu/cpu0/cache")
+            for d in base.glob("index*"):
+                if (d / "level").read_text().strip() == "2" and \
+                        (d / "type").read_text().strip() in ("Unified", "Data"):
+                    text = (d / "size").read_text().strip().upper()
+                    mult = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+                    size = int(text.rstrip("KM")) * mult
+        except (OSError, ValueError):
+            pass
+        _L2.append(size)
+    return _L2[0]
 
 
 def simd_bytes(rt) -> int:

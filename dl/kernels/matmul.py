@@ -44,7 +44,7 @@ from cube import (
     u32,
 )
 
-from .common import cdiv, is_cpu, line_size
+from .common import cdiv, is_cpu, l2_bytes, line_size
 from .epilogue import ACTIVATIONS, activate
 from .epilogue import reference as act_ref
 from .fill import fill
@@ -154,56 +154,66 @@ def matmul_tiled(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]], bias: Arr
 
 @cube(launch=True, unchecked=True, nowrap=True)
 def matmul_kblocked(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]],
-                    bias: Array[Line[F]], MR: Comptime[int], NR: Comptime[int],
-                    KC: Comptime[int], MC: Comptime[int], HAS_BIAS: Comptime[bool],
-                    ACT: Comptime[str]):
-    """`matmul_tiled` on `pack_b`'s panels, K in blocks of KC: a unit owns one column panel
-    (x) of a block of MC rows (y; z the batch) and walks its row tiles for each K block, so
-    the block's KC x NR lines of B stay in L1 while A streams (a whole panel over K left L1:
-    512 x 2 lines is 32 KB beside 6 rows of A), and neighbouring units (the next panels)
-    reuse the MC x KC block of A from L2. C holds the partial sums between K blocks; the
-    epilogue runs on the last."""
+                    bias: Array[Line[F]], MC: u32, MR: Comptime[int], NR: Comptime[int],
+                    KC: Comptime[int], NP: Comptime[int], HAS_BIAS: Comptime[bool],
+                    ACT: Comptime[str], PACKED_A: Comptime[bool]):
+    """`matmul_tiled` on `pack_b`'s panels, K in blocks of KC: a unit owns NP column panels
+    (x) of a block of MC rows (y; z the batch) and, for each K block, walks its panels and
+    for each panel its row tiles: the panel's KC x NR lines of B stay in L1 while A's rows
+    stream (a whole panel over K left L1: 512 x 2 lines is 32 KB beside 6 rows of A), the
+    MC x KC block of A stays in L2 over the unit's NP panels, and so do the unit's MC x NP
+    tiles of C, which hold the partial sums between K blocks (the epilogue runs on the
+    last). One panel a unit re-read each row block's A over all of K from L3 for every
+    panel once it outgrew L2 (sgemm 4096: MC x K = 3 MB). PACKED_A: a is `_pack_a`'s row
+    panels, as `matmul_tiled`'s (each row tile one stream where MR rows of a wide A sit a
+    row stride apart)."""
     L = cb.comptime(c.line_size())
     m = c.shape(1)
-    k = a.shape(2)
+    k = a.shape(1) if PACKED_A else a.shape(2)
     nl = c.shape(2) // L
     z = CUBE_POS_Z
-    col0 = ABSOLUTE_POS_X * NR
-    if col0 < nl:
-        sc0 = z * (c.stride(0) // L)
-        sc1 = c.stride(1) // L
-        acc = cb.LocalArray(Line[F, L], MR * NR)
-        offa = cb.LocalArray(u32, MR)
-        for k0 in range(0, k, KC):
-            k1 = min(k0 + KC, k)
-            for row0 in range(CUBE_POS_Y * MC, min(m, CUBE_POS_Y * MC + MC), MR):
-                for i in cb.range(MR, unroll=True):
-                    offa[i] = z * a.stride(0) + min(row0 + i, m - 1) * a.stride(1) \
-                        + k0 * a.stride(2)
-                for t in cb.range(MR * NR, unroll=True):
-                    acc[t] = Line[F, L](0)
-                kb = z * (b.stride(0) // L) + (col0 * k + k0 * NR)
-                ka = u32(0)
-                for _ in range(k1 - k0):
+    sc0 = z * (c.stride(0) // L)
+    sc1 = c.stride(1) // L
+    acc = cb.LocalArray(Line[F, L], MR * NR)
+    offa = cb.LocalArray(u32, MR)
+    sa = MR if PACKED_A else a.stride(2)
+    for k0 in range(0, k, KC):
+        k1 = min(k0 + KC, k)
+        last = k1 == k
+        for p in range(NP):
+            col0 = (ABSOLUTE_POS_X * NP + p) * NR
+            if col0 < nl:
+                for row0 in range(CUBE_POS_Y * MC, min(m, CUBE_POS_Y * MC + MC), MR):
                     for i in cb.range(MR, unroll=True):
-                        av = Line[F, L](a[offa[i] + ka])
+                        if PACKED_A:
+                            offa[i] = (z * ((m + MR - 1) // MR) + row0 // MR) * a.stride(0) \
+                                + k0 * MR + i
+                        else:
+                            offa[i] = z * a.stride(0) + min(row0 + i, m - 1) * a.stride(1) \
+                                + k0 * a.stride(2)
+                    for t in cb.range(MR * NR, unroll=True):
+                        acc[t] = Line[F, L](0)
+                    kb = z * (b.stride(0) // L) + (col0 * k + k0 * NR)
+                    ka = u32(0)
+                    for _ in range(k1 - k0):
+                        for i in cb.range(MR, unroll=True):
+                            av = Line[F, L](a[offa[i] + ka])
+                            for j in cb.range(NR, unroll=True):
+                                acc[i * NR + j] = cb.fma(av, b[kb + j], acc[i * NR + j])
+                        ka += sa
+                        kb += NR
+                    for i in cb.range(MR, unroll=True):
                         for j in cb.range(NR, unroll=True):
-                            acc[i * NR + j] = cb.fma(av, b[kb + j], acc[i * NR + j])
-                    ka += a.stride(2)
-                    kb += NR
-                last = k1 == k
-                for i in cb.range(MR, unroll=True):
-                    for j in cb.range(NR, unroll=True):
-                        if row0 + i < m and col0 + j < nl:
-                            o = sc0 + (row0 + i) * sc1 + col0 + j
-                            v = acc[i * NR + j]
-                            if k0 > 0:
-                                v += c[o]
-                            if last:
-                                if HAS_BIAS:
-                                    v += bias[col0 + j]
-                                v = activate(v, ACT)
-                            c[o] = v
+                            if row0 + i < m and col0 + j < nl:
+                                o = sc0 + (row0 + i) * sc1 + col0 + j
+                                v = acc[i * NR + j]
+                                if k0 > 0:
+                                    v += c[o]
+                                if last:
+                                    if HAS_BIAS:
+                                        v += bias[col0 + j]
+                                    v = activate(v, ACT)
+                                c[o] = v
 
 
 @cube(launch=True, nowrap=True)
@@ -503,29 +513,52 @@ def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
     return run
 
 
-KC, MC = 256, 192  # `matmul_kblocked`'s K and row blocks (AVX2 sgemm: 128 K or 96 rows no
-# better, 512 K slower at 1024^3)
+# `matmul_kblocked`'s K and row blocks: 128 K no better on AVX2 sgemm, 512 K slower at
+# 1024^3; 96 rows against 192: sgemm 2048 per core 163 -> 175 GFLOP/s on AVX-512, 0.83x ->
+# 0.89x NumPy on AVX2, level at 1024
+KC, MC = 256, 96
+NP_MAX = 8  # column panels a unit walks per K block (sgemm 2048 per core: 8 panels 6% faster
+# than one at 192 rows; 4096: A's rows over K outgrow L2, and one panel a unit read them again
+# from L3 for every panel)
+C_BLOCK_L2 = 1 / 8  # of the core's L2: a unit's MC x NP tiles of C (partial sums)
+MIN_UNITS = 16  # units a launch keeps for the pool to balance (a unit per panel at most)
 
 
-def _run_kblocked(mr: int, nr: int, kc: int, mc: int):
-    """B's panels packed (`pack_b`), then `matmul_kblocked`."""
+def panels_per_unit(nr: int, lsz: int, m: int, panels: int, batch: int, elem) -> int:
+    """`matmul_kblocked`'s NP: the largest power of two up to NP_MAX whose MC x NP tiles of
+    C fit C_BLOCK_L2 of the core's L2 and which leaves MIN_UNITS units."""
+    tile = MC * nr * lsz * np.dtype(elem.np).itemsize
+    rows = cdiv(m, MC) * batch
+    np_ = 1
+    while np_ < NP_MAX and 2 * np_ * tile <= l2_bytes() * C_BLOCK_L2 \
+            and cdiv(panels, 2 * np_) * rows >= MIN_UNITS:
+        np_ *= 2
+    return np_
+
+
+def _run_kblocked(mr: int, nr: int, pack_a: bool = False):
+    """B's panels packed (`pack_b`), A's row panels too with pack_a (`_pack_a`), then
+    `matmul_kblocked`."""
     def run(rt, a, b, c, bias, act):
         batch, m, n = c.shape
         lsz = _tiled_line(rt, a, b, c)
         panels = cdiv(n // lsz, nr)
         bp = _pack_lines(rt, b, lsz, nr, panels, c.elem)
         bb = (bias if bias is not None else c).buffer
-        matmul_kblocked.launch(rt, cube_count=(panels, cdiv(m, mc), batch), cube_dim=1, a=a,
-                               b=bp, c=c.lines(lsz),
-                               bias=bb.lines(lsz) if bias is not None else bb.lines(1),
-                               MR=mr, NR=nr, KC=kc, MC=mc, HAS_BIAS=bias is not None, ACT=act)
+        np_ = panels_per_unit(nr, lsz, m, panels, batch, c.elem)
+        matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(m, MC), batch),
+                               cube_dim=1, a=_pack_a(rt, a, mr) if pack_a else a, b=bp,
+                               c=c.lines(lsz),
+                               bias=bb.lines(lsz) if bias is not None else bb.lines(1), MC=MC,
+                               MR=mr, NR=nr, KC=KC, NP=np_, HAS_BIAS=bias is not None,
+                               ACT=act, PACKED_A=pack_a)
     return run
 
 
 UNSWAP_ROWS = 16  # rows of C per `unswap` unit: 16 floats of each row of C^T, a cache line
 
 
-def _run_swapped(mr: int, nr: int, kc: int, mc: int):
+def _run_swapped(mr: int, nr: int):
     """C = A @ B computed as C^T = B^T @ A^T, then transposed: for B stored transposed (K
     contiguous, nn.Linear's weight) and few rows of A (x @ W^T at batch 64). A is packed
     into `pack_b`'s panels along M (M x K values moved where packing B, `tpacked`, moves
@@ -542,9 +575,11 @@ def _run_swapped(mr: int, nr: int, kc: int, mc: int):
         bp = _pack_strided(rt, at, nr * lsz).lines(lsz)
         bt = strided(b, (batch, n, k), (b.strides[0], b.strides[2], b.strides[1]))
         ct = rt.empty((batch, n, panels * nr * lsz), c.elem)
-        matmul_kblocked.launch(rt, cube_count=(panels, cdiv(n, mc), batch), cube_dim=1, a=bt,
-                               b=bp, c=ct.lines(lsz), bias=ct.lines(1), MR=mr, NR=nr, KC=kc,
-                               MC=mc, HAS_BIAS=False, ACT="none")
+        np_ = panels_per_unit(nr, lsz, n, panels, batch, c.elem)
+        matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(n, MC), batch),
+                               cube_dim=1, a=bt, b=bp, c=ct.lines(lsz), bias=ct.lines(1),
+                               MC=MC, MR=mr, NR=nr, KC=KC, NP=np_, HAS_BIAS=False,
+                               ACT="none", PACKED_A=False)
         csz = line_size(rt, c.elem, n)
         bl = (bias if bias is not None else c).buffer
         unswap.launch(rt, cube_count=(cdiv(n // csz, 64), cdiv(m, UNSWAP_ROWS), batch),
@@ -654,8 +689,9 @@ def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
         fn = runs.get(tile)
         if fn is None:
             fn = runs[tile] = _run_dot(*tile) if dot else \
-                _run_swapped(*tile, KC, MC) if pack == "swapped" else \
-                _run_kblocked(*tile, KC, MC) if pack == "kblocked" else \
+                _run_swapped(*tile) if pack == "swapped" else \
+                _run_kblocked(*tile) if pack == "kblocked" else \
+                _run_kblocked(*tile, True) if pack == "akblocked" else \
                 _run_tiled(*tile, pack, pack_a)
         return fn(rt, a, b, c, bias, act)
     return run
@@ -709,6 +745,13 @@ def _few_rows(rt, a, b, c, bias, act) -> bool:
     return _b_transposed(rt, a, b, c, bias, act) and m * (k + n) < n * k
 
 
+def _long_rows(rt, a, b, c, bias, act) -> bool:
+    """On the CPU, rows of A (contiguous) a multiple of 4 KB apart: each row of a tile maps
+    to the same L1 sets."""
+    row = a.strides[1] * c.buffer.dtype.itemsize
+    return is_cpu(rt) and a.strides[2] == 1 and row >= 4096 and row % 4096 == 0
+
+
 def _a_transposed(rt, a, b, c, bias, act) -> bool:
     """On the CPU, A-packing kernels go first for an A whose rows are not contiguous."""
     return is_cpu(rt) and _strided_rows(a) and not _strided_rows(b)
@@ -733,6 +776,10 @@ MATMUL = Tunable("matmul", [
     # (valid on every target, last on the GPUs: `cube check --library` compiles it for them)
     Candidate("kblocked_r0", _ranked(0, "kblocked"), _cpu_first(121, 0),
               lambda rt, a, b, c, bias, act: not _strided_rows(b)),
+    # ... and A's row panels packed too: rows of A a power-of-two multiple of 4 KB apart
+    # share L1's sets (sgemm 2048/4096 per core: 0.85x/0.82x NumPy against 0.82x/0.80x)
+    Candidate("akblocked_r0", _ranked(0, "akblocked"), _cpu_first(60, 0),
+              lambda rt, a, b, c, bias, act: not _strided_rows(b), prefer=_long_rows),
     # ... and unpacked, for a small B (`_b_small`)
     *(Candidate(f"tiled_r{r}", _ranked(r), _cpu_first(108 - r, 41 - r), _has_rank(r),
                 prefer=_b_small) for r in range(RANKED)),

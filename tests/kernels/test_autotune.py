@@ -180,21 +180,23 @@ def test_winner_is_stale_when_a_new_candidate_would_be_timed(tmp_path, monkeypat
     assert _op(TuneStore(tmp_path), calls).choose(FakeRt(), "k", 1).name == "quick"
 
 
-def test_matmul_prefers_the_dot_kernel_for_a_transposed_b(monkeypatch):
+@pytest.mark.parametrize("m, first3", [(32, ["dot_r0", "tpacked_r0", "dot_r1"]),
+                                       (4, ["swapped_r0", "dot_r0", "tpacked_r0"])])
+def test_matmul_prefers_the_dot_kernel_for_a_transposed_b(monkeypatch, m, first3):
     """nn.Linear's x @ W^T: B is K-contiguous, where the tiled kernels read it a scalar at a
-    time; on the CPU the dot and B-packing kernels must rank first (and give the same
-    result, tested elsewhere)."""
+    time; on the CPU the dot and B-packing kernels must rank first, and with few rows of A
+    the swapped kernel before them (all give the same result, tested elsewhere)."""
     import numpy as np
 
     import cube as cb
     from dl.kernels import matmul as mm
     from dl.kernels.view import transpose
     rt = cb.runtime("cpu")
-    a = rt.from_numpy(np.ones((4, 32), np.float32))
+    a = rt.from_numpy(np.ones((m, 32), np.float32))
     b = transpose(rt.from_numpy(np.ones((8, 32), np.float32)))
     a3, b3, c3, bias, act, _ = mm.prepare(rt, a, b, None, None, "none")
     first = [c.name for c in mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[:3]]
-    assert first == ["dot_r0", "tpacked_r0", "dot_r1"]
+    assert first == first3
 
 
 def test_matmul_ignores_the_stride_of_a_batch_of_one():

@@ -133,17 +133,22 @@ def test_small_b_ranks_unpacked_tiles_first(rt):
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
 
 
-def test_kblocked_over_several_k_and_row_blocks(rt, monkeypatch):
-    """kblocked_r0 with K over three K blocks (the last partial) and rows over two row
-    blocks (the last partial, with a partial row tile), bias and activation on the last."""
+@pytest.mark.parametrize("name", ["kblocked_r0", "akblocked_r0"])
+def test_kblocked_over_several_k_and_row_blocks(rt, name, monkeypatch):
+    """kblocked_r0 (and with A packed) with K over three K blocks (the last partial), rows
+    over two row blocks (the last partial, with a partial row tile) and column panels in
+    groups of NP (the last group partial), bias and activation on the last."""
     if rt.name != "cpu":
         pytest.skip("a CPU candidate")
-    m, k, n = mm.MC + 37, 2 * mm.KC + 19, 72
+    monkeypatch.setattr(mm, "MIN_UNITS", 1)  # groups of panels even at this size
+    m, k, n = mm.MC + 37, 2 * mm.KC + 19, 328
+    lsz = mm.line_size(rt, mm.cb.f32, n)
+    assert mm.panels_per_unit(mm.tiles_for(rt)[0][1], lsz, m, 99, 2, mm.cb.f32) > 1
     rng = np.random.default_rng(8)
     a, da = _operand(rt, rng, (2, m, k), False, np.float32)
     b, db = _operand(rt, rng, (2, k, n), False, np.float32)
     bias = rng.standard_normal(n).astype(np.float32)
-    with candidate(mm.MATMUL, "kblocked_r0", monkeypatch):
+    with candidate(mm.MATMUL, name, monkeypatch):
         out = mm.matmul(rt, da, db, bias=rt.from_numpy(bias), act="relu")
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
                                atol=1e-4)
