@@ -48,7 +48,7 @@ from .common import cdiv, is_cpu, l2_bytes, line_size
 from .epilogue import ACTIVATIONS, activate
 from .epilogue import reference as act_ref
 from .fill import fill
-from .rowops import lanes_sum
+from .rowops import lanes_sum, transpose_lines
 from .view import is_contiguous, strided
 
 F = typing.TypeVar("F")
@@ -288,6 +288,35 @@ def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptim
 
 
 @cube(launch=True, unchecked=True, nowrap=True)
+def pack_t_lines(bt: Tensor[Line[F]], out: Array[Line[F]], NRL: Comptime[int]):
+    """`pack_b_strided` for B stored transposed, as lines: bt is B seen as (batch, N, K)
+    with lines along K; out is `pack_b`'s panels (batch, panels, K, NRL) as lines, zero
+    past N. A unit (x: K's lines, y: N's blocks of L, z: the batch) reads L rows of bt as
+    one line each, transposes the L x L square in registers (`transpose_lines`) and stores
+    L lines of a panel (a scalar transpose moved each value alone: 0.45 ns a value)."""
+    L = cb.comptime(bt.line_size())
+    n = bt.shape(1)
+    kl = bt.shape(2) // L
+    k = kl * L
+    panels = (n + NRL - 1) // NRL
+    kk = ABSOLUTE_POS_X
+    n0 = CUBE_POS_Y * L
+    z = CUBE_POS_Z
+    if kk < kl:
+        rows = cb.LocalArray(Line[F, L], L)
+        src = z * (bt.stride(0) // L) + kk
+        for i in cb.range(L, unroll=True):
+            rows[i] = Line[F, L](0)
+            if n0 + i < n:
+                rows[i] = bt[src + (n0 + i) * (bt.stride(1) // L)]
+        transpose_lines(rows, L)
+        p = n0 // NRL
+        base = ((z * panels + p) * k + kk * L) * (NRL // L) + (n0 % NRL) // L
+        for r in cb.range(L, unroll=True):
+            out[base + r * (NRL // L)] = rows[r]
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
 def unswap(src: Tensor[F], c: Tensor[Line[F]], bias: Array[Line[F]], TM: Comptime[int],
            HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
     """c = act(src^T + bias) (`_run_swapped`'s last step): src (batch, N, M') is the product's
@@ -311,6 +340,33 @@ def unswap(src: Tensor[F], c: Tensor[Line[F]], bias: Array[Line[F]], TM: Comptim
                     v += bias[col]
                 c[z * (c.stride(0) // L) + (r0 + i) * (c.stride(1) // L) + col] = \
                     activate(v, ACT)
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
+def unswap_lines(src: Tensor[Line[F]], c: Tensor[Line[F]], bias: Array[Line[F]],
+                 HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
+    """`unswap` where N is in whole lines: a unit (x: lines of N, y: M's blocks of L, z: the
+    batch) reads an L x L square of src as L lines along M, transposes it in registers
+    (`transpose_lines`) and writes L lines of c (a lane at a time took 0.37 ns a value)."""
+    L = cb.comptime(c.line_size())
+    m = c.shape(1)
+    nl = c.shape(2) // L
+    col = ABSOLUTE_POS_X
+    m0 = CUBE_POS_Y * L
+    z = CUBE_POS_Z
+    if col < nl:
+        rows = cb.LocalArray(Line[F, L], L)
+        s = z * (src.stride(0) // L) + col * L * (src.stride(1) // L) + m0 // L
+        for i in cb.range(L, unroll=True):
+            rows[i] = src[s + i * (src.stride(1) // L)]
+        transpose_lines(rows, L)
+        o = z * (c.stride(0) // L) + col
+        for r in cb.range(L, unroll=True):
+            if m0 + r < m:
+                v = rows[r]
+                if HAS_BIAS:
+                    v += bias[col]
+                c[o + (m0 + r) * (c.stride(1) // L)] = activate(v, ACT)
 
 
 @cube(launch=True, unchecked=True, nowrap=True)
@@ -440,11 +496,18 @@ PACK_KB = 8  # K steps per unit of a K-contiguous pack
 
 
 def _pack_strided(rt, x, nrl: int):
-    """`pack_b_strided` of x (batch, K, N) into a new (batch, panels * K, nrl) buffer."""
+    """`pack_b_strided` of x (batch, K, N) into a new (batch, panels * K, nrl) buffer
+    (`pack_t_lines` where K is contiguous and lines fit)."""
     batch, k, n = x.shape
     panels = cdiv(n, nrl)
     out = rt.empty((batch, panels * k, nrl), x.elem)
     k_x = x.strides[1] == 1 and x.strides[2] != 1
+    lsz = line_size(rt, x.elem, k, x.strides[0], x.strides[2], nrl) if k_x else 1
+    if lsz > 1:
+        bt = strided(x, (batch, n, k), (x.strides[0], x.strides[2], 1))
+        pack_t_lines.launch(rt, cube_count=(cdiv(k // lsz, 64), cdiv(n, lsz), batch),
+                            cube_dim=(64, 1), bt=bt.lines(lsz), out=out.lines(lsz), NRL=nrl)
+        return out
     blocks = cdiv(k, PACK_KB)
     pack_b_strided.launch(rt, cube_count=(cdiv(blocks, 64), panels, batch) if k_x else
                           (cdiv(panels, 64), blocks, batch), cube_dim=64, b=x, out=out,
@@ -582,6 +645,12 @@ def _run_swapped(mr: int, nr: int):
                                ACT="none", PACKED_A=False)
         csz = line_size(rt, c.elem, n)
         bl = (bias if bias is not None else c).buffer
+        if csz == lsz:
+            unswap_lines.launch(rt, cube_count=(cdiv(n // lsz, 64), cdiv(m, lsz), batch),
+                                cube_dim=(64, 1), src=ct.lines(lsz), c=c.lines(lsz),
+                                bias=bl.lines(lsz) if bias is not None else bl.lines(1),
+                                HAS_BIAS=bias is not None, ACT=act)
+            return
         unswap.launch(rt, cube_count=(cdiv(n // csz, 64), cdiv(m, UNSWAP_ROWS), batch),
                       cube_dim=64, src=ct, c=c.lines(csz),
                       bias=bl.lines(csz) if bias is not None else bl.lines(1),

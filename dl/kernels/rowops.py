@@ -1,4 +1,5 @@
-"""Helpers for row-wise kernels: combining the lanes of a line and a shared-memory tree."""
+"""Helpers for row-wise kernels: combining the lanes of a line, transposing a square of
+lines, and a shared-memory tree."""
 import cube as cb
 from cube import UNIT_POS, Comptime, cube, u32
 
@@ -21,6 +22,31 @@ def lanes_tree(v, L: Comptime[int], IS_MAX: Comptime[bool]):
                 w[i] = w[i] + w[i + n - h]
         n = n - h
     return w[0]
+
+
+@cube
+def transpose_lines(rows, L: Comptime[int]):
+    """Transposes rows, a local array of L lines of L lanes (L a power of two), in place:
+    log2(L) stages, stage s swapping lanes l + s of row i and l of row i + s (i and l
+    without bit s): each new line takes its lanes from two lines, which LLVM makes one
+    shuffle (vshufps, vpermt2pd...: 16 x 16 floats in ~64 shuffles, where a scalar
+    transpose moves each of the 256 values through a register)."""
+    s = cb.comptime(1)
+    for _ in cb.range(cb.comptime((L - 1).bit_length()), unroll=True):
+        for i in cb.range(L, unroll=True):
+            if i & s == 0:
+                a = rows[i]
+                b = rows[i + s]
+                na = a
+                nb = b
+                for lane in cb.range(L, unroll=True):
+                    if lane & s == 0:
+                        nb[lane] = a[lane + s]
+                    else:
+                        na[lane] = b[lane - s]
+                rows[i] = na
+                rows[i + s] = nb
+        s = s * 2
 
 
 @cube
