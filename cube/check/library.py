@@ -174,6 +174,9 @@ def _workload() -> None:
         _each_candidate(matmul.MATMUL, lambda a=a, b=b: (a @ b).numpy())
         if dt is dl.float32:
             _each_candidate(matmul.MATMUL, lambda a=a, b=b: (a @ b.T.contiguous().T).numpy())
+            # N off the line size: the swapped kernels' result written a lane at a time
+            b6 = t(32, 6, dtype=dt)
+            _each_candidate(matmul.MATMUL, lambda a=a, b=b6: (a @ b.T.contiguous().T).numpy())
             _each_candidate(matmul.MATMUL, lambda a=a, b=b: (a.T.contiguous().T @ b).numpy())
         for act in ("relu", "gelu", "tanh"):
             F.linear(a, b.T, bias, act=act).numpy()
