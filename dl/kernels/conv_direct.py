@@ -26,9 +26,11 @@ import typing
 import cube as cb
 from cube import (
     ABSOLUTE_POS,
+    CUBE_DIM_X,
     CUBE_POS_X,
     CUBE_POS_Y,
     CUBE_POS_Z,
+    UNIT_POS_X,
     Array,
     Comptime,
     Line,
@@ -40,6 +42,8 @@ from cube import (
 
 from .common import cdiv, is_cpu, line_size, simd_bytes
 from .epilogue import activate
+from .rowops import transpose_lines
+from .view import is_contiguous
 
 F = typing.TypeVar("F")
 
@@ -382,6 +386,30 @@ def pixel_major(g: Tensor[F], out: Array[F], OCP: Comptime[int]):
 
 
 @cube(launch=True, unchecked=True, nowrap=True)
+def pixel_major_lines(g: Array[Line[F]], out: Array[Line[F]], OC: u32, PL: u32,
+                      OCL: u32):
+    """`pixel_major` where an image's OH*OW pixels are whole lines (PL of them), contiguous:
+    a unit (x: a line of pixels, y: a line of output channels, z: the image) reads L
+    channels' lines of pixels, transposes the square in registers (`transpose_lines`) and
+    writes L pixels' lines of channels (OCL lines a pixel; channels past OC zero)."""
+    L = cb.comptime(g.line_size())
+    pl = CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X
+    oc0 = CUBE_POS_Y * L
+    n = CUBE_POS_Z
+    if pl < PL:
+        rows = cb.LocalArray(Line[F, L], L)
+        src = (n * OC + oc0) * PL + pl
+        for i in cb.range(L, unroll=True):
+            rows[i] = Line[F, L](0)
+            if oc0 + i < OC:
+                rows[i] = g[src + i * PL]
+        transpose_lines(rows, L)
+        dst = (n * PL + pl) * L * OCL + CUBE_POS_Y
+        for r in cb.range(L, unroll=True):
+            out[dst + r * OCL] = rows[r]
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
 def conv_wgrad_blocked(x: Tensor[F], g: Array[Line[F]], out: Tensor[F], OH: u32, OW: u32,
                        RLO: u32, RHI: u32, LO: u32, HI: u32, KH: Comptime[int],
                        KW: Comptime[int], SH: Comptime[int], SW: Comptime[int],
@@ -502,7 +530,14 @@ def grad_weight(rt, x, g, g_rows, out, cfg):
     ocp = cdiv(oc, nb * lsz) * nb * lsz
     gt = rt.empty((n * oh * ow * ocp,), g.elem)
     dim = 1 if is_cpu(rt) else 64
-    pixel_major.launch(rt, cube_count=cdiv(n * oh, dim), cube_dim=dim, g=g, out=gt, OCP=ocp)
+    if (oh * ow) % lsz == 0 and lsz > 1 and is_contiguous(g):
+        pl = oh * ow // lsz
+        pixel_major_lines.launch(rt, cube_count=(cdiv(pl, 64), cdiv(oc, lsz), n),
+                                 cube_dim=(64, 1), g=g.view((g.size,), (1,)).lines(lsz),
+                                 out=gt.lines(lsz), OC=oc, PL=pl, OCL=ocp // lsz)
+    else:
+        pixel_major.launch(rt, cube_count=cdiv(n * oh, dim), cube_dim=dim, g=g, out=gt,
+                           OCP=ocp)
     rlo, rhi = _inside(oh, cfg["SH"], cfg["PH"], cfg["DH"], cfg["KH"], x.shape[2])
     lo, hi = _inside(ow, cfg["SW"], cfg["PW"], cfg["DW"], cfg["KW"], x.shape[3])
     geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
