@@ -206,6 +206,10 @@ def _workload() -> None:
         rt, rt.from_numpy(img.numpy()), gb, gr, (4, 3, 3, 3), 1, 1, 1))
     _each_candidate(conv.CONV_GRAD_INPUT, lambda: conv.conv2d_grad_input(
         rt, gb, gr, wb, (2, 3, 10, 10), 1, 1, 1))
+    # 9 x 9 pixels, off every line size: the weight gradient's scalar pixel-major copy
+    g9 = rt.from_numpy(rng.standard_normal((2, 4, 9, 9)).astype(np.float32))
+    _each_candidate(conv.CONV_GRAD_WEIGHT, lambda: conv.conv2d_grad_weight(
+        rt, rt.from_numpy(img.numpy()[:, :, :9, :9].copy()), g9, None, (4, 3, 3, 3), 1, 1, 1))
     _each_candidate(conv.CONV, lambda: conv.conv2d(rt, xb, wb, padding=1))
     _each_candidate(pool.POOL, lambda: F.max_pool2d(img, 2).numpy())
     _each_candidate(pool.POOL, lambda: F.avg_pool2d(img, 2).numpy())
