@@ -214,6 +214,11 @@ def _workload() -> None:
     _each_candidate(pool.POOL, lambda: F.max_pool2d(img, 2).numpy())
     _each_candidate(pool.POOL, lambda: F.avg_pool2d(img, 2).numpy())
     _workload_issue17(t)
+    # fused attention (no gradient): the key pack and the rows kernel, plain and causal
+    with dl.no_grad():
+        qa, ka = t(2, 2, 16, 16), t(2, 2, 16, 16)
+        for causal in (False, True):
+            F.scaled_dot_product_attention(qa, ka, ka, is_causal=causal).numpy()
     # a small network, forward and backward, two optimisers
     for dt in (dl.float32, dl.float64):
         xin = t(4, 3, 8, 8, dtype=dt, grad=True)

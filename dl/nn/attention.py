@@ -62,9 +62,10 @@ class MultiheadAttention(Module):
             q, k, v = (F.linear(t, pw, pb) for t, (pw, pb) in zip((query, key, value), parts))
         q, k, v = self._heads(q, b, lq), self._heads(k, b, lk), self._heads(v, b, lk)
         mask = self._mask(attn_mask, key_padding_mask, b, lq, lk, query.device, query.dtype)
-        out, weights = F.scaled_dot_product_attention(
+        res = F.scaled_dot_product_attention(
             q, k, v, mask, self.dropout if self.training else 0.0, is_causal=is_causal,
-            training=self.training, return_weights=True)
+            training=self.training, return_weights=need_weights, _heads_last=True)
+        out, weights = res if need_weights else (res, None)
         out = self.out_proj(out.transpose(1, 2).reshape(b, lq, e))
         if not self.batch_first:
             out = out.transpose(0, 1)

@@ -6,6 +6,7 @@ import math
 
 from .. import dtypes, ops
 from ..autograd import no_grad
+from ..ops import attention as attention_op
 from ..ops import batch_norm as batch_norm_op
 from ..ops import xent as xent_op
 from ..ops.conv import avg_pool2d, conv2d, max_pool2d
@@ -134,10 +135,20 @@ def embedding(idx: Tensor, weight: Tensor) -> Tensor:
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 training: bool = True, return_weights: bool = False):
+                                 training: bool = True, return_weights: bool = False,
+                                 _heads_last: bool = False):
     """softmax(q @ k^T / sqrt(d) + mask) @ v over (..., L, d) operands. A bool mask marks
-    the positions *allowed* (PyTorch's convention here); a float mask is added."""
+    the positions *allowed* (PyTorch's convention here); a float mask is added.
+
+    Without a gradient, a mask other than causality, dropout or the weights, it runs as one
+    fused kernel where the shapes allow (dl/kernels/attention.py); the same values either
+    way. (_heads_last, for MultiheadAttention: a fused result may be a (B, H, L, d) view of
+    (B, L, H, d) memory.)"""
     scale = 1.0 / math.sqrt(q.shape[-1])
+    if attn_mask is None and not return_weights and not (dropout_p and training):
+        out = attention_op.fused(q, k, v, scale, is_causal, _heads_last)
+        if out is not None:
+            return out
     scores = ops.matmul(q * scale, k.mT)  # the scale fuses into q's copy
     if is_causal:
         lq, lk = scores.shape[-2:]

@@ -1,0 +1,191 @@
+"""Fused attention: softmax(scale * q @ k^T [causal]) @ v in one kernel, no scores buffer.
+
+Operands are (B, H, L, D) views of any strides (D's stride 1 for k and v) starting at an
+element offset of their storage, so the heads that a multi-head layer slices out of its
+fused q/k/v projection are read where they lie (no copies). `pack_keys` writes k^T with the
+keys contiguous (an L x L square of lines at a time through `transpose_lines`); then a
+unit of `attention_rows` owns MR query rows of one (batch, head): it keeps their scores over
+all keys in lines (registers, MS rows at a time), takes each row's softmax where it lies
+(max, exp, sum: no pass over memory) and accumulates the MR rows' outputs from v's rows,
+each probability broadcast lane by lane. The unfused ops wrote and read the (B, H, Lq, Lk)
+scores three times and launched four kernels (q's scaled copy, q @ k^T with its pack,
+softmax, p @ v).
+
+`supported` says what it takes (keys and head size in whole lines, at most MAX_KEYS keys);
+dl's scaled_dot_product_attention falls back to the unfused ops for the rest (and for masks
+other than causality, dropout, attention weights out, gradients)."""
+from __future__ import annotations
+
+import typing
+
+import cube as cb
+from cube import (
+    CUBE_POS_X,
+    CUBE_POS_Y,
+    CUBE_POS_Z,
+    UNIT_POS_X,
+    Comptime,
+    Line,
+    Tensor,
+    cube,
+    i32,
+    u32,
+)
+
+from .common import cdiv, line_size
+from .rowops import lanes_max, lanes_sum, transpose_lines
+
+F = typing.TypeVar("F")
+
+MAX_KEYS = 512  # a unit's probabilities (MR x keys) live in a local array
+MS_MAX = 4  # query rows whose scores a unit keeps at once
+SCORE_LINES = 24  # lines of scores in registers (beside a k^T line and MS broadcasts)
+DB_MAX = 4  # lines of the head size a unit's outputs hold at once
+OUT_LINES = 24  # lines of outputs in registers: MR = G * MS rows of DB lines
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
+def pack_keys(k: Tensor[Line[F]], kt: Tensor[Line[F]], K0: u32):
+    """kt (B, H, D, Lk) = k (B, H, Lk, D) transposed, both as lines (k from element K0 of
+    its buffer, a whole line). A unit (x: a line of D, y: a block of L keys, z: b * H + h)
+    reads L keys' lines, transposes the square in registers and writes L lines of keys."""
+    L = cb.comptime(k.line_size())
+    h_n = k.shape(1)
+    dl = CUBE_POS_X * 64 + UNIT_POS_X
+    key0 = CUBE_POS_Y * L
+    b = CUBE_POS_Z // h_n
+    h = CUBE_POS_Z % h_n
+    if dl < k.shape(3) // L:
+        rows = cb.LocalArray(Line[F, L], L)
+        src = (K0 + b * k.stride(0) + h * k.stride(1) + key0 * k.stride(2)) // L + dl
+        for i in cb.range(L, unroll=True):
+            rows[i] = k[src + i * (k.stride(2) // L)]
+        transpose_lines(rows, L)
+        dst = (b * kt.stride(0) + h * kt.stride(1) + dl * L * kt.stride(2) + key0) // L
+        for r in cb.range(L, unroll=True):
+            kt[dst + r * (kt.stride(2) // L)] = rows[r]
+
+
+@cube(launch=True, unchecked=True, nowrap=True)
+def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
+                   out: Tensor[Line[F]], scale: F, Q0: u32, V0: u32, MS: Comptime[int],
+                   G: Comptime[int], LK: Comptime[int], DL: Comptime[int],
+                   DB: Comptime[int], CAUSAL: Comptime[bool]):
+    """q (B, H, Lq, D) of any strides from element Q0; kt (B, H, D, LK) from `pack_keys`;
+    v (B, H, LK, D) from element V0 and out (B, H, Lq, D), both as lines along D (DL
+    lines, in blocks of DB). Cube x: MR = G * MS query rows, y: the head, z: the batch.
+    The scores go MS rows at a time (MS x LK/L lines in registers), the outputs all MR rows
+    at once (each line of v serves MR rows). CAUSAL: query i sees keys j <= i + LK - Lq
+    (PyTorch's top-left alignment when Lq == LK)."""
+    L = cb.comptime(kt.line_size())
+    KL = cb.comptime(LK // L)
+    MR = cb.comptime(G * MS)
+    lq = q.shape(2)
+    d = q.shape(3)
+    h = CUBE_POS_Y
+    b = CUBE_POS_Z
+    row0 = CUBE_POS_X * MR
+    if row0 < lq:
+        # p keeps each row's probabilities as lines, broadcast lane by lane below (a scalar
+        # copy of each cost a lane extract and a store)
+        p = cb.LocalArray(Line[F, L], MR * KL)
+        inv = cb.LocalArray(F, MR)
+        s = cb.LocalArray(Line[F, L], MS * KL)
+        qo = cb.LocalArray(u32, MS)
+        qv = cb.LocalArray(Line[F, L], MS)
+        qb = Q0 + b * q.stride(0) + h * q.stride(1)
+        kb = (b * kt.stride(0) + h * kt.stride(1)) // L
+        for g in cb.range(G, unroll=True):
+            for t in cb.range(MS * KL, unroll=True):
+                s[t] = Line[F, L](0)
+            for i in cb.range(MS, unroll=True):
+                qo[i] = qb + min(row0 + g * MS + i, lq - 1) * q.stride(2)
+            ko = kb
+            for dd in range(d):
+                for i in cb.range(MS, unroll=True):
+                    qv[i] = Line[F, L](q[qo[i] + dd * q.stride(3)] * scale)
+                for j in cb.range(KL, unroll=True):  # each line of k^T loaded once
+                    kv = kt[ko + j]
+                    for i in cb.range(MS, unroll=True):
+                        s[i * KL + j] = cb.fma(qv[i], kv, s[i * KL + j])
+                ko += kt.stride(2) // L
+            for i in cb.range(MS, unroll=True):  # each row's softmax where it lies
+                r = g * MS + i
+                if CAUSAL:
+                    last = i32(row0) + i32(r + LK) - i32(lq)
+                    for j in cb.range(KL, unroll=True):
+                        w = s[i * KL + j]
+                        for lane in cb.range(L, unroll=True):
+                            if i32(j * L + lane) > last:
+                                w[lane] = F(-float("inf"))
+                        s[i * KL + j] = w
+                mv = s[i * KL]
+                for j in cb.range(1, KL, unroll=True):
+                    mv = max(mv, s[i * KL + j])
+                m = lanes_max(mv, L)
+                sv = Line[F, L](0)
+                for j in cb.range(KL, unroll=True):
+                    e = cb.exp(s[i * KL + j] - m)
+                    sv += e
+                    p[r * KL + j] = e
+                inv[r] = F(1) / lanes_sum(sv, L)
+        acc = cb.LocalArray(Line[F, L], MR * DB)
+        vl = cb.LocalArray(Line[F, L], DB)
+        vs = v.stride(2) // L
+        for dq in range(0, DL, DB):  # D in blocks of DB lines: the rows' outputs in registers
+            for a in cb.range(MR * DB, unroll=True):
+                acc[a] = Line[F, L](0)
+            vo = (V0 + b * v.stride(0) + h * v.stride(1)) // L + dq
+            for kl in range(KL):
+                for lane in cb.range(L, unroll=True):  # key kl * L + lane: its v row once
+                    for c in cb.range(DB, unroll=True):
+                        vl[c] = v[vo + lane * vs + c]
+                    for ri in cb.range(MR, unroll=True):
+                        pv = Line[F, L](p[ri * KL + kl][lane])
+                        for c in cb.range(DB, unroll=True):
+                            acc[ri * DB + c] = cb.fma(pv, vl[c], acc[ri * DB + c])
+                vo += L * vs
+            ob = (b * out.stride(0) + h * out.stride(1)) // L + dq
+            for ri in cb.range(MR, unroll=True):
+                if row0 + ri < lq:
+                    oo = ob + (row0 + ri) * (out.stride(2) // L)
+                    for c in cb.range(DB, unroll=True):
+                        out[oo + c] = acc[ri * DB + c] * inv[ri]
+
+
+def supported(rt, q, k, v, offsets=(0, 0, 0)) -> bool:
+    """(B, H, L, D) views q, k, v (k, v: Lk keys) this kernel takes: D and Lk in whole lines
+    of the runtime's width, Lk at most MAX_KEYS, D in blocks of DB_MAX lines (or fewer), k
+    and v read as lines along D (unit stride, other strides and their offsets in lines)."""
+    lsz = line_size(rt, q.elem, 1 << 20)
+    b, h, lk, d = k.shape
+    if lsz < 2 or d % lsz or lk % lsz or lk > MAX_KEYS or q.shape[3] != d \
+            or tuple(v.shape) != (b, h, lk, d) or (d // lsz > DB_MAX and d // lsz % DB_MAX):
+        return False
+    return all(x.strides[3] == 1 and all(s % lsz == 0 for s in x.strides[:3]) and o % lsz == 0
+               for x, o in ((k, offsets[1]), (v, offsets[2])))
+
+
+def attention(rt, q, k, v, q0: int, k0: int, v0: int, scale: float, causal: bool,
+              heads_last: bool = False):
+    """softmax(scale * q @ k^T) @ v (causal: query i sees keys up to i + Lk - Lq) for the
+    (B, H, Lq, D) view q from element q0 of its buffer and (B, H, Lk, D) views k, v from
+    k0, v0 (`supported`): a new (B, H, Lq, D) buffer, or with heads_last a new (B, Lq, H, D)
+    one (what a multi-head layer's output projection reads as (B, Lq, H * D) rows)."""
+    b, h, lq, d = q.shape
+    lk = k.shape[2]
+    lsz = line_size(rt, q.elem, 1 << 20)
+    kt = rt.empty((b, h, d, lk), q.elem)  # k^T, the keys contiguous
+    pack_keys.launch(rt, cube_count=(cdiv(d // lsz, 64), lk // lsz, b * h), cube_dim=(64, 1),
+                     k=k.lines(lsz), kt=kt.lines(lsz), K0=k0)
+    buf = rt.empty((b, lq, h, d) if heads_last else (b, h, lq, d), q.elem)
+    out = buf.view((b, h, lq, d), (lq * h * d, d, h * d, 1)) if heads_last else buf
+    ms = max(1, min(MS_MAX, SCORE_LINES // (lk // lsz)))
+    dl = d // lsz
+    db = min(dl, DB_MAX)
+    g = max(1, OUT_LINES // (ms * db))
+    attention_rows.launch(rt, cube_count=(cdiv(lq, ms * g), h, b), cube_dim=1, q=q,
+                          kt=kt.lines(lsz), v=v.lines(lsz), out=out.lines(lsz),
+                          scale=float(scale), Q0=q0, V0=v0, MS=ms, G=g, LK=lk, DL=dl, DB=db,
+                          CAUSAL=causal)
+    return buf

@@ -1,0 +1,102 @@
+"""The fused attention kernel behind F.scaled_dot_product_attention (no gradient, no mask but
+causality): against torch float64 on every runtime, on the views a multi-head layer passes
+(slices of one projection, heads strided), and falling back to the unfused ops, with the same
+values, where the kernel does not apply."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import dl
+from dl import nn
+from dl.nn import functional as F
+
+
+def _ref(q, k, v, causal):
+    t = [torch.tensor(a, dtype=torch.float64) for a in (q, k, v)]
+    lq, lk = q.shape[-2], k.shape[-2]
+    s = t[0] @ t[1].transpose(-1, -2) / np.sqrt(q.shape[-1])
+    if causal:  # query i sees keys j <= i + lk - lq (PyTorch's top-left alignment at lq == lk)
+        allowed = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + (lk - lq)
+        s = s.masked_fill(~allowed, float("-inf"))
+    return (torch.softmax(s, -1) @ t[2]).numpy()
+
+
+def _sdpa(dev, q, k, v, causal, dtype=dl.float32):
+    dq, dk, dv = (dl.tensor(a, device=dev, dtype=dtype) for a in (q, k, v))
+    with dl.no_grad(), dl.count_kernels() as c:
+        out = F.scaled_dot_product_attention(dq, dk, dv, is_causal=causal).numpy()
+    return out, c.names
+
+
+# (q shape, k/v shape, causal): heads of 64 and 128 (two blocks of output lines), Lq != Lk
+# (causal alignment), one head as a 3-D operand, row counts off the unit's row block
+CASES = [((2, 4, 128, 64), (2, 4, 128, 64), False),
+         ((2, 3, 37, 64), (2, 3, 48, 64), True),
+         ((1, 2, 64, 128), (1, 2, 32, 128), False),
+         ((3, 20, 32), (3, 16, 32), True),
+         ((2, 2, 16, 16), (2, 2, 16, 16), True)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_fused_attention_matches_torch(dev, case):
+    qs, ks, causal = case
+    rng = np.random.default_rng(sum(qs))
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in (qs, ks, ks))
+    out, names = _sdpa(dev, q, k, v, causal)
+    assert "lib.attention" in names, names  # the fused kernel, not the unfused ops
+    np.testing.assert_allclose(out, _ref(q, k, v, causal), rtol=1e-4, atol=1e-5)
+
+
+def test_fused_attention_float64(dev, rt):
+    if not getattr(rt.features, "f64", True):
+        pytest.skip(f"{rt.name} has no f64")
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 2, 32, 32)) for _ in range(3))
+    out, names = _sdpa(dev, q, k, v, True, dl.float64)
+    assert "lib.attention" in names, names
+    np.testing.assert_allclose(out, _ref(q, k, v, True), rtol=1e-10, atol=1e-12)
+
+
+def test_unsupported_shapes_fall_back_with_the_same_values(dev):
+    """A head size off every line (12) and a mask: the unfused ops, same values."""
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((2, 2, 9, 12)).astype(np.float32) for _ in range(3))
+    out, names = _sdpa(dev, q, k, v, False)
+    assert "lib.attention" not in names, names
+    np.testing.assert_allclose(out, _ref(q, k, v, False), rtol=1e-4, atol=1e-5)
+    dq, dk, dv = (dl.tensor(a, device=dev) for a in (q, k, v))
+    mask = dl.tensor(np.tril(np.ones((9, 9), bool)), device=dev)
+    with dl.no_grad():
+        masked = F.scaled_dot_product_attention(dq, dk, dv, attn_mask=mask).numpy()
+    np.testing.assert_allclose(masked, _ref(q, k, v, True), rtol=1e-4, atol=1e-5)
+
+
+def test_multihead_attention_reads_the_projection_in_place(dev):
+    """nn.MultiheadAttention without a gradient: q, k and v are strided slices of one
+    projection, read by the fused kernel where they lie, and its output feeds out_proj
+    without a copy; the layer's output matches torch's."""
+    torch.manual_seed(0)
+    ref = torch.nn.MultiheadAttention(64, 4, batch_first=True).double()
+    ours = nn.MultiheadAttention(64, 4, batch_first=True).to(dev)
+    ours.load_state_dict({n: dl.tensor(p.detach().float().numpy(), device=dev)
+                          for n, p in ref.state_dict().items()})
+    x = np.random.default_rng(5).standard_normal((2, 32, 64)).astype(np.float32)
+    dx = dl.tensor(x, device=dev)
+    with dl.no_grad(), dl.count_kernels() as c:
+        out, w = ours(dx, dx, dx, need_weights=False)
+        got = out.numpy()
+    assert w is None and "lib.attention" in c.names, c.names
+    want, _ = ref(*(torch.tensor(x, dtype=torch.float64),) * 3, need_weights=False)
+    np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_gradients_take_the_unfused_ops(dev):
+    rng = np.random.default_rng(6)
+    q, k, v = (dl.tensor(rng.standard_normal((1, 2, 16, 16)).astype(np.float32), device=dev,
+                         requires_grad=True) for _ in range(3))
+    with dl.count_kernels() as c:
+        F.scaled_dot_product_attention(q, k, v).sum().backward()
+    assert "lib.attention" not in c.names
+    assert q.grad is not None and k.grad is not None and v.grad is not None
