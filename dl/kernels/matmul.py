@@ -846,9 +846,13 @@ MATMUL = Tunable("matmul", [
     Candidate("kblocked_r0", _ranked(0, "kblocked"), _cpu_first(121, 0),
               lambda rt, a, b, c, bias, act: not _strided_rows(b)),
     # ... and A's row panels packed too: rows of A a power-of-two multiple of 4 KB apart
-    # share L1's sets (sgemm 2048/4096 per core: 0.85x/0.82x NumPy against 0.82x/0.80x)
-    Candidate("akblocked_r0", _ranked(0, "akblocked"), _cpu_first(60, 0),
-              lambda rt, a, b, c, bias, act: not _strided_rows(b), prefer=_long_rows),
+    # share L1's sets (sgemm 2048/4096 per core: 0.85x/0.82x NumPy against 0.82x/0.80x), and
+    # a transposed A (a weight gradient g^T @ x) becomes one stream per row tile (per core,
+    # torch's ratio at 1024 rows of 256 -> 768 / 256 -> 2048 / 2048 -> 256: 0.94x / 0.93x /
+    # 0.86x, against apacked_6x2's 0.81x / 0.82x / 0.65x)
+    Candidate("akblocked_r0", _ranked(0, "akblocked"), _cpu_first(92, 0),
+              lambda rt, a, b, c, bias, act: not _strided_rows(b),
+              prefer=lambda *args: _long_rows(*args) or _a_transposed(*args)),
     # ... and unpacked, for a small B (`_b_small`)
     *(Candidate(f"tiled_r{r}", _ranked(r), _cpu_first(108 - r, 41 - r), _has_rank(r),
                 prefer=_b_small) for r in range(RANKED)),
