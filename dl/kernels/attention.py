@@ -166,6 +166,11 @@ def supported(rt, q, k, v, offsets=(0, 0, 0)) -> bool:
                for x, o in ((k, offsets[1]), (v, offsets[2])))
 
 
+def out_strides(b: int, h: int, lq: int, d: int, heads_last: bool) -> tuple:
+    """The strides of `attention`'s (B, H, Lq, D) result in its buffer."""
+    return (lq * h * d, d, h * d, 1) if heads_last else (h * lq * d, lq * d, d, 1)
+
+
 def attention(rt, q, k, v, q0: int, k0: int, v0: int, scale: float, causal: bool,
               heads_last: bool = False):
     """softmax(scale * q @ k^T) @ v (causal: query i sees keys up to i + Lk - Lq) for the
@@ -179,7 +184,7 @@ def attention(rt, q, k, v, q0: int, k0: int, v0: int, scale: float, causal: bool
     pack_keys.launch(rt, cube_count=(cdiv(d // lsz, 64), lk // lsz, b * h), cube_dim=(64, 1),
                      k=k.lines(lsz), kt=kt.lines(lsz), K0=k0)
     buf = rt.empty((b, lq, h, d) if heads_last else (b, h, lq, d), q.elem)
-    out = buf.view((b, h, lq, d), (lq * h * d, d, h * d, 1)) if heads_last else buf
+    out = buf.view((b, h, lq, d), out_strides(b, h, lq, d, True)) if heads_last else buf
     ms = max(1, min(MS_MAX, SCORE_LINES // (lk // lsz)))
     dl = d // lsz
     db = min(dl, DB_MAX)

@@ -548,6 +548,12 @@ def _pack_lines(rt, b, lsz: int, nr: int, panels: int, elem):
     return bp.lines(lsz)
 
 
+def _bias_lines(bias, c, lsz: int):
+    """The bias argument of the line kernels: bias as lines of lsz, or without one, c's
+    buffer as lines of 1 (a placeholder the kernel never reads)."""
+    return bias.buffer.lines(lsz) if bias is not None else c.buffer.lines(1)
+
+
 def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
     """pack: "" reads B as it lies (lines along N when its rows are contiguous), "lines"
     packs those lines into panels first, "strided" gathers any layout into panels as
@@ -567,11 +573,9 @@ def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
         av = _pack_a(rt, a, mr) if pack_a else a
         units = (1, 1) if is_cpu(rt) else (8, 8)
         grid = (cdiv(cdiv(m, mr), units[0]), cdiv(panels, units[1]), batch)
-        bl = (bias if bias is not None else c).buffer
         matmul_tiled.launch(rt, cube_count=grid, cube_dim=units, a=av, b=bv, c=c.lines(lsz),
-                            bias=bl.lines(lsz) if bias is not None else bl.lines(1),
-                            MR=mr, NR=nr, HAS_BIAS=bias is not None, ACT=act,
-                            PACKED=bool(pack), PACKED_A=pack_a,
+                            bias=_bias_lines(bias, c, lsz), MR=mr, NR=nr,
+                            HAS_BIAS=bias is not None, ACT=act, PACKED=bool(pack), PACKED_A=pack_a,
                             MB=_row_block(rt, mr, k, grid, c.elem))
     return run
 
@@ -607,14 +611,12 @@ def _run_kblocked(mr: int, nr: int, pack_a: bool = False):
         lsz = _tiled_line(rt, a, b, c)
         panels = cdiv(n // lsz, nr)
         bp = _pack_lines(rt, b, lsz, nr, panels, c.elem)
-        bb = (bias if bias is not None else c).buffer
         np_ = panels_per_unit(nr, lsz, m, panels, batch, c.elem)
         matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(m, MC), batch),
                                cube_dim=1, a=_pack_a(rt, a, mr) if pack_a else a, b=bp,
-                               c=c.lines(lsz),
-                               bias=bb.lines(lsz) if bias is not None else bb.lines(1), MC=MC,
-                               MR=mr, NR=nr, KC=KC, NP=np_, HAS_BIAS=bias is not None,
-                               ACT=act, PACKED_A=pack_a)
+                               c=c.lines(lsz), bias=_bias_lines(bias, c, lsz), MC=MC, MR=mr,
+                               NR=nr, KC=KC, NP=np_, HAS_BIAS=bias is not None, ACT=act,
+                               PACKED_A=pack_a)
     return run
 
 
@@ -644,16 +646,14 @@ def _run_swapped(mr: int, nr: int):
                                MC=MC, MR=mr, NR=nr, KC=KC, NP=np_, HAS_BIAS=False,
                                ACT="none", PACKED_A=False)
         csz = line_size(rt, c.elem, n)
-        bl = (bias if bias is not None else c).buffer
         if csz == lsz:
             unswap_lines.launch(rt, cube_count=(cdiv(n // lsz, 64), cdiv(m, lsz), batch),
                                 cube_dim=(64, 1), src=ct.lines(lsz), c=c.lines(lsz),
-                                bias=bl.lines(lsz) if bias is not None else bl.lines(1),
-                                HAS_BIAS=bias is not None, ACT=act)
+                                bias=_bias_lines(bias, c, lsz), HAS_BIAS=bias is not None,
+                                ACT=act)
             return
         unswap.launch(rt, cube_count=(cdiv(n // csz, 64), cdiv(m, UNSWAP_ROWS), batch),
-                      cube_dim=64, src=ct, c=c.lines(csz),
-                      bias=bl.lines(csz) if bias is not None else bl.lines(1),
+                      cube_dim=64, src=ct, c=c.lines(csz), bias=_bias_lines(bias, c, csz),
                       TM=UNSWAP_ROWS, HAS_BIAS=bias is not None, ACT=act)
     return run
 

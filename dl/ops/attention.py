@@ -40,13 +40,11 @@ def fused(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool,
     (qv, q0), (kv, k0), (vv, v0) = _view4(q), _view4(k), _view4(v)
     if not lib.supported(rt, qv, kv, vv, (q0, k0, v0)):
         return None
+    heads_last = bool(heads_last) and q.ndim == 4
     buf = counted("attention", lib.attention, rt, qv, kv, vv, q0, k0, v0, float(scale),
-                  bool(causal), bool(heads_last) and q.ndim == 4)
+                  bool(causal), heads_last)
     b, h, lq, d = qv.shape
-    if q.ndim == 3:
-        shape, strides = (b, lq, d), (lq * d, d, 1)
-    elif heads_last:
-        shape, strides = (b, h, lq, d), (lq * h * d, d, h * d, 1)
-    else:
-        shape, strides = (b, h, lq, d), (h * lq * d, lq * d, d, 1)
-    return Tensor(buf.buffer, shape, strides, 0, q.dtype, q.device)
+    strides = lib.out_strides(b, h, lq, d, heads_last)
+    if q.ndim == 3:  # one head: drop its dim
+        return Tensor(buf.buffer, (b, lq, d), (strides[0], *strides[2:]), 0, q.dtype, q.device)
+    return Tensor(buf.buffer, (b, h, lq, d), strides, 0, q.dtype, q.device)
