@@ -15,6 +15,14 @@ Choices where the IR leaves a value open (documented so runtimes can be compared
 - shared memory starts zeroed; a var read before any write reads 0;
 - among several units storing to one address in one op, the highest linear unit wins.
 Out-of-bounds Load/Store/Atomic raises IRError (checked kernels are guarded by a pass first).
+
+Races between cubes raise IRError too (`races=True`, the default): cubes have no barrier
+between them and run in any order or at once on a real device, so an element of a parameter
+that one cube stores and another cube loads or stores in the same launch has no defined
+value. Lockstep execution hides such a race (both cubes read before either writes), so each
+parameter element remembers the cube that stored it and the cube(s) that loaded it; atomics
+are exempt. Units of one cube may share memory (they can synchronise), so only cubes are
+compared.
 """
 from __future__ import annotations
 
@@ -36,7 +44,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def run(kernel: ir.Kernel, cube_count: Sequence[int], cube_dim: Sequence[int], args: list,
-        plane_size: int | None = None) -> None:
+        plane_size: int | None = None, races: bool = True) -> None:
     """Execute `kernel` over the grid; stores write into the argument arrays in place.
 
     args follow kernel.params: a flat contiguous array of the element dtype for 'array' params
@@ -56,7 +64,7 @@ def run(kernel: ir.Kernel, cube_count: Sequence[int], cube_dim: Sequence[int], a
     if cc[0] * cc[1] * cc[2] * cd[0] * cd[1] * cd[2] == 0:
         return
     with np.errstate(all="ignore"):  # integer wraparound and IEEE specials are intended
-        _Machine(kernel, cc, cd, ps, args).execute()
+        _Machine(kernel, cc, cd, ps, args, races and cc[0] * cc[1] * cc[2] > 1).execute()
 
 
 def _dim3(d) -> tuple[int, int, int]:
@@ -323,6 +331,18 @@ class _Mem:
         return f32_to_bf16_bits(vals) if self.bits16 else vals
 
 
+class _Access:
+    """Who touched each scalar element of one parameter's storage in this launch (shared by
+    every parameter over the same storage): the cube that stored it (-1: none) and the cube
+    that loaded it (-1: none, -2: more than one)."""
+
+    __slots__ = ("stored", "loaded")
+
+    def __init__(self, n: int):
+        self.stored = np.full(n, -1, np.int64)
+        self.loaded = np.full(n, -1, np.int64)
+
+
 class _Frame:
     __slots__ = ("brk", "cont")
 
@@ -334,8 +354,12 @@ class _Frame:
 # ---- the machine ---------------------------------------------------------------------------
 
 class _Machine:
-    def __init__(self, kernel: ir.Kernel, cc, cd, plane_size: int, args: list):
+    def __init__(self, kernel: ir.Kernel, cc, cd, plane_size: int, args: list,
+                 races: bool = False):
         self.kernel = kernel
+        self.races = races
+        self.access: dict[int, tuple[_Access, int, int]] = {}  # id(param) -> (acc, lanes, at)
+        self._by_storage: dict[tuple, _Access] = {}
         self.cc, self.cd, self.ps = cc, cd, plane_size
         self.U = cd[0] * cd[1] * cd[2]
         self.C = cc[0] * cc[1] * cc[2]
@@ -409,6 +433,22 @@ class _Machine:
         flat = a.reshape(-1) if lanes == 1 else a.reshape(-1, lanes)
         self.mems[id(p)] = _Mem(p, flat, flat.shape[0], None, p.type.elem == bf16,
                                 tuple(int(s) for s in shape), tuple(int(s) for s in strides))
+        if self.races:
+            self._track(p, a, lanes)
+
+    def _track(self, p: ir.Param, a: np.ndarray, lanes: int) -> None:
+        """Race bookkeeping for p, shared with the other parameters over a's storage (keyed
+        by the storage's first byte, in elements of a's size from there)."""
+        root = a
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        start = root.__array_interface__["data"][0]
+        key = (start, a.itemsize)
+        acc = self._by_storage.get(key)
+        if acc is None:
+            acc = self._by_storage[key] = _Access(root.nbytes // a.itemsize)
+        at = (a.__array_interface__["data"][0] - start) // a.itemsize
+        self.access[id(p)] = (acc, lanes, at)
 
     # ---- values --------------------------------------------------------------------------
     def val(self, x) -> np.ndarray:
@@ -647,15 +687,71 @@ class _Machine:
             self.set(op.dst, self.scalars[id(op.mem)], m, full)
             return
         mem, addr = self._address(op, op.mem, op.index, m, "load")
+        if self.access:
+            self._raced(op, op.mem, addr, m, False)
         self.set(op.dst, mem.decode(mem.data[addr]), m, full)
 
     def _store(self, op: ir.Store, m, full) -> None:
         if isinstance(op.mem, ir.Param) and op.mem.kind == "scalar":
             raise IRError(f"store to the scalar parameter {op.mem!r}", op.loc)
         mem, addr = self._address(op, op.mem, op.index, m, "store")
+        if self.access:
+            self._raced(op, op.mem, addr, m, True)
         t = op.mem.type
         v = self.full(self._as(op.value, t), t)
         mem.data[addr[m]] = mem.encode(v[m])
+
+    def _raced(self, op, mem_ref, addr: np.ndarray, m: np.ndarray, store: bool) -> None:
+        """Raises IRError when this access's active units touch an element that another cube
+        stored (or, for a store, loaded) in this launch; records the access."""
+        hit = self.access.get(id(mem_ref))
+        if hit is None:  # shared or local memory: a cube's own
+            return
+        acc, lanes, at = hit
+        units = np.flatnonzero(m)
+        if units.size == 0:
+            return
+        cubes = self.cube[units]
+        el = addr[units] * lanes + at
+        if lanes > 1:
+            el = (el[:, None] + np.arange(lanes)).reshape(-1)
+            cubes = np.repeat(cubes, lanes)
+        prev = acc.stored[el]
+        bad = (prev >= 0) & (prev != cubes)
+        if store:
+            seen = acc.loaded[el]
+            bad |= (seen == -2) | ((seen >= 0) & (seen != cubes))
+            if el.size > 1:  # two cubes storing one element in this very op
+                order = np.argsort(el, kind="stable")
+                se, sc = el[order], cubes[order]
+                twice = (se[1:] == se[:-1]) & (sc[1:] != sc[:-1])
+                if twice.any():
+                    k = int(np.argmax(twice))
+                    self._race(op, mem_ref, int(se[k]) - at, int(sc[k + 1]), int(sc[k]),
+                               lanes, "stored")
+        if bad.any():
+            k = int(np.argmax(bad))
+            other = int(prev[k]) if prev[k] >= 0 and prev[k] != cubes[k] else -1
+            self._race(op, mem_ref, int(el[k]) - at, int(cubes[k]), other, lanes,
+                       "stored" if other >= 0 else "loaded")
+        if store:
+            acc.stored[el] = cubes
+        else:
+            seen = acc.loaded[el]
+            acc.loaded[el] = np.where(seen == -1, cubes, np.where(seen == cubes, seen, -2))
+
+    def _race(self, op, mem_ref, element: int, cube: int, other: int, lanes: int,
+              how: str) -> None:
+        what = "stores to" if isinstance(op, ir.Store) else "loads"
+        index = element // lanes if lanes > 1 else element
+        who = f"cube {self._cube_xyz(other)}" if other >= 0 else "another cube"
+        raise IRError(f"data race: cube {self._cube_xyz(cube)} {what} {mem_ref!r}[{index}], "
+                      f"which {who} {how} in the same launch (cubes run in any order and "
+                      f"at once: give each element one cube, or use atomics)", op.loc)
+
+    def _cube_xyz(self, c: int) -> tuple:
+        nx, ny = self.cc[0], self.cc[1]
+        return (c % nx, (c // nx) % ny, c // (nx * ny))
 
     def _as(self, x, t: Type) -> np.ndarray:
         """x's value held as type t (for stores and atomics whose operand type may differ)."""
