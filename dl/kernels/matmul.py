@@ -177,13 +177,18 @@ def matmul_kblocked(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]],
     acc = cb.LocalArray(Line[F, L], MR * NR)
     offa = cb.LocalArray(u32, MR)
     sa = MR if PACKED_A else a.stride(2)
+    # the block's last row tile stops at the block's end: a tile reaching into the next
+    # block stored rows that block's cube stores too, and with K in blocks the two cubes'
+    # read-add-write of the partial sums raced (9x3 tiles in 96-row blocks: wrong results
+    # in half the runs on two threads)
+    mend = min(m, CUBE_POS_Y * MC + MC)
     for k0 in range(0, k, KC):
         k1 = min(k0 + KC, k)
         last = k1 == k
         for p in range(NP):
             col0 = (ABSOLUTE_POS_X * NP + p) * NR
             if col0 < nl:
-                for row0 in range(CUBE_POS_Y * MC, min(m, CUBE_POS_Y * MC + MC), MR):
+                for row0 in range(CUBE_POS_Y * MC, mend, MR):
                     for i in cb.range(MR, unroll=True):
                         if PACKED_A:
                             offa[i] = (z * ((m + MR - 1) // MR) + row0 // MR) * a.stride(0) \
@@ -204,7 +209,7 @@ def matmul_kblocked(a: Tensor[F], b: Tensor[Line[F]], c: Tensor[Line[F]],
                         kb += NR
                     for i in cb.range(MR, unroll=True):
                         for j in cb.range(NR, unroll=True):
-                            if row0 + i < m and col0 + j < nl:
+                            if row0 + i < mend and col0 + j < nl:
                                 o = sc0 + (row0 + i) * sc1 + col0 + j
                                 v = acc[i * NR + j]
                                 if k0 > 0:
@@ -591,6 +596,12 @@ C_BLOCK_L2 = 1 / 8  # of the core's L2: a unit's MC x NP tiles of C (partial sum
 MIN_UNITS = 16  # units a launch keeps for the pool to balance (a unit per panel at most)
 
 
+def row_block(mr: int) -> int:
+    """`matmul_kblocked`'s MC for MR-row tiles: MC rounded down to whole tiles (9-row tiles
+    in 96-row blocks computed rows 96-98 of each block twice, once in each cube)."""
+    return max(mr, MC // mr * mr)
+
+
 def panels_per_unit(nr: int, lsz: int, m: int, panels: int, batch: int, elem) -> int:
     """`matmul_kblocked`'s NP: the largest power of two up to NP_MAX whose MC x NP tiles of
     C fit C_BLOCK_L2 of the core's L2 and which leaves MIN_UNITS units."""
@@ -612,9 +623,10 @@ def _run_kblocked(mr: int, nr: int, pack_a: bool = False):
         panels = cdiv(n // lsz, nr)
         bp = _pack_lines(rt, b, lsz, nr, panels, c.elem)
         np_ = panels_per_unit(nr, lsz, m, panels, batch, c.elem)
-        matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(m, MC), batch),
+        mc = row_block(mr)
+        matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(m, mc), batch),
                                cube_dim=1, a=_pack_a(rt, a, mr) if pack_a else a, b=bp,
-                               c=c.lines(lsz), bias=_bias_lines(bias, c, lsz), MC=MC, MR=mr,
+                               c=c.lines(lsz), bias=_bias_lines(bias, c, lsz), MC=mc, MR=mr,
                                NR=nr, KC=KC, NP=np_, HAS_BIAS=bias is not None, ACT=act,
                                PACKED_A=pack_a)
     return run
@@ -641,9 +653,10 @@ def _run_swapped(mr: int, nr: int):
         bt = strided(b, (batch, n, k), (b.strides[0], b.strides[2], b.strides[1]))
         ct = rt.empty((batch, n, panels * nr * lsz), c.elem)
         np_ = panels_per_unit(nr, lsz, n, panels, batch, c.elem)
-        matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(n, MC), batch),
+        mc = row_block(mr)
+        matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(n, mc), batch),
                                cube_dim=1, a=bt, b=bp, c=ct.lines(lsz), bias=ct.lines(1),
-                               MC=MC, MR=mr, NR=nr, KC=KC, NP=np_, HAS_BIAS=False,
+                               MC=mc, MR=mr, NR=nr, KC=KC, NP=np_, HAS_BIAS=False,
                                ACT="none", PACKED_A=False)
         csz = line_size(rt, c.elem, n)
         if csz == lsz:

@@ -68,6 +68,34 @@ def test_every_register_tile_matches_numpy(rt, tile, layout):
                                    atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["kblocked", "akblocked", "swapped"])
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_k_blocked_tiles_cover_each_row_once(rt, tile, kind, monkeypatch):
+    """The K-blocked kernels with every tile, over several row blocks and K blocks (made
+    small here): each cube read-adds-writes its rows' partial sums once per K block, so a
+    row tile reaching into the next cube's block raced with it (9x3 tiles in 96-row blocks:
+    wrong sums in half the runs on two threads; the interpreter refuses the race)."""
+    if kind == "swapped" and tile != (9, 3):
+        pytest.skip("the swapped launcher's row blocks: one tile (its kernel is kblocked's)")
+    monkeypatch.setattr(mm, "KC", 16)
+    monkeypatch.setattr(mm, "MC", 24)  # not a multiple of 9
+    run = {"kblocked": mm._run_kblocked(*tile), "akblocked": mm._run_kblocked(*tile, True),
+           "swapped": mm._run_swapped(*tile)}[kind]
+    for batch, m, n, k in [(None, 50, 64, 40), (2, 27, 48, 33)][:2 if rt.name == "cpu" else 1]:
+        if kind == "swapped":  # rows of the kernel are C's columns
+            m, n = n, m
+        rng = np.random.default_rng(m + n + k)
+        lead = () if batch is None else (batch,)
+        a, da = _operand(rt, rng, (*lead, m, k), False)
+        b, db = _operand(rt, rng, (*lead, k, n), kind == "swapped")
+        bias = rng.standard_normal(n).astype(np.float32)
+        a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, rt.from_numpy(bias), "relu")
+        for _ in range(3 if rt.name == "cpu" else 1):  # a race shows in some runs only
+            run(rt, a3, b3, c3, bias3, act)
+            np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"),
+                                       rtol=1e-4, atol=1e-4)
+
+
 DOT_TILES = sorted({t for regs, _ in FILES for t in mm.dot_tiles(regs)[:2]})
 
 
