@@ -62,6 +62,21 @@ def main():
         return (lambda: F.linear(dx, dw, db), lambda: torch.nn.functional.linear(tx, tw, tb),
                 2 * m * k * n)
 
+    def grad_weight(m, k, n):
+        """F.linear's weight gradient g^T @ x (g: the (m, n) output gradient)."""
+        g, x = rng.random((m, n), np.float32), rng.random((m, k), np.float32)
+        dg, dx = t(g), t(x)
+        tg, tx = torch.from_numpy(g), torch.from_numpy(x)
+        return (lambda: dl.matmul(dg.transpose(0, 1), dx), lambda: tg.t() @ tx,
+                2 * m * k * n)
+
+    def grad_input(m, k, n):
+        """F.linear's input gradient g @ W (W: the (n, k) weight)."""
+        g, w = rng.random((m, n), np.float32), rng.random((n, k), np.float32)
+        dg, dw = t(g), t(w)
+        tg, tw = torch.from_numpy(g), torch.from_numpy(w)
+        return lambda: dl.matmul(dg, dw), lambda: tg @ tw, 2 * m * k * n
+
     def qk():
         q, k = (rng.random((32, 128, 64), np.float32) for _ in range(2))
         dq, dk = t(q), t(k)
@@ -86,6 +101,13 @@ def main():
         "linear1024x256x2048": lambda: linear(1024, 256, 2048),
         "linear1024x256x768": lambda: linear(1024, 256, 768),
         "linear1024x2048x256": lambda: linear(1024, 2048, 256),
+        # the Transformer encoder layer's backward (b8 s128 d256, feed-forward 2048)
+        "gradw1024x256x2048": lambda: grad_weight(1024, 256, 2048),
+        "gradw1024x2048x256": lambda: grad_weight(1024, 2048, 256),
+        "gradw1024x256x768": lambda: grad_weight(1024, 256, 768),
+        "gradx1024x256x2048": lambda: grad_input(1024, 256, 2048),
+        "gradx1024x2048x256": lambda: grad_input(1024, 2048, 256),
+        "gradx1024x256x768": lambda: grad_input(1024, 256, 768),
         "bmm_qkT": qk,
         "bmm_pv": pv,
         "mm512": lambda: sgemm(512),
