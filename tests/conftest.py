@@ -5,18 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from runtime_params import RUNTIME_NAMES
+from runtime_params import get_runtime as _get
 
 import cube as cb
-from cube.targets import PLANNED, RUNTIMES
-
-RUNTIME_NAMES = list(RUNTIMES) + list(PLANNED)
-
-
-def _get(name: str):
-    try:
-        return cb.runtime(name)
-    except cb.RuntimeUnavailable as e:
-        pytest.skip(f"runtime {name} unavailable: {str(e).splitlines()[0]}")
 
 
 @pytest.fixture(params=RUNTIME_NAMES)
