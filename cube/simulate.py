@@ -97,6 +97,11 @@ Python, where it defines kernel semantics this follows them with NumPy types)
   elements (an out-of-range dimension gives 0 when d is a runtime value), `t.rank()` is a
   Python int, `t[i]` indexes the flat buffer (in lines for a line tensor), `t.len()` is the
   buffer's length in elements (lines).
+- Races are refused (`SimulationError`): units run one at a time here but together on a
+  device, and the simulator has no barrier (`sync_cube` is refused), so an element of an
+  argument that one unit stores and another unit loads or stores (through any argument over
+  the same NumPy memory) has no defined value. Atomics are exempt. The message names both
+  units and the element.
 - Atomics run sequentially (each unit in turn): `cb.atomic_add(a, i, v)` etc. return the old
   value; out of bounds they are dropped and return 0. `cb.LocalArray(T, n)` is a fresh zeroed
   array per call. `cb.SharedMemory`, `cb.sync_cube` and plane operations are refused with
@@ -278,20 +283,74 @@ def _convert_store(value, dtype, lanes):
     return a
 
 
+class _Races:
+    """Which unit stored and which unit(s) loaded each element of the arguments' memory in
+    one `simulate` call (per NumPy storage and element size, so aliased arguments share it);
+    `unit` is the unit running now, as (cube, unit) positions."""
+
+    def __init__(self):
+        self.unit: tuple = ()
+        self._by: dict = {}
+
+    def track(self, a: np.ndarray) -> tuple:
+        """(stored, loaded, first element of a in them) for an argument array a."""
+        root = a
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        start = root.__array_interface__["data"][0]
+        key = (start, a.itemsize)
+        hit = self._by.get(key)
+        if hit is None:
+            hit = self._by[key] = ({}, {})
+        return hit[0], hit[1], (a.__array_interface__["data"][0] - start) // a.itemsize
+
+    def check(self, arr: SimArray, i: int, store: bool) -> None:
+        stored, loaded, at = arr.track
+        width = arr.lanes or 1
+        me = self.unit
+        for e in builtins.range(at + i * width, at + (i + 1) * width):
+            other = stored.get(e)
+            how = "stored"
+            if (other is None or other == me) and store:
+                seen = loaded.get(e)
+                if seen is not None and seen != me:
+                    other, how = (seen if seen != "many" else None), "loaded"
+                    if other is None:
+                        other = "several units"
+            if other is not None and other != me:
+                who = other if isinstance(other, str) else \
+                    f"unit {other[1]} of cube {other[0]}"
+                raise SimulationError(
+                    f"data race: unit {me[1]} of cube {me[0]} "
+                    f"{'stores to' if store else 'loads'} {arr.name}[{i}], which {who} "
+                    f"{how} (units run together on a device: give each element one unit, "
+                    f"or use atomics)")
+            if store:
+                stored[e] = me
+            else:
+                seen = loaded.get(e)
+                loaded[e] = me if seen is None or seen == me else "many"
+
+
 class SimArray:
     """A checked view of a NumPy buffer: what an Array/Tensor parameter or a local array is."""
 
     def __init__(self, flat: np.ndarray, lanes: int | None, kind: str = "array",
-                 shape: tuple = (), strides: tuple = (), name: str = ""):
+                 shape: tuple = (), strides: tuple = (), name: str = "",
+                 races: _Races | None = None):
         self.flat, self.lanes, self.kind, self.name = flat, lanes, kind, name
         self._shape, self._strides = shape, strides
         self.n = flat.size // (lanes or 1)
+        self.races = races
+        self.track = races.track(flat) if races is not None else None
 
     # indexing (checked)
     def __getitem__(self, idx):
         i = _to_index(idx)
         if not 0 <= i < self.n:
             return _zero(self.flat.dtype, self.lanes)
+        if self.races is not None:
+            self.races.check(self, i, False)
         if self.lanes is None:
             return self.flat[i]
         return self.flat[i * self.lanes:(i + 1) * self.lanes].copy().view(LineValue)
@@ -301,6 +360,8 @@ class SimArray:
         v = _convert_store(value, self.flat.dtype, self.lanes)
         if not 0 <= i < self.n:
             return
+        if self.races is not None:
+            self.races.check(self, i, True)
         if self.lanes is None:
             self.flat[i] = v
         else:
@@ -928,7 +989,7 @@ def _dim3(d) -> tuple[int, int, int]:
     return d + (1,) * (3 - len(d))
 
 
-def _bind(kernel: CubeFunction, args: dict):
+def _bind(kernel: CubeFunction, args: dict, races: _Races | None = None):
     specs = kernel._param_specs()
     names = [n for n, _, _ in specs]
     for a in args:
@@ -980,7 +1041,7 @@ def _bind(kernel: CubeFunction, args: dict):
         shape = a.shape if a.ndim else (1,)
         strides = tuple(s // a.itemsize for s in a.strides) if a.ndim else (1,)
         bound[name] = SimArray(flat, lanes if is_line else None, spec.kind, shape, strides,
-                               name)
+                               name, races)
     for name, kind, spec in specs:
         a = args[name]
         if kind == 1:
@@ -1040,7 +1101,8 @@ def simulate(kernel: CubeFunction, cube_count, cube_dim, *, plane_dim: int = 1, 
         raise SimulationUnsupported(f"{kernel.__name__} uses {', '.join(bad)}: the simulator "
                                     f"runs units one at a time and cannot model it")
     cc, cd = _dim3(cube_count), _dim3(cube_dim)
-    bound, tvars = _bind(kernel, args)
+    races = _Races()
+    bound, tvars = _bind(kernel, args, races)
     env = _Env(tvars)
     fn = None
     with np.errstate(all="ignore"):
@@ -1052,6 +1114,7 @@ def simulate(kernel: CubeFunction, cube_count, cube_dim, *, plane_dim: int = 1, 
                             for ux in builtins.range(cd[0]):
                                 env.set_unit(_unit_values(cc, cd, (cx, cy, cz), (ux, uy, uz),
                                                           plane_dim))
+                                races.unit = ((cx, cy, cz), (ux, uy, uz))
                                 if fn is None:
                                     fn = env.function(kernel.fn)
                                 try:

@@ -427,3 +427,60 @@ def test_lines_are_values(line):
     simulate(line_aliasing, 1, 4, a=lines(a, line), out=lines(out, line))
     u = np.maximum(a, 6 * a)
     np.testing.assert_array_equal(out, a * 100 + u + (u - 1))
+
+
+# ---- races: an element one unit stores and another touches ---------------------------------
+
+@cube(launch=True)
+def neighbour_sum(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i > 0 and i < out.len():
+        out[i] = x[i] + out[i - 1]  # out[i - 1] is the previous unit's element
+
+
+@cube(launch=True)
+def own_elements(x: Array[f32], h: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] * 2.0
+        cb.atomic_add(h, i % 2, 1)
+
+
+@cube(launch=True)
+def line_then_lane(v: Array[Line[f32]], s: Array[f32]):
+    if ABSOLUTE_POS == 0:
+        v[0] = Line[f32, 4](1.0)
+    else:
+        s[3] = 5.0  # lane 3 of v[0]: the same memory when s and v share it
+
+
+def _rule_races(n: int) -> bool:
+    """neighbour_sum's accesses written out: unit i stores out[i] and loads out[i - 1]."""
+    stored = {i: i for i in range(1, n)}
+    return any(stored.get(i - 1, i) != i for i in range(1, n))
+
+
+@pytest.mark.parametrize("cubes, dim", [(1, 1), (1, 2), (2, 1), (2, 4)])
+def test_a_unit_reading_another_units_store_is_a_race(cubes, dim):
+    n = cubes * dim
+    x, out = np.ones(n, np.float32), np.zeros(n, np.float32)
+    if _rule_races(n):
+        with pytest.raises(SimulationError, match=r"data race: unit \(\d, 0, 0\) of cube "
+                                                   r"\(\d, 0, 0\) loads out\[\d\]"):
+            simulate(neighbour_sum, cubes, dim, x=x, out=out)
+    else:
+        simulate(neighbour_sum, cubes, dim, x=x, out=out)
+
+
+def test_own_elements_and_atomics_are_not_races():
+    x = np.arange(12, dtype=np.float32)
+    h = np.zeros(2, np.uint32)
+    simulate(own_elements, 3, 4, x=x.copy(), h=h)
+    np.testing.assert_array_equal(h, [6, 6])
+
+
+def test_aliased_arguments_share_their_elements():
+    buf = np.zeros(8, np.float32)
+    with pytest.raises(SimulationError, match="data race"):
+        simulate(line_then_lane, 2, 1, v=lines(buf, 4), s=buf)
+    simulate(line_then_lane, 2, 1, v=lines(buf, 4), s=np.zeros(8, np.float32))
