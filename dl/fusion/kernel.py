@@ -40,7 +40,9 @@ class Structure:
     # line mode: lanes per unit (1: one element per unit); line_leaves: how each leaf is read
     # there, "c" a contiguous line, "r" a line of a row repeated over the leading dims (a
     # bias: the line at i % row_lines), "w" one element per row (element i / row_lines: a
-    # (rows, 1) operand), "s" one element; "w" and "s" broadcast to every lane
+    # (rows, 1) operand), "s" one element; "w" and "s" broadcast to every lane; "g" a line
+    # of a row gathered from anywhere (the row's coordinates over the graph's `rank` dims
+    # times the leaf's strides in lines, plus the line's place in the row)
     lanes: int = 1
     line_leaves: tuple = ()
     # every unit of the launch is in range (the grid tiles the shape exactly): no bounds
@@ -247,6 +249,32 @@ def build_lines(s: Structure, dtypes: dict) -> ir.Kernel:
         i = b.builtin("ABSOLUTE_POS")
         row = col = None
         cond = None if s.exact else b.lt(i, n)
+    g_outs = [k for k, (_, _, contig) in enumerate(s.outs) if not contig]
+    gathered = [j for j, kind in enumerate(s.line_leaves) if kind == "g"]
+    # per strided output, then per "g" leaf, its strides in lines over the rank - 1 leading
+    # dims; then the sizes of dims 1 .. rank - 2 (a row's coordinates come from its index)
+    g_strides = {("o", k): [b.scalar_param_value(b.scalar(f"out{k}_st{d}", u32))
+                            for d in range(s.rank - 1)] for k in g_outs}
+    g_strides.update({("x", j): [b.scalar_param_value(b.scalar(f"x{j}_st{d}", u32))
+                                 for d in range(s.rank - 1)] for j in gathered})
+    dims = [b.scalar_param_value(b.scalar(f"dim{d}", u32)) for d in range(1, s.rank - 1)] \
+        if g_strides else []
+    row_base: dict = {}
+
+    def gathered_row(key, off):
+        """The line where an operand's row starts (the row's coordinates decomposed once)."""
+        if "coords" not in row_base:
+            coords, rem = [], row
+            for d in reversed(dims):
+                coords.insert(0, b.binary("rem", rem, d))
+                rem = b.binary("div", rem, d)
+            row_base["coords"] = [rem, *coords]
+        if key not in row_base:
+            at = off
+            for c, st in zip(row_base["coords"], g_strides[key], strict=True):
+                at = b.add(at, b.mul(c, st))
+            row_base[key] = at
+        return row_base[key]
 
     def read(j):
         kind = s.line_leaves[j]
@@ -254,14 +282,18 @@ def build_lines(s: Structure, dtypes: dict) -> ir.Kernel:
             return b.load(leaves[j], leaf_off[j])
         if kind in "rw":
             return b.load(leaves[j], b.add(leaf_off[j], col if kind == "r" else row))
+        if kind == "g":
+            return b.load(leaves[j], b.add(gathered_row(("x", j), leaf_off[j]), col))
         return b.load(leaves[j], b.add(leaf_off[j], i))
 
     with contextlib.nullcontext() if cond is None else b.if_(cond):
         ctx = _Ctx(b, i, None)
         ctx.lanes = L
         vals, _ = emit_graph(b, s, dtypes, ctx, leaves, leaf_off, consts, read)
-        for k, (pos, dt, _) in enumerate(s.outs):
-            b.store(outs[k], b.add(out_off[k], i), b.to_type(vals[pos], vec(dtypes[dt].cube, L)))
+        for k, (pos, dt, contig) in enumerate(s.outs):
+            at = b.add(out_off[k], i) if contig else \
+                b.add(gathered_row(("o", k), out_off[k]), col)
+            b.store(outs[k], at, b.to_type(vals[pos], vec(dtypes[dt].cube, L)))
     return b.finish()
 
 

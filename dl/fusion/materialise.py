@@ -146,8 +146,8 @@ def _run(roots, outs, kshape, device) -> None:
         out_strides, leaf_strides = merged[:len(outs)], merged[len(outs):]
     g.out_desc, g.leaf_desc = out_desc, leaf_desc
     g.nodes_key, g.leaf_key, g.out_key = tuple(nodes_desc), tuple(leaf_desc), tuple(out_desc)
-    plan = _line_plan(device.rt, g, kshape, leaf_strides, outs) if n >= LINE_MIN_ELEMS \
-        else None
+    plan = _line_plan(device.rt, g, kshape, leaf_strides, outs, out_strides) \
+        if n >= LINE_MIN_ELEMS else None
     if plan is None:
         _launch(g, kshape, device, outs, out_strides, leaf_desc, leaf_strides,
                 [o.offset for o in outs], [t.offset for t in leaves])
@@ -155,7 +155,9 @@ def _run(roots, outs, kshape, device) -> None:
     lanes, kinds, row = plan
     lines = n // lanes
     if lines:
-        _launch_lines(g, device, outs, lanes, kinds, row, lines)
+        gather = "g" in kinds or not all(c for _, _, c in g.out_desc)
+        _launch_lines(g, device, outs, lanes, kinds, row, lines,
+                      (kshape, out_strides, leaf_strides) if gather else None)
     tail = n - lines * lanes
     if tail:  # the last elements, fewer than a line, by the scalar kernel over (tail,)
         done = lines * lanes
@@ -227,35 +229,48 @@ _type_lanes: dict = {}  # (rt, nodes, leaves, outs) -> the graph's widest lanes,
 
 def _graph_lanes(rt, g: Graph) -> int:
     """The lanes of a SIMD register of the widest type the graph touches (0: no line kernel:
-    no lines on rt, a strided output, an op reading the shape); memoised per graph
+    no lines on rt, an op reading the shape); memoised per graph
     structure, as the per-launch Python time counts for small tensors."""
     key = (rt, g.nodes_key, g.leaf_key, g.out_key)
     lanes = _type_lanes.get(key)
     if lanes is None:
         width = line_bytes(rt)
         lanes = 0
-        if width and all(c for _, _, c in g.out_desc) and \
-                not any(d[0] in SHAPE_READERS for d in g.nodes_desc):
+        if width and not any(d[0] in SHAPE_READERS for d in g.nodes_desc):
             lanes = width // max(_DTYPES[name].itemsize for name in _type_names(g))
         _type_lanes[key] = lanes = lanes if lanes >= LINE_MIN_LANES else 0
     return lanes
 
 
-def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
+def _line_plan(rt, g: Graph, kshape, leaf_strides, outs, out_strides):
     """(lanes, leaf kinds, row elements) for a line kernel over the flat graph, or None:
-    every output contiguous, each leaf contiguous ("c"), a row repeated over leading dims
+    every output contiguous or with gathered rows (as a "g" leaf: a slice being written),
+    each leaf contiguous ("c"), a row repeated over leading dims
     ("r": zero strides, then a contiguous row of `row` elements, `row` a multiple of the
     line), one element per row ("w": row-major strides, then zeros over the row's `row`
-    elements) or one element ("s"); each line-read operand's offset a multiple of the line;
-    no op reading the shape (eye)."""
+    elements), one element ("s") or rows gathered from anywhere ("g": unit stride along the
+    last dim, of `row` elements, every other stride and the offset whole lines: a slice
+    along the last dim, a permute keeping it last); each line-read operand's offset a
+    multiple of the line; no op reading the shape (eye)."""
     lanes = _graph_lanes(rt, g)
     if not lanes or any(o.offset % lanes for o in outs):
         return None
     kinds, row = [], None
     r = len(kshape)
+    for (_, _, contig), o, st in zip(g.out_desc, outs, out_strides, strict=True):
+        if not contig:
+            if not _gathered(kshape, st, o.offset, lanes) or row not in (None, kshape[-1]):
+                return None
+            row = kshape[-1]
     for t, st in zip(g.leaves, leaf_strides, strict=True):
         k = 0 if t.offset % lanes == 0 and st == _row_major(kshape, st) else \
             _row_split(kshape, st)
+        if k is None and _gathered(kshape, st, t.offset, lanes):
+            if row not in (None, kshape[-1]):
+                return None
+            row = kshape[-1]
+            kinds.append("g")
+            continue
         if k is None:  # one element per row (a (rows, 1) operand: a softmax's max)?
             k = _col_split(kshape, st)
             cols = shapes.numel(kshape[k:]) if k else 0
@@ -286,6 +301,9 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs):
             return None
     if rt.target == "ir" and any(b.size % lanes for b in _line_bufs(g, kinds, outs)):
         return None  # the interpreter takes whole allocations as lines: none may be partial
+    gathered = "g" in kinds or not all(c for _, _, c in g.out_desc)
+    if gathered and any(k in "rw" for k in kinds):
+        return None  # their rows are kshape[k:], the gathered rows its last dim: one kind
     return lanes, tuple(kinds), row
 
 
@@ -296,7 +314,7 @@ def _row_major(kshape, st):
 
 def _line_bufs(g: Graph, kinds, outs):
     yield from (o._buf for o in outs)
-    yield from (t._buf for t, k in zip(g.leaves, kinds, strict=True) if k in "cr")
+    yield from (t._buf for t, k in zip(g.leaves, kinds, strict=True) if k in "crg")
 
 
 def _type_names(g: Graph):
@@ -322,6 +340,14 @@ def _row_split(kshape, st) -> int | None:
     return k if all(s == 0 for s in st[:k]) else None
 
 
+def _gathered(kshape, st, offset: int, lanes: int) -> bool:
+    """Whether a leaf with strides st is read a whole line at a time along rows of kshape's
+    last dim: unit stride there, the row a multiple of the line, every other stride and
+    the offset multiples of it."""
+    return len(kshape) >= 2 and st[-1] == 1 and kshape[-1] % lanes == 0 and \
+        offset % lanes == 0 and all(x % lanes == 0 for x in st[:-1])
+
+
 def _col_split(kshape, st) -> int | None:
     """k where strides st are row-major over dims < k and 0 over dims >= k (one element
     per row of kshape[k:]), 0 < k < rank; else None."""
@@ -333,7 +359,9 @@ def _col_split(kshape, st) -> int | None:
     return k
 
 
-def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines) -> None:
+def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines, gather=None) -> None:
+    """gather: (kshape, out strides, leaf strides) where an output is strided or a leaf is
+    "g" (their rows' strides and the leading dims' sizes go to the kernel, in lines)."""
     if row is not None:  # rows of row // lanes lines: a 2-D grid as rows mode's
         rshape = (lines * lanes // row, row // lanes)
         cc, cd = rows_cube_count(rshape), rows_cube_dim(rshape)
@@ -344,7 +372,8 @@ def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines) -> None:
         cc, cd = cube_count(lines, dim if dim >= 64 else CUBE_DIM), \
             (dim if dim >= 64 else CUBE_DIM, 1, 1)
     exact = cc[0] * cc[1] * cc[2] * cd[0] * cd[1] * cd[2] == lines
-    fields = (1, g.nodes_key, g.leaf_key, tuple(c.dtype.name for c in g.consts), g.out_key,
+    rank = 1 if gather is None else len(gather[0])  # "g" leaves index by the row's coordinates
+    fields = (rank, g.nodes_key, g.leaf_key, tuple(c.dtype.name for c in g.consts), g.out_key,
               int(row is not None), (), lanes, kinds, exact)
     exe = _hot.get((device.rt, fields))
     if exe is None:
@@ -359,6 +388,15 @@ def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines) -> None:
     args += [_py(c) for c in g.consts]
     if row is not None:
         args.append(row // lanes)
+    if gather is not None:
+        kshape, out_strides, leaf_strides = gather
+        for st, (_, _, contig) in zip(out_strides, g.out_desc, strict=True):
+            if not contig:
+                args += [x // lanes for x in st[:-1]]
+        for st, k in zip(leaf_strides, kinds, strict=True):
+            if k == "g":
+                args += [x // lanes for x in st[:-1]]
+        args += list(kshape[1:-1])
     recording.launch(exe, cc, cd, args)
     record_launch(lambda: "dl_fused[" + ",".join(d[0] for d in g.nodes_desc) + "]")
 

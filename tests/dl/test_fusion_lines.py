@@ -243,6 +243,59 @@ def test_strided_operands_keep_the_scalar_kernel(dev):
     _check(dev, lambda: x.t() * 2.0 + x, a.T * 2.0 + a.astype(np.float64), lines=False)
 
 
+@pytest.mark.parametrize("case", ["slice", "permute", "two_slices", "slice_of_permute"])
+def test_gathered_rows_over_lines(dev, case):
+    """Operands whose last dim is contiguous but whose rows lie anywhere (a slice along the
+    last dim, a permute keeping it last) are read a line at a time, each row from its
+    coordinates: NumPy's values, and the scalar kernel's bits."""
+    a = rand_np((16, 32, 96), 21)  # N elements a result: as many as lines start at
+    c = rand_np((16, 32, 32), 22)
+    x, y = dl.tensor(a, device=dev), dl.tensor(c, device=dev)
+    if case == "slice":
+        _check(dev, lambda: x[..., 32:64] * 2.0 + y, a[..., 32:64] * 2.0 + c)
+    elif case == "permute":
+        p = rand_np((4, 8, 16, 32), 23)
+        t = dl.tensor(p, device=dev)
+        _check(dev, lambda: t.permute(0, 2, 1, 3) * 3.0 - 1.0,
+               p.transpose(0, 2, 1, 3) * 3.0 - 1.0)
+    elif case == "two_slices":
+        _check(dev, lambda: x[..., :32] * x[..., 64:96] + x[..., 32:64],
+               a[..., :32] * a[..., 64:96] + a[..., 32:64])
+    else:  # the q of a packed (b, s, 3, h, d) projection, heads first
+        q = x.reshape(16, 32, 3, 2, 16).permute(2, 0, 3, 1, 4)[1]
+        _check(dev, lambda: q.exp(),
+               np.exp(a.reshape(16, 32, 3, 2, 16).transpose(2, 0, 3, 1, 4)[1]
+                      .astype(np.float64)), rtol=2e-6)
+
+
+def test_rows_not_on_line_boundaries_keep_the_scalar_kernel(dev):
+    a = rand_np((16, 32, 96), 24)
+    x = dl.tensor(a, device=dev)
+    _check(dev, lambda: x[..., 1:33] + 1.0, a[..., 1:33] + 1.0, lines=False)
+    _check(dev, lambda: x[..., :30] * 2.0, a[..., :30] * 2.0, lines=False)
+
+
+def test_writing_gathered_rows_over_lines(dev):
+    """A slice of a bigger tensor as the output (a slice's gradient, a setitem): written a
+    line at a time into its rows, nothing else touched."""
+    a = rand_np((16, 32, 32), 25)
+    x = dl.tensor(a, device=dev)
+    for lo in (0, 32, 64):
+        big = dl.zeros((16, 32, 96), device=dev)
+        big._materialise()
+        mat._hot.clear()
+        mat.materialise([x * 2.0 + 1.0], [big[..., lo:lo + 32]])
+        if _lines_expected(dev):
+            assert max(key[1][7] for key in mat._hot) > 1
+        want = np.zeros((16, 32, 96), np.float32)
+        want[..., lo:lo + 32] = a * np.float32(2) + np.float32(1)
+        np.testing.assert_array_equal(big.numpy(), want)
+    w = dl.zeros((4, 16, 8, 32), device=dev)
+    p = rand_np((4, 8, 16, 32), 26)
+    w.permute(0, 2, 1, 3).copy_(dl.tensor(p, device=dev) - 0.5)
+    np.testing.assert_array_equal(w.numpy(), p.transpose(0, 2, 1, 3) - np.float32(0.5))
+
+
 def test_a_stored_bool_leaf_over_lines(dev):
     a = rand_np((N,), 12)
     x = dl.tensor(a, device=dev)
