@@ -7,7 +7,8 @@ built from the same lazy elementwise ops as the forward pass, so a backward chai
 leaf gradients are materialised at the end, one kernel per shape.
 
 The tape sits below dl.ops (docs/dl.md, "Layers"): it adds gradients with the Tensor's own
-`+` and makes the seed gradient with a fusion generator, never calling dl.ops itself."""
+`+` and makes the seed gradient with a fusion generator, never calling dl.ops itself (a
+gradient an op returns in pieces, such as indexing's, has its own `+` and `dense()`)."""
 from __future__ import annotations
 
 from ..fusion import elementwise, realise
@@ -94,6 +95,9 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
             g = grads.pop(id(t), None)
             if g is None:
                 continue
+            dense = getattr(g, "dense", None)
+            if dense is not None:  # a gradient kept in pieces while they were summed
+                g = dense()
             if t._grad_fn is None:
                 if t.requires_grad:
                     g = g if g.dtype == t.dtype else g.to(t.dtype)
@@ -108,7 +112,9 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                     raise RuntimeError(f"{t._grad_fn.name} backward gave a gradient of shape "
                                        f"{gx.shape} for an input of shape {x.shape}")
                 prev = grads.get(id(x))
-                grads[id(x)] = gx if prev is None else prev + gx
+                # a gradient in pieces adds itself (a Tensor's + would take it for a scalar)
+                grads[id(x)] = gx if prev is None else \
+                    gx + prev if hasattr(gx, "dense") else prev + gx
         realise([t.grad for t in touched])
     if not retain_graph:
         # as PyTorch: the closures go (they hold the forward's outputs, often in a cycle

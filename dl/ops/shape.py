@@ -249,10 +249,39 @@ def getitem(x: Tensor, idx) -> Tensor:
     old, dt, dev = x.shape, x.dtype, x.device
 
     def back(g):
-        gx = zeros(old, dtype=dt, device=dev)._materialise()
-        setitem(gx, idx, g)
-        return (gx,)
+        return (PiecewiseGrad(old, dt, dev, [(idx, g)]),)
     return record(y, "getitem", (x,), back)
+
+
+class PiecewiseGrad:
+    """The gradient of a tensor indexed by views (x[idx], basic indexing): zeros with each
+    view's gradient written in. Autograd sums such gradients of one tensor by joining their
+    pieces and writes them all into one zero tensor when the gradient is used (`dense`): the
+    q, k and v slices of an attention projection took a zero fill, a write and then an add
+    of the whole (b, s, 3e) tensor per slice."""
+
+    __slots__ = ("shape", "dtype", "device", "pieces")
+
+    def __init__(self, shape, dtype, device, pieces: list):
+        self.shape, self.dtype, self.device, self.pieces = shape, dtype, device, pieces
+
+    def __add__(self, other):
+        if isinstance(other, PiecewiseGrad):
+            return PiecewiseGrad(self.shape, self.dtype, self.device,
+                                 self.pieces + other.pieces)
+        return self.dense() + other
+
+    __radd__ = __add__
+
+    def dense(self) -> Tensor:
+        gx = zeros(self.shape, dtype=self.dtype, device=self.device)._materialise()
+        for k, (idx, g) in enumerate(self.pieces):
+            if k == 0:
+                setitem(gx, idx, g)
+            else:  # pieces may overlap (x[:2] and x[1:]): each adds to what is there
+                view = getitem(gx, idx)
+                assign(view, view + g)
+        return gx
 
 
 @register("setitem", dunder="__setitem__")

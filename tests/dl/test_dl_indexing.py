@@ -303,3 +303,28 @@ def test_sorted_accumulation(dev, sort_above, monkeypatch):
     for k in range(n):
         want_g[i[k]] += g[k]
     np.testing.assert_array_equal(x.grad.numpy(), want_g)
+
+
+@pytest.mark.parametrize("case", ["qkv", "overlapping", "with_dense_use", "steps_and_ints"])
+def test_gradients_of_several_views_sum_as_torchs(dev, case):
+    """Gradients reaching one tensor through several basic-indexing views are summed in
+    pieces (one zero tensor, each view's gradient written or added in): the same values as
+    torch's, whether the views tile the tensor, overlap, or meet a gradient from a plain use
+    of the tensor; accumulated into .grad across two backward passes."""
+    a = np.random.default_rng(7).standard_normal((4, 6, 12)).astype(np.float32)
+    x, tx = _pair(a, True, dev)
+
+    def f(t):
+        if case == "qkv":
+            q, k, v = t[..., :4], t[..., 4:8], t[..., 8:]
+            return ((q * k).sum(-1) + v.exp().sum(-1)).sum()
+        if case == "overlapping":
+            return (t[:3] * 2).sum() + (t[1:] * t[1:]).sum() + t[2, 1:5, ::2].sum()
+        if case == "with_dense_use":
+            return (t[..., :6] * 3).sum() + (t * t).sum() + (t[:, 2:] + 1).exp().sum()
+        return t[1].sum() + (t[::2, 1::3] * 5).sum() + t[-1, -1, -1] * 7
+
+    for _ in range(2):
+        f(x).backward()
+        f(tx).backward()
+        close(x.grad, tx.grad)
