@@ -117,6 +117,7 @@ import typing
 
 import numpy as np
 
+from cube_ir.interpreter import storage_of
 from cube_ir.types import SCALARS, Scalar, Vec, bf16, boolean, f32, i32, promote_scalars
 
 from . import lang
@@ -294,15 +295,11 @@ class _Races:
 
     def track(self, a: np.ndarray) -> tuple:
         """(stored, loaded, first element of a in them) for an argument array a."""
-        root = a
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        start = root.__array_interface__["data"][0]
-        key = (start, a.itemsize)
+        key, at, _ = storage_of(a)
         hit = self._by.get(key)
         if hit is None:
             hit = self._by[key] = ({}, {})
-        return hit[0], hit[1], (a.__array_interface__["data"][0] - start) // a.itemsize
+        return hit[0], hit[1], at
 
     def check(self, arr: SimArray, i: int, store: bool) -> None:
         stored, loaded, at = arr.track

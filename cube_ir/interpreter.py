@@ -331,6 +331,18 @@ class _Mem:
         return f32_to_bf16_bits(vals) if self.bits16 else vals
 
 
+def storage_of(a: np.ndarray) -> tuple:
+    """(key, first element, elements) of the memory array a views: arrays over the same
+    memory with the same element size share the key (the memory's first byte and that
+    size), and a's elements sit from the first element on, counted in a's element size."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    start = root.__array_interface__["data"][0]
+    return ((start, a.itemsize), (a.__array_interface__["data"][0] - start) // a.itemsize,
+            root.nbytes // a.itemsize)
+
+
 class _Access:
     """Who touched each scalar element of one parameter's storage in this launch (shared by
     every parameter over the same storage): the cube that stored it (-1: none) and the cube
@@ -437,17 +449,11 @@ class _Machine:
             self._track(p, a, lanes)
 
     def _track(self, p: ir.Param, a: np.ndarray, lanes: int) -> None:
-        """Race bookkeeping for p, shared with the other parameters over a's storage (keyed
-        by the storage's first byte, in elements of a's size from there)."""
-        root = a
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        start = root.__array_interface__["data"][0]
-        key = (start, a.itemsize)
+        """Race bookkeeping for p, shared with the other parameters over a's storage."""
+        key, at, size = storage_of(a)
         acc = self._by_storage.get(key)
         if acc is None:
-            acc = self._by_storage[key] = _Access(root.nbytes // a.itemsize)
-        at = (a.__array_interface__["data"][0] - start) // a.itemsize
+            acc = self._by_storage[key] = _Access(size)
         self.access[id(p)] = (acc, lanes, at)
 
     # ---- values --------------------------------------------------------------------------
