@@ -138,6 +138,25 @@ def test_matmul_of_transposed_views_and_errors():
         dl.tensor([[1, 2]]) @ dl.tensor([[1], [2]])
 
 
+def test_attention_scores_of_heads_permuted_out_of_a_projection(dev):
+    """q @ k^T with q, k heads permuted out of one (b, s, 2, h, d) projection: k^T's batch
+    dims do not merge into one, so the product copies it; values and gradients as torch's."""
+    p = rand_np((2, 16, 2, 3, 8), 4)
+    x = dl.tensor(p, device=dev, requires_grad=True)
+    tx = torch.tensor(p, requires_grad=True)
+
+    def f(t):
+        q, k = t.permute(2, 0, 3, 1, 4)  # (b, h, s, d) each
+        return (q * 0.5) @ k.transpose(-2, -1)
+
+    y, ty = f(x), f(tx)
+    close(y, ty, rtol=1e-5, atol=1e-5)
+    g = rand_np(tuple(ty.shape), 5)
+    y.backward(dl.tensor(g, device=dev))
+    ty.backward(torch.tensor(g))
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("act", ["none", "relu", "gelu", "tanh"])
 def test_linear_epilogue_matches_torch_and_fuses(act):
     x, w, b = rand_np((2, 3, 6), 1), rand_np((4, 6), 2), rand_np((4,), 3)
