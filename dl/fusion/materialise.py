@@ -155,9 +155,8 @@ def _run(roots, outs, kshape, device) -> None:
     lanes, kinds, row = plan
     lines = n // lanes
     if lines:
-        gather = "g" in kinds or not all(c for _, _, c in g.out_desc)
         _launch_lines(g, device, outs, lanes, kinds, row, lines,
-                      (kshape, out_strides, leaf_strides) if gather else None)
+                      (kshape, out_strides, leaf_strides) if _gathers(g, kinds) else None)
     tail = n - lines * lanes
     if tail:  # the last elements, fewer than a line, by the scalar kernel over (tail,)
         done = lines * lanes
@@ -301,8 +300,7 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs, out_strides):
             return None
     if rt.target == "ir" and any(b.size % lanes for b in _line_bufs(g, kinds, outs)):
         return None  # the interpreter takes whole allocations as lines: none may be partial
-    gathered = "g" in kinds or not all(c for _, _, c in g.out_desc)
-    if gathered and any(k in "rw" for k in kinds):
+    if _gathers(g, kinds) and any(k in "rw" for k in kinds):
         return None  # their rows are kshape[k:], the gathered rows its last dim: one kind
     return lanes, tuple(kinds), row
 
@@ -338,6 +336,12 @@ def _row_split(kshape, st) -> int | None:
         k -= 1
         acc *= kshape[k]
     return k if all(s == 0 for s in st[:k]) else None
+
+
+def _gathers(g: Graph, kinds) -> bool:
+    """Whether a line kernel finds some operand's rows from their coordinates: a "g" leaf
+    or a strided output."""
+    return "g" in kinds or not all(c for _, _, c in g.out_desc)
 
 
 def _gathered(kshape, st, offset: int, lanes: int) -> bool:

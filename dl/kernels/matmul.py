@@ -602,11 +602,13 @@ def row_block(mr: int) -> int:
     return max(mr, MC // mr * mr)
 
 
-def panels_per_unit(nr: int, lsz: int, m: int, panels: int, batch: int, elem) -> int:
-    """`matmul_kblocked`'s NP: the largest power of two up to NP_MAX whose MC x NP tiles of
-    C fit C_BLOCK_L2 of the core's L2 and which leaves MIN_UNITS units."""
-    tile = MC * nr * lsz * np.dtype(elem.np).itemsize
-    rows = cdiv(m, MC) * batch
+def panels_per_unit(nr: int, lsz: int, m: int, panels: int, batch: int, elem,
+                    mc: int = MC) -> int:
+    """`matmul_kblocked`'s NP for blocks of mc rows: the largest power of two up to NP_MAX
+    whose mc x NP tiles of C fit C_BLOCK_L2 of the core's L2 and which leaves MIN_UNITS
+    units."""
+    tile = mc * nr * lsz * np.dtype(elem.np).itemsize
+    rows = cdiv(m, mc) * batch
     np_ = 1
     while np_ < NP_MAX and 2 * np_ * tile <= l2_bytes() * C_BLOCK_L2 \
             and cdiv(panels, 2 * np_) * rows >= MIN_UNITS:
@@ -622,8 +624,8 @@ def _run_kblocked(mr: int, nr: int, pack_a: bool = False):
         lsz = _tiled_line(rt, a, b, c)
         panels = cdiv(n // lsz, nr)
         bp = _pack_lines(rt, b, lsz, nr, panels, c.elem)
-        np_ = panels_per_unit(nr, lsz, m, panels, batch, c.elem)
         mc = row_block(mr)
+        np_ = panels_per_unit(nr, lsz, m, panels, batch, c.elem, mc)
         matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(m, mc), batch),
                                cube_dim=1, a=_pack_a(rt, a, mr) if pack_a else a, b=bp,
                                c=c.lines(lsz), bias=_bias_lines(bias, c, lsz), MC=mc, MR=mr,
@@ -652,8 +654,8 @@ def _run_swapped(mr: int, nr: int):
         bp = _pack_strided(rt, at, nr * lsz).lines(lsz)
         bt = strided(b, (batch, n, k), (b.strides[0], b.strides[2], b.strides[1]))
         ct = rt.empty((batch, n, panels * nr * lsz), c.elem)
-        np_ = panels_per_unit(nr, lsz, n, panels, batch, c.elem)
         mc = row_block(mr)
+        np_ = panels_per_unit(nr, lsz, n, panels, batch, c.elem, mc)
         matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(n, mc), batch),
                                cube_dim=1, a=bt, b=bp, c=ct.lines(lsz), bias=ct.lines(1),
                                MC=mc, MR=mr, NR=nr, KC=KC, NP=np_, HAS_BIAS=False,
