@@ -36,6 +36,9 @@ class DeviceBuffer(Buffer):
     def __init__(self, rt, shape, elem, data=None):
         super().__init__(rt, shape, elem)
         self.data = data if data is not None else cp.empty(max(self.nbytes, 1), np.uint8)
+        # the device address names the memory: dl's dispatch plans tell operands and
+        # allocations apart by it (views copy it with the rest of the buffer)
+        self.ptr = self.data.data.ptr
 
     def _host_flat(self) -> tuple[np.ndarray, bool]:
         self.rt.stream.synchronize()

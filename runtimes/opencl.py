@@ -8,6 +8,7 @@ has no subgroups).
 """
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -50,6 +51,8 @@ class ClBuffer(Buffer):
     def __init__(self, rt: OpenCLRuntime, shape, elem):
         super().__init__(rt, shape, elem)
         self._block = Block(rt.pool, self.nbytes)
+        # the cl_mem handle names the memory (see DeviceBuffer.ptr in cuda.py)
+        self.ptr = self._block.mem.int_ptr
 
     @property
     def mem(self):
@@ -164,7 +167,7 @@ class ClExecutable(Executable):
             knl.set_arg(i, b.mem)
         knl.set_arg(len(bufs), blob)
         glob = tuple(int(c) * int(d) for c, d in zip(cube_count, cube_dim))
-        if max(glob) > 0xFFFFFFFF or int(np.prod(glob, dtype=np.int64)) > 0xFFFFFFFF:
+        if max(glob) > 0xFFFFFFFF or math.prod(glob) > 0xFFFFFFFF:
             raise LaunchError(f"launch of {k.name}: {glob} units exceed the u32 positions")
         try:
             cl.enqueue_nd_range_kernel(self.rt.queue, knl, glob, tuple(int(d) for d in cube_dim))

@@ -87,6 +87,9 @@ class WgpuBuffer(Buffer):
     def __init__(self, rt, gbuf, alloc: int, shape, elem):
         super().__init__(rt, shape, elem)
         self.gbuf, self.alloc = gbuf, alloc
+        # a number naming the memory while it lives (see DeviceBuffer.ptr in cuda.py): no
+        # address is to be had from wgpu
+        self.ptr = id(gbuf)
         # the allocation is owned by a token that views (copies of this buffer) share, so it
         # returns to the pool only when the last of them is gone
         self._owner = _Owner()

@@ -171,7 +171,7 @@ def _planned_leaves(t: Tensor, node: Node) -> bool:
             return False
         b = x._buf
         p = b.__dict__.get("ptr")
-        if p is None:  # device memory: no plan (dl/kernels/plan.py)
+        if p is None:  # no name for its memory: no plan (dl/kernels/plan.py)
             materialise([t])
             return True
         refs.append((b.shape, b.elem, x.shape, x._strides, x.offset, x.dtype))

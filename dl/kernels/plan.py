@@ -12,8 +12,10 @@ memory) and launches the same executables with the same grids.
 
 A key gets no plan (and keeps running its Python) when the trace shows something a replay
 would not repeat: memory from outside the call (a cache, a host upload), a host read, a hook
-or an autotune timing; or when an operand is not a host buffer (device runtimes: `ptr` names
-the memory here)."""
+or an autotune timing; or when an operand has no `ptr` naming its memory (every runtime's
+buffers have one: the host or device address, OpenCL's cl_mem handle, wgpu's buffer
+object's id). Host runtimes replay through prepared argument blocks; the others call their
+executables' launch with the new buffers."""
 from __future__ import annotations
 
 import math
@@ -53,7 +55,7 @@ def _storage(a):
     if isinstance(a, Buffer):
         ptr = a.__dict__.get("ptr")
         if ptr is None:
-            raise _Unkeyable  # device memory: no address to tell operands apart
+            raise _Unkeyable  # no name for its memory: operands cannot be told apart
         return ptr
     return None
 
@@ -143,7 +145,7 @@ def planned_bufs(tag, rt, bufs: tuple, run):
     ptrs: list = [None]
     for b in bufs:
         p = b.__dict__.get("ptr")
-        if p is None:  # device memory: no plan
+        if p is None:  # no name for its memory: no plan
             return run()
         key.append((b.shape, b.strides, b.elem))
         ptrs.append(p)
@@ -255,7 +257,7 @@ class Plan:
             if p is not None and p not in where:
                 where[p] = (ops[k], k, _SAME_OP)
         for j, (b, _, _) in enumerate(allocs):
-            where.setdefault(_storage(b), (b, j, _SAME_NEW))  # device memory: _Unkeyable
+            where.setdefault(_storage(b), (b, j, _SAME_NEW))
         self.allocs = [(shape, dtype) for _, shape, dtype in allocs]
         # what a replay allocates, as `empty_exact` takes it (host runtimes: every plan's)
         self.exact = [(b.shape, b.size, b.elem) for b, _, _ in allocs]
