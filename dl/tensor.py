@@ -10,6 +10,8 @@ It imports nothing above it. The layers above complete the class: dl.fusion supp
 (`t.exp()`, `a + b`) through its registry (dl/ops/registry.py)."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from cube import recording
@@ -18,6 +20,24 @@ from . import dtypes, shapes
 from .io import host
 
 _KDL_CPU = 1  # DLPack's device type for host memory
+
+# Weak references to the lazy tensors made so far that may still be uncomputed: an in-place
+# write computes those that read the storage it overwrites first (dl/fusion/writes.py), so a
+# lazy y = x * 2 keeps x's values of when it was made. Pruned of dead and computed tensors
+# whenever it doubles.
+PENDING: list = []
+_PRUNE_AT = [256]
+
+
+def prune_pending() -> None:
+    """Drop the dead and the computed from PENDING."""
+    live = []
+    for r in PENDING:
+        t = r()
+        if t is not None and t._buf is None:
+            live.append(r)
+    PENDING[:] = live
+    _PRUNE_AT[0] = max(256, 2 * len(live))
 
 
 class Tensor:
@@ -29,6 +49,13 @@ class Tensor:
     needed. Attributes: `shape` (a tuple), `dtype`, `device`, `requires_grad`, `grad`. Its op
     methods and operators (`t.exp()`, `a + b`, `t[i]`) are the functions of `dl.ops`."""
     __array_priority__ = 1000  # numpy_array + tensor -> Tensor.__radd__
+    # the in-place write count (dl/fusion/writes.py) when the tensor's value last matched its
+    # gradient history (made, or written in place as itself): a later write to its storage
+    # through another view leaves the history stale, which autograd refuses to use
+    _hist_at = 0
+    # (tensor, index) of a view made by basic indexing: an in-place op on the view under
+    # autograd writes through that tensor, which takes the history (dl/ops/indexing.py)
+    _index_of = None
 
     def __init__(self, buf, shape, strides, offset, dtype, device, node=None):
         # (_lazy sets the same attributes without the conversions: keep the two in step)
@@ -53,6 +80,9 @@ class Tensor:
         t.dtype, t.device = node.dtype, device
         t.requires_grad, t.grad, t._grad_fn = False, None, None
         t._generation = recording.generation
+        PENDING.append(weakref.ref(t))
+        if len(PENDING) > _PRUNE_AT[0]:
+            prune_pending()
         return t
 
     @classmethod

@@ -11,19 +11,32 @@ The tape sits below dl.ops (docs/dl.md, "Layers"): it adds gradients with the Te
 gradient an op returns in pieces, such as indexing's, has its own `+` and `dense()`)."""
 from __future__ import annotations
 
-from ..fusion import elementwise, realise
+import weakref
+
+from ..fusion import elementwise, realise, writes
 from .grad_mode import _state as _grad_state
 from .grad_mode import no_grad
 from .hooks import run_post_accumulate_grad_hooks
+from .overwrites import backward_of, check_history
 
 
 class GradFn:
-    __slots__ = ("name", "inputs", "backward")
+    """A node of the graph: an op's gradient. Its `inputs` are edges, one per operand: the
+    operand's own GradFn as it was when the op ran, the operand itself for a leaf that
+    requires grad, None for an operand taking no gradient. Edges name nodes, not tensors,
+    as PyTorch's do: an in-place op later gives a tensor a new GradFn, and the ops that read
+    it before keep sending their gradients to the old one."""
+    __slots__ = ("name", "inputs", "backward", "operands", "at", "out")
 
-    def __init__(self, name: str, inputs: tuple, backward):
+    def __init__(self, name: str, inputs: tuple, backward, operands: tuple = (), at: int = 0,
+                 out=None):
         self.name = name
-        self.inputs = inputs  # tensors (or None for inputs that take no gradient)
+        self.inputs = inputs
         self.backward = backward  # grad_out -> tuple of grads (None where not needed)
+        # every operand (those taking no gradient too: a closure may read them), the
+        # in-place write count when recorded and a weak reference to the output (see
+        # dl/autograd/overwrites.py)
+        self.operands, self.at, self.out = operands, at, out
 
     def __repr__(self) -> str:
         return f"<{self.name}Backward>"
@@ -41,31 +54,45 @@ def needs_grad(*xs) -> bool:
 def record(out, name: str, inputs: tuple, backward):
     """Attach a GradFn to `out` when any tensor input requires grad; returns out."""
     if needs_grad(*inputs):
+        at = writes.count[0]
+        if at:  # some storage was written in place (none: nothing can be stale)
+            check_history(name, inputs)
         out.requires_grad = True
-        out._grad_fn = GradFn(name, tuple(x if getattr(x, "requires_grad", False) else None
-                                          for x in inputs), backward)
+        out._grad_fn = GradFn(name, tuple(_edge(x) for x in inputs), backward, inputs, at,
+                              weakref.ref(out))
+        out._hist_at = at
     return out
 
 
+def _edge(x):
+    """Where an operand's gradient goes: its GradFn now, itself (a leaf), or None."""
+    if not getattr(x, "requires_grad", False):
+        return None
+    fn = x._grad_fn
+    return x if fn is None else fn
+
+
 def _topo(root) -> list:
+    """The nodes under root (a GradFn or a leaf tensor), each after every node it feeds."""
     order, seen = [], set()
     stack = [(root, False)]
     while stack:
-        t, done = stack.pop()
+        n, done = stack.pop()
         if done:
-            order.append(t)
+            order.append(n)
             continue
-        if id(t) in seen:
+        if id(n) in seen:
             continue
-        seen.add(id(t))
-        stack.append((t, True))
-        if t._grad_fn is not None:
+        seen.add(id(n))
+        stack.append((n, True))
+        if n.__class__ is GradFn:
             # leaves first onto the stack, so they come right after their consumer in the
             # reversed order: a parameter's gradient is final (and its post-accumulate hook
             # runs) as soon as possible, not at the end of backward; same values
             for leaf in (True, False):
-                for x in t._grad_fn.inputs:
-                    if x is not None and id(x) not in seen and (x._grad_fn is None) == leaf:
+                for x in n.inputs:
+                    if x is not None and id(x) not in seen and (x.__class__ is not GradFn) \
+                            == leaf:
                         stack.append((x, False))
     return order
 
@@ -88,37 +115,43 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
         grad = elementwise("full", [1], [root.dtype.compute], root.dtype, device=root.device,
                            shape=root.shape)  # ones_like(root)
     with no_grad():
-        grads = {id(root): grad}
+        node = root if root._grad_fn is None else root._grad_fn
+        grads = {id(node): grad}
         touched = []
-        order = _topo(root)
-        for t in reversed(order):
-            g = grads.pop(id(t), None)
+        order = _topo(node)
+        for n in reversed(order):
+            g = grads.pop(id(n), None)
             if g is None:
                 continue
             dense = getattr(g, "dense", None)
             if dense is not None:  # a gradient kept in pieces while they were summed
                 g = dense()
-            if t._grad_fn is None:
-                if t.requires_grad:
-                    g = g if g.dtype == t.dtype else g.to(t.dtype)
-                    t.grad = g if t.grad is None else t.grad + g
-                    touched.append(t)
-                    run_post_accumulate_grad_hooks(t)
+            if n.__class__ is not GradFn:  # a leaf
+                if n.requires_grad:
+                    g = g if g.dtype == n.dtype else g.to(n.dtype)
+                    n.grad = g if n.grad is None else n.grad + g
+                    touched.append(n)
+                    run_post_accumulate_grad_hooks(n)
                 continue
-            for x, gx in zip(t._grad_fn.inputs, t._grad_fn.backward(g)):
-                if x is None or gx is None:
+            gxs = n.backward(g) if n.at == writes.count[0] else backward_of(n, g)
+            for e, x, gx in zip(n.inputs, n.operands, gxs):
+                if e is None or gx is None:
                     continue
                 if gx.shape != x.shape:
-                    raise RuntimeError(f"{t._grad_fn.name} backward gave a gradient of shape "
+                    raise RuntimeError(f"{n.name} backward gave a gradient of shape "
                                        f"{gx.shape} for an input of shape {x.shape}")
-                prev = grads.get(id(x))
+                prev = grads.get(id(e))
                 # a gradient in pieces adds itself (a Tensor's + would take it for a scalar)
-                grads[id(x)] = gx if prev is None else \
+                grads[id(e)] = gx if prev is None else \
                     gx + prev if hasattr(gx, "dense") else prev + gx
         realise([t.grad for t in touched])
     if not retain_graph:
         # as PyTorch: the closures go (they hold the forward's outputs, often in a cycle
-        # through the output's own GradFn, which kept their memory until the next gc pass)
-        for t in order:
-            if t._grad_fn is not None:
-                t._grad_fn.backward = _released(t._grad_fn.name)
+        # through the output's own GradFn, which kept their memory until the next gc pass),
+        # and the operands: a graph kept alive by its output (the loss a training step
+        # returns) then holds none of the forward's values, and no lazy value of them waits
+        # to be computed when an optimiser overwrites a parameter
+        for n in order:
+            if n.__class__ is GradFn:
+                n.backward = _released(n.name)
+                n.inputs = n.operands = ()

@@ -28,6 +28,7 @@ import numpy as np
 from cube import recording
 
 from .. import dtypes
+from ..fusion.writes import before_write
 from ..io import host
 from ..ops.index import stack
 from ..ops.shape import assign
@@ -173,10 +174,14 @@ def _write(t: Tensor, arr: np.ndarray) -> None:
     assign(t, Tensor._from_numpy(arr, t.dtype, t.device))
 
 
-def _check_tensor(t, what: str) -> None:
+def _check_tensor(t, what: str, written: bool = False) -> None:
+    """t is a tensor, materialised; written: the collective overwrites it (lazy values and
+    gradients that read it keep its old values: dl/fusion/writes.py)."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{what}: expected a dl.Tensor, got {type(t).__name__}")
     t._materialise()
+    if written:
+        before_write(t)
 
 
 def _nccl(pg, *ts) -> bool:
@@ -283,7 +288,7 @@ def _iallreduce(comm):
 def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce `tensor` over every rank, in place (every rank gets the result)."""
     pg = _pg.current()
-    _check_tensor(tensor, "all_reduce")
+    _check_tensor(tensor, "all_reduce", written=True)
     opname = _op_name(op)
     _check_avg(opname, tensor)
     if _nccl(pg, tensor):
@@ -309,7 +314,7 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
 def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False):
     """Copy rank `src`'s `tensor` into every other rank's `tensor`, in place."""
     pg = _pg.current()
-    _check_tensor(tensor, "broadcast")
+    _check_tensor(tensor, "broadcast", written=True)
     if not 0 <= src < pg.size:
         raise ValueError(f"broadcast: src={src} is not a rank of a world of {pg.size}")
     if _nccl(pg, tensor):
@@ -328,7 +333,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group=No
     """Every rank's `input_tensor`, concatenated along dim 0 in rank order, into
     `output_tensor` (world_size times as long, or shaped (world_size, *input.shape))."""
     pg = _pg.current()
-    _check_tensor(output_tensor, "all_gather_into_tensor")
+    _check_tensor(output_tensor, "all_gather_into_tensor", written=True)
     _check_tensor(input_tensor, "all_gather_into_tensor")
     _same_dtype("all_gather_into_tensor", output_tensor, input_tensor)
     if output_tensor.numel() != input_tensor.numel() * pg.size:
@@ -357,7 +362,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, the world "
                          f"{pg.size} ranks")
     for t in tensor_list:
-        _check_tensor(t, "all_gather")
+        _check_tensor(t, "all_gather", written=True)
         _same_dtype("all_gather", t, tensor)
         if t.shape != tensor.shape:
             raise ValueError(f"all_gather: an output of shape {t.shape} for an input of "
@@ -385,7 +390,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group=
     """Reduce `input` (world_size times output's elements) over the ranks; rank r keeps
     the r-th slice (along dim 0) of the result in `output`."""
     pg = _pg.current()
-    _check_tensor(output, "reduce_scatter_tensor")
+    _check_tensor(output, "reduce_scatter_tensor", written=True)
     _check_tensor(input, "reduce_scatter_tensor")
     _same_dtype("reduce_scatter_tensor", output, input)
     if input.numel() != output.numel() * pg.size:
@@ -418,7 +423,7 @@ def reduce_scatter(output: Tensor, input_list: list, op=ReduceOp.SUM, group=None
                    async_op: bool = False):
     """Reduce `input_list[r]` over the ranks into rank r's `output` (torch's signature)."""
     pg = _pg.current()
-    _check_tensor(output, "reduce_scatter")
+    _check_tensor(output, "reduce_scatter", written=True)
     if len(input_list) != pg.size:
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the "
                          f"world {pg.size} ranks")

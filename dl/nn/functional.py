@@ -110,10 +110,11 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         if running_mean is not None:
             n = x.numel() // x.shape[1]
             with no_grad():
-                running_mean.copy_(running_mean * (1.0 - momentum)
-                                   + mean.reshape(-1) * momentum)
-                running_var.copy_(running_var * (1.0 - momentum)
-                                  + var.reshape(-1) * (momentum * n / max(n - 1, 1)))
+                # the new values are ours: each written in the kernel that computes it
+                ops.assign(running_mean, running_mean * (1.0 - momentum)
+                           + mean.reshape(-1) * momentum, internal=True)
+                ops.assign(running_var, running_var * (1.0 - momentum)
+                           + var.reshape(-1) * (momentum * n / max(n - 1, 1)), internal=True)
     else:
         if running_mean is None:
             raise ValueError("batch_norm in eval mode needs running statistics")

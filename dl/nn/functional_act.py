@@ -7,6 +7,7 @@ returned out of place (PyTorch refuses in-place ops on leaves that require grad)
 from __future__ import annotations
 
 from ..autograd import is_grad_enabled
+from ..ops import assign
 from ..ops import elementwise as ew
 from ..tensor import Tensor
 
@@ -16,7 +17,7 @@ __all__ = ["elu", "glu", "hardswish", "leaky_relu", "logsigmoid", "mish", "selu"
 def _out(x: Tensor, y: Tensor, inplace: bool) -> Tensor:
     if not inplace or (x.requires_grad and is_grad_enabled()) or x.dtype is not y.dtype:
         return y
-    return x.copy_(y)
+    return assign(x, y, internal=True)  # y is ours: one kernel, x read then written
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002

@@ -209,9 +209,10 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
             mean = ops.mean(x3, 2, keepdim=True)
             dev = x3 - mean
             var = ops.sum(dev * dev, 2) * (1.0 / max(s - 1, 1))
-            running_mean.copy_(running_mean * (1.0 - momentum)
-                               + ops.mean(mean.reshape(n, c), 0) * momentum)
-            running_var.copy_(running_var * (1.0 - momentum) + ops.mean(var, 0) * momentum)
+            ops.assign(running_mean, running_mean * (1.0 - momentum)
+                       + ops.mean(mean.reshape(n, c), 0) * momentum, internal=True)
+            ops.assign(running_var, running_var * (1.0 - momentum)
+                       + ops.mean(var, 0) * momentum, internal=True)
     return group_norm(input, c, weight, bias, eps)
 
 

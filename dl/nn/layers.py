@@ -227,7 +227,7 @@ class BatchNorm2d(Module):
             raise ValueError(f"BatchNorm2d takes (N, C, H, W), got shape {x.shape}")
         batch_stats = self.training or self.running_mean is None
         if self.training and self.running_mean is not None:
-            self.num_batches_tracked.copy_(self.num_batches_tracked + 1)
+            self.num_batches_tracked.add_(1)
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                             batch_stats, self.momentum, self.eps)
 

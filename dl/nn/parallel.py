@@ -36,6 +36,7 @@ from contextlib import contextmanager
 
 from .. import distributed as dist
 from ..autograd import no_grad, register_post_accumulate_grad_hook
+from ..autograd.tape import GradFn
 from ..distributed import process_group as _pg
 from ..ops.shape import assign
 from ..shapes import contiguous_strides
@@ -162,14 +163,15 @@ class DistributedDataParallel(Module):
         seen, stack = set(), []
         outs = out if isinstance(out, list | tuple) else list(out.values()) \
             if isinstance(out, dict) else [out]
-        stack = [t for t in outs if isinstance(t, Tensor)]
+        # the graph's nodes (GradFns, and the leaves they feed: dl/autograd/tape.py)
+        stack = [t._grad_fn or t for t in outs if isinstance(t, Tensor)]
         while stack:
-            t = stack.pop()
-            if id(t) in seen:
+            n = stack.pop()
+            if id(n) in seen:
                 continue
-            seen.add(id(t))
-            if t._grad_fn is not None:
-                stack.extend(x for x in t._grad_fn.inputs if x is not None)
+            seen.add(id(n))
+            if n.__class__ is GradFn:
+                stack.extend(x for x in n.inputs if x is not None)
         unused = [p for b in self._buckets for p in b.params if id(p) not in seen]
         for p in unused:
             self._where[id(p)].ready.add(id(p))
@@ -224,7 +226,7 @@ class DistributedDataParallel(Module):
                 elif g is not view:
                     assign(view, g * inv if self._world > 1 else g)
                 elif self._world > 1:
-                    assign(view, view * inv)
+                    assign(view, view * inv, internal=True)
                 p.grad = view
             if self.events is not None:
                 self.events.append(("start", b.index))

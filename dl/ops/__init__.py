@@ -63,3 +63,7 @@ from .shape import (
     zero_,
 )
 from .sorting import *  # noqa: F403
+
+# isort: split
+# last: the in-place forms (`t.add_`, `t += x`) of the ops registered above
+from . import inplace  # noqa: F401

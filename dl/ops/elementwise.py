@@ -16,6 +16,8 @@ import inspect
 import math
 import textwrap
 
+import numpy as np
+
 from cube_ir.types import i32, with_elem
 
 from .. import dtypes
@@ -349,10 +351,17 @@ _KIND_TYPES = {(k, d): _kind_types(k, d) for k in ("arith", "bitwise", "float", 
 _ORDERING = frozenset({"lt", "le", "gt", "ge"})
 
 
+_OPERANDS = (Tensor, int, float, np.number, np.bool_)  # bool is an int
+
+
 def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     if a.__class__ is Tensor and b.__class__ is Tensor and a.dtype is b.dtype:
         pt = a.dtype  # the common case: no promotion
     else:
+        for v in (a, b):
+            if not isinstance(v, _OPERANDS):
+                raise TypeError(f"{op}: unsupported operand type {type(v).__name__} (a tensor, "
+                                f"or a Python or NumPy scalar; dl.tensor() converts an array)")
         if not is_tensor(a) and not is_tensor(b):
             a = tensor(a)
         pt = result_type(a, b)

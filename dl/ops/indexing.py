@@ -8,9 +8,9 @@ masked_fill is a fused elementwise `where`. In-place variants (`t.scatter_`, `t.
 value, copy it back and move the history onto t.
 
 Where dl differs from PyTorch:
-- no version counter: an earlier op whose backward reads t's old value sees the new one after
-  an in-place op on t (PyTorch raises), and the base of a view does not take the history of
-  an in-place op on the view;
+- an in-place op under autograd on a view other than one made by indexing does not give its
+  base the history: the base's next use under autograd is refused (dl/autograd/overwrites.py;
+  indexing views write through their base, `write_back`, as PyTorch rebases them);
 - accumulation (scatter_add, index_add, index_put(accumulate=True), the gradients of
   advanced indexing) is deterministic, summed in index order without atomics: each target's
   first unit sums its run; long index rows (> SORT_ABOVE) are sorted first with dl.sort, whose
@@ -30,10 +30,11 @@ import numpy as np
 from cube import recording
 
 from .. import dtypes, shapes
-from ..autograd import no_grad, record
+from ..autograd import no_grad, overwrites, record
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.tape import needs_grad
-from ..fusion import elementwise
+from ..fusion import elementwise, writes
+from ..fusion.writes import before_write
 from ..kernels import scatter as K
 from ..kernels.launch import launch_1d
 from ..tensor import Tensor
@@ -42,7 +43,7 @@ from .elementwise import cast, ne, where
 from .index import SCATTER, cat, gather, index_select
 from .reduce import sum_to
 from .registry import register
-from .shape import ADVANCED, assign, contiguous, expand, getitem, reshape
+from .shape import ADVANCED, assign, contiguous, expand, getitem, reshape, setitem
 from .sorting import sort
 
 __all__ = ["scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_",
@@ -97,7 +98,7 @@ def _alias(x: Tensor) -> Tensor:
     """Another Tensor object for x's storage and history (an in-place op's old value)."""
     x._materialise()
     a = Tensor(x._buf, x.shape, x._strides, x.offset, x.dtype, x.device)
-    a.requires_grad, a._grad_fn = x.requires_grad, x._grad_fn
+    a.requires_grad, a._grad_fn, a._hist_at = x.requires_grad, x._grad_fn, x._hist_at
     return a
 
 
@@ -112,14 +113,52 @@ def _inplace(x: Tensor, name: str, out_of_place, direct) -> Tensor:
                            f"operation (wrap it in dl.no_grad())")
     x._materialise()
     if direct is not None:
+        before_write(x)
         direct(x)
+        x._hist_at = writes.count[0]
         return x
-    y = out_of_place(_alias(x))
+    write_back(x, out_of_place(_alias(x)))
+    return x
+
+
+def regenerate(x: Tensor) -> bool:
+    """Give x, a view made by indexing whose storage was written through another tensor,
+    the history of its base's current value (getitem of it); False where x is no such view
+    or its base's history is stale too (the tape then refuses x)."""
+    src = x._index_of
+    if src is None:
+        return False
+    b, idx = src
+    if b._grad_fn is not None and writes.written_since(b, b._hist_at) and not regenerate(b):
+        return False
+    nv = getitem(_alias(b), idx)
+    x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
+        writes.count[0]
+    return True
+
+
+overwrites.REGENERATE[0] = regenerate
+
+
+def write_back(x: Tensor, y: Tensor) -> None:
+    """x <- y (x's shape) in x's storage, x taking y's history (an in-place op recorded for
+    autograd). A view made by basic indexing (`x = b[idx]`) writes through b instead,
+    `b[idx] = y`, so b takes the history too (PyTorch rebases a view's base), and x then
+    views b's new value; recursively where b is such a view itself."""
+    src = x._index_of
+    if src is not None:
+        b, idx = src
+        setitem(b, idx, y)
+        nv = getitem(_alias(b), idx)  # of b's history now (a later op on b makes b another)
+        x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
+            nv._hist_at
+        return
+    y._materialise()  # its own storage: a gradient reading y must not see x's later values
     with no_grad():
         assign(x, y)
     if y.requires_grad:
         x.requires_grad, x._grad_fn = True, y._grad_fn
-    return x
+    x._hist_at = writes.count[0]
 
 
 def _grad_needed(*xs) -> bool:
@@ -503,6 +542,7 @@ def advanced_setitem(x: Tensor, idx, value, accumulate: bool = False) -> None:
     x._materialise()
     with no_grad():
         view = getitem(x, adv.basic)
+    before_write(x)
     adv.put(view, value, accumulate)
 
 

@@ -7,8 +7,9 @@ from .. import dtypes, shapes
 from ..autograd import backward as _backward
 from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..fusion import elementwise, materialise
+from ..fusion import elementwise, materialise, writes
 from ..fusion.graph import Node
+from ..fusion.writes import before_write
 from ..io import host
 from ..tensor import Tensor
 from .creation import zeros
@@ -246,6 +247,7 @@ def getitem(x: Tensor, idx) -> Tensor:
         return ADVANCED["getitem"](x, idx)
     shape, strides, off = _index_view(x, idx)
     y = x._view(shape, strides, off)
+    y._index_of = (x, idx)
     old, dt, dev = x.shape, x.dtype, x.device
 
     def back(g):
@@ -299,10 +301,13 @@ def setitem(x: Tensor, idx, value) -> None:
     with no_grad():
         view = getitem(x, idx)
     assign(view, value)
+    x._hist_at = view._hist_at  # x's own write: its history (if any) stays its own
 
 
-def assign(dst: Tensor, value) -> Tensor:
-    """Write `value` (a tensor broadcastable to dst, or a scalar) into dst's storage."""
+def assign(dst: Tensor, value, internal: bool = False) -> Tensor:
+    """Write `value` (a tensor broadcastable to dst, or a scalar) into dst's storage.
+    internal: value is the caller's own (no one else reads it later), so a lazy value is
+    computed in the write even where it reads dst (`x += 1`: one kernel)."""
     dst._materialise()
     if dst.numel() == 0:
         return dst
@@ -318,7 +323,9 @@ def assign(dst: Tensor, value) -> Tensor:
     else:
         lazy = elementwise("full", [value], [dst.dtype.compute], dst.dtype, device=dst.device,
                            shape=dst.shape)
+    before_write(dst, (lazy, value) if internal else (lazy,))
     materialise([lazy], [dst])
+    dst._hist_at = writes.count[0]
     return dst
 
 

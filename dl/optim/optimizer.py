@@ -8,6 +8,7 @@ from .. import dtypes
 from ..autograd import no_grad
 from ..fusion import materialise
 from ..fusion.graph import Node
+from ..fusion.writes import before_writes
 from ..tensor import Tensor
 from . import foreach
 
@@ -91,6 +92,10 @@ class Optimizer:
 
     def _step_no_grad(self):
         self._plan = [] if recording.active is not None else None
+        # the parameters are overwritten: lazy values and gradient closures that read them
+        # keep the values of before (dl/fusion/writes.py)
+        before_writes([p._buf for g in self.param_groups for p in g["params"]
+                       if p.grad is not None and p._buf is not None])
         with no_grad():
             self._step()
 

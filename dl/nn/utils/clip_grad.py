@@ -18,6 +18,7 @@ import warnings
 from ... import dtypes, ops
 from ...autograd import no_grad
 from ...fusion import materialise
+from ...fusion.writes import before_writes
 from ...ops.common import result_type
 from ...tensor import Tensor
 
@@ -124,6 +125,7 @@ def _scale_(grads: list[Tensor], fn, foreach: bool | None) -> None:
         g._materialise()
         key = (g.shape, g.device) if foreach is not False else id(g)
         groups.setdefault(key, []).append(g)
+    before_writes([g._buf for g in grads])  # lazy reads of the old gradients go first
     for gs in groups.values():
         # one read and one written buffer per gradient, and the coefficient
         width = max(1, (_leaves_per_kernel(gs[0].device) - 1) // 2)

@@ -1,0 +1,86 @@
+"""Autograd and storages overwritten in place (dl/fusion/writes.py numbers every in-place
+write and stamps the storage it writes).
+
+- `check_history` (at record): an operand whose storage was written through another view
+  after its history was recorded no longer has the value its history computes. A view made
+  by indexing takes its base's current history (`REGENERATE`, set by dl.ops.indexing, as
+  PyTorch regenerates a view's); anything else is refused.
+- `backward_of` (at backward): an op whose operands or output were overwritten after it ran
+  is run with those storages unreadable (their class swapped for one whose every attribute
+  read raises), its gradients computed inside: a backward that reads them is PyTorch's
+  "modified by an inplace operation" error, one that does not (an add's) goes on."""
+from __future__ import annotations
+
+from ..fusion import realise, writes
+from ..tensor import Tensor
+
+# regenerate(x) -> bool: gives a view made by indexing the history of its base's current
+# value (set by dl.ops.indexing, above the tape)
+REGENERATE: list = [None]
+
+
+def check_history(name: str, inputs: tuple) -> None:
+    """An input whose storage was written, since its history was recorded, through another
+    tensor viewing it is no longer what its history computes: a view made by indexing takes
+    its base's new history (as PyTorch regenerates a view's), anything else is refused."""
+    for x in inputs:
+        if isinstance(x, Tensor) and x._grad_fn is not None and \
+                writes.written_since(x, x._hist_at) and not REGENERATE[0](x):
+            raise RuntimeError(
+                f"{name}: an input was changed in place through another view of its storage "
+                f"(a reshape, transpose or slice of it) after it was computed, so its "
+                f"gradient history no longer gives its value. dl carries an in-place op's "
+                f"history from a view to the tensor it views only for views made by indexing "
+                f"(x[idx] *= 2); write the change out of place (y = x * 2) or through "
+                f"indexing")
+
+
+class _StaleRead(BaseException):
+    """A backward read a storage overwritten since its op ran (BaseException: no `except
+    Exception` inside an op may take it for a failure it can work around)."""
+
+
+_STALE_CLASSES: dict = {}
+
+
+def _stale_class(cls):
+    """cls with every attribute read raising _StaleRead."""
+    sub = _STALE_CLASSES.get(cls)
+    if sub is None:
+        def read(self, name):
+            raise _StaleRead
+        sub = _STALE_CLASSES[cls] = type(f"Overwritten{cls.__name__}", (cls,),
+                                         {"__getattribute__": read})
+    return sub
+
+
+def backward_of(fn, g):
+    """fn.backward(g) where a storage that fn's output or one of its operands views was
+    written in place after fn was recorded. The backward may still not read it (an add's
+    does not), so it runs with those storages made unreadable, its gradients computed
+    inside; a read is PyTorch's error, not a gradient of the new values."""
+    stale = {}
+    out = fn.out() if fn.out is not None else None  # gone: nothing can read it
+    for x in (out, *fn.operands):
+        if isinstance(x, Tensor) and writes.written_since(x, fn.at):
+            stale[id(x._buf)] = x._buf
+    if not stale:
+        return fn.backward(g)
+    if isinstance(g, Tensor):  # a lazy g (made by a later op's backward from the values
+        g._materialise()       # then current) is computed before those storages close
+    classes = [(b, b.__class__) for b in stale.values()]
+    for b, cls in classes:
+        b.__class__ = _stale_class(cls)
+    try:
+        gxs = tuple(fn.backward(g))
+        realise([x for x in gxs if isinstance(x, Tensor)])
+    except _StaleRead:
+        raise RuntimeError(
+            f"backward through {fn.name}: a tensor it saved was modified by an in-place "
+            f"operation after {fn.name} used it (x[...] = ..., x += ..., x.copy_(...), an "
+            f"optimiser step); make the change out of place (x = x + ...) or on a "
+            f"clone") from None
+    finally:
+        for b, cls in classes:
+            object.__setattr__(b, "__class__", cls)
+    return gxs

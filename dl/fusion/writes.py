@@ -1,0 +1,72 @@
+"""In-place writes: what must happen before a tensor's storage is overwritten.
+
+Two things read a storage later than the op that used it: a lazy tensor (computed when its
+value is needed) and a gradient closure (run at `backward`). Both must see the values of
+when they were made, as PyTorch's eager ops do. So every in-place writer (`assign`, the
+indexing writers, the optimisers) calls `before_write` first, which
+
+- computes the pending lazy tensors whose graphs read that storage (`y = x * 2; x[0] = 5`
+  leaves y at the old x times two), and
+- stamps the storage with a new write number: autograd compares it with the number current
+  when an op recorded its gradient (dl/autograd/tape.py) and refuses a backward that reads
+  a storage written since."""
+from __future__ import annotations
+
+from ..tensor import PENDING, Tensor
+from .graph import Node
+from .lazy import realise
+
+# the number of the latest in-place write (a storage carries its own as `_written`)
+count = [0]
+
+
+def before_write(x: Tensor, keep: tuple = ()) -> None:
+    """Call before overwriting materialised x's storage. keep: lazy values the write itself
+    computes (they stay lazy to be fused into the write; their reads of x are the write's)."""
+    before_writes([x._buf], keep)
+
+
+def before_writes(bufs: list, keep: tuple = ()) -> None:
+    """`before_write` for several storages (a buffer each) at once."""
+    live, hits, seen = [], [], set()
+    ids = {id(b) for b in bufs}
+    kept = {id(k) for k in keep}
+    for r in PENDING:
+        t = r()
+        if t is None or t._buf is not None:
+            continue
+        live.append(r)
+        if id(t) not in kept and _reads(t._node, ids, seen):
+            hits.append(t)
+    PENDING[:] = live
+    if hits:
+        realise(hits)
+    count[0] += 1
+    for b in bufs:
+        b._written = count[0]
+
+
+def _reads(node: Node, ids: set, seen: set) -> bool:
+    """Whether the graph under node reads a storage in ids. seen: the nodes found not to
+    (shared across one write's pending tensors, which often share subgraphs)."""
+    stack, mine = [node], set()
+    while stack:
+        x = stack.pop()
+        if x.__class__ is Node:
+            if id(x) in seen or id(x) in mine:
+                continue
+            mine.add(id(x))
+            stack.extend(x.inputs if x.result is None else (x.result,))
+        elif isinstance(x, Tensor):  # a Parameter too
+            if x._buf is None:
+                stack.append(x._node)
+            elif id(x._buf) in ids:
+                return True
+    seen |= mine
+    return False
+
+
+def written_since(t, at: int) -> bool:
+    """Whether t's storage was written in place after write number `at`."""
+    b = t._buf
+    return b is not None and b.__dict__.get("_written", 0) > at

@@ -1,0 +1,87 @@
+"""In-place arithmetic, as PyTorch's: `t += x`, `t.add_(x)`, `t.mul_(2)`, `t.clamp_(0, 1)`.
+
+The result is written into t's storage, so every view and alias of t sees it (`p -= lr * g`
+updates a model's parameter, where `p = p - lr * g` would only rebind a name). The result
+must have t's shape (the other operands broadcast to it) and a dtype t can hold without
+changing category (an int tensor cannot take `/= 2`), else a RuntimeError, as PyTorch's.
+
+Without autograd the op and the write are one fused kernel. With autograd t takes the op's
+history (a leaf that requires grad is refused, as for every in-place op), the op runs on a
+copy of t's old value where its gradient reads that value (`mul_`, `exp_`), and
+dl/autograd/tape.py refuses a backward that would read a value overwritten since."""
+from __future__ import annotations
+
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..tensor import Tensor
+from .indexing import _alias, write_back
+from .registry import OPS, register
+from .shape import assign, clone
+
+# op -> the augmented assignment operator that calls its in-place form
+_OPERATORS = {
+    "add": "__iadd__", "sub": "__isub__", "mul": "__imul__", "div": "__itruediv__",
+    "floor_divide": "__ifloordiv__", "remainder": "__imod__", "pow": "__ipow__",
+    "bitwise_and": "__iand__", "bitwise_or": "__ior__", "bitwise_xor": "__ixor__",
+    "bitwise_left_shift": "__ilshift__", "bitwise_right_shift": "__irshift__",
+}
+_METHODS = (*_OPERATORS, "true_divide", "fmod", "atan2", "arctan2", "hypot", "lerp", "clamp",
+            "clamp_min", "clamp_max", "neg", "abs", "sqrt", "rsqrt", "exp", "log", "log1p",
+            "sin", "cos", "tanh", "erf", "sigmoid", "relu", "sign", "floor", "ceil", "round",
+            "reciprocal", "square", "nan_to_num", "bitwise_not", "logical_not", "logical_and",
+            "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge")
+# gradients that read no operand's value: no copy of the old value is kept for them
+_VALUE_FREE = frozenset({"add", "sub", "neg"})
+
+
+def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
+    """x <- fn(x, *args, **kwargs), in x's storage; returns x."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}_: expected a tensor, got {type(x).__name__}")
+    tracking = is_grad_enabled() and (x.requires_grad or any(
+        getattr(a, "requires_grad", False) for a in (*args, *kwargs.values())))
+    if tracking and x.requires_grad and x._grad_fn is None:
+        raise RuntimeError(f"{name}_: a leaf tensor that requires grad is used in an in-place "
+                           f"operation (wrap it in dl.no_grad())")
+    x._materialise()
+    if not tracking:
+        y = fn(x, *args, **kwargs)
+        _check(name, x, y)
+        assign(x, y, internal=True)  # one kernel: each element read, then written
+        return x
+    if name in _VALUE_FREE:
+        src = _alias(x)
+    else:  # the op's gradient reads x's old value: keep a copy of it, with x's history
+        with no_grad():
+            src = clone(x)._materialise()
+        src.requires_grad, src._grad_fn = x.requires_grad, x._grad_fn
+    y = fn(src, *args, **kwargs)
+    _check(name, x, y)
+    write_back(x, y)
+    return x
+
+
+def _check(name: str, x: Tensor, y) -> None:
+    if not isinstance(y, Tensor):
+        raise TypeError(f"{name}_: {name} gave {type(y).__name__}, not a tensor")
+    if y.shape != x.shape:
+        raise RuntimeError(f"{name}_: the result has shape {y.shape} (the operands "
+                           f"broadcast together), which does not fit the tensor's shape "
+                           f"{x.shape}")
+    if y.dtype.category > x.dtype.category:
+        raise RuntimeError(f"{name}_: the result type {y.dtype.name} can't be cast to the "
+                           f"tensor's type {x.dtype.name}")
+
+
+def _declare(name: str) -> None:
+    fn = OPS[name]
+
+    def method(self, *args, **kwargs):
+        return apply(self, name, fn, args, kwargs)
+    method.__name__ = f"{name}_"
+    method.__doc__ = (f"`t.{name}_(...)`: t <- t.{name}(...), written into t's storage "
+                      f"(in place, as PyTorch's); returns t. See dl/ops/inplace.py.")
+    register(f"{name}_", method=True, dunder=_OPERATORS.get(name))(method)
+
+
+for _name in _METHODS:
+    _declare(_name)

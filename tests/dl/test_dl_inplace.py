@@ -1,0 +1,385 @@
+"""In-place writes mean what they mean in PyTorch: `t += x` and `t.add_(x)` write into t's
+storage (aliases and views see it); a lazy value made before a write keeps the values it was
+made from; a backward that would read a value overwritten since its op ran is refused (as
+PyTorch's version counter refuses it), and one that does not read it gives PyTorch's
+gradients. Every case runs the same program on torch (the reference: eager, float64 where
+values are compared) and on dl, on every runtime."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from dl_helpers import close
+
+import dl
+import dl.nn as nn
+import dl.nn.functional as F
+
+
+@pytest.fixture(autouse=True)
+def _on(dev):
+    """Tensors made without a device (indices, values) go where the test's tensors are."""
+    dl.set_default_device(dev)
+
+
+def _pair(shape, seed, dev, grad=False):
+    a = np.random.default_rng(seed).uniform(-2, 2, shape).astype(np.float32)
+    t = dl.tensor(a, device=dev, requires_grad=grad)
+    return t, torch.tensor(a.astype(np.float64), requires_grad=grad)
+
+
+# (name, the in-place call on (t, other), its operands' shapes): run on dl and torch alike
+INPLACE = {
+    "iadd": (lambda t, o: t.__iadd__(o), (3, 4), (4,)),
+    "isub_scalar": (lambda t, o: t.__isub__(1.5), (3, 4), None),
+    "imul": (lambda t, o: t.__imul__(o), (3, 4), (3, 1)),
+    "itruediv": (lambda t, o: t.__itruediv__(o.abs() + 1), (3, 4), (3, 4)),
+    "ipow": (lambda t, o: t.__ipow__(2), (3, 4), None),
+    "add_alpha": (lambda t, o: t.add_(o, alpha=0.5), (3, 4), (3, 4)),
+    "sub_": (lambda t, o: t.sub_(o), (2, 3), (2, 3)),
+    "mul_scalar": (lambda t, o: t.mul_(-3.0), (5,), None),
+    "div_": (lambda t, o: t.div_(o.abs() + 0.5), (5,), (5,)),
+    "clamp_": (lambda t, o: t.clamp_(-0.5, 0.75), (4, 4), None),
+    "clamp_min_": (lambda t, o: t.clamp_min_(0.1), (4, 4), None),
+    "exp_": (lambda t, o: t.exp_(), (6,), None),
+    "neg_": (lambda t, o: t.neg_(), (6,), None),
+    "sqrt_abs": (lambda t, o: t.abs_().sqrt_(), (6,), None),
+    "tanh_": (lambda t, o: t.tanh_(), (6,), None),
+    "sigmoid_": (lambda t, o: t.sigmoid_(), (6,), None),
+    "relu_": (lambda t, o: t.relu_(), (6,), None),
+    "floor_": (lambda t, o: t.floor_(), (6,), None),
+    "lerp_": (lambda t, o: t.lerp_(o, 0.25), (6,), (6,)),
+    "maximum_via_clamp": (lambda t, o: t.clamp_(min=o), (2, 3), (2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_ops_write_the_tensor_and_its_aliases(dev, name):
+    """The call returns t itself; t, an alias bound before and a view taken before all hold
+    PyTorch's values."""
+    fn, shape, oshape = INPLACE[name]
+    t, tt = _pair(shape, 1, dev)
+    o, to = _pair(oshape, 2, dev) if oshape else (None, None)
+    alias, view = t, t.reshape(-1)
+    talias, tview = tt, tt.reshape(-1)
+    r, tr = fn(t, o), fn(tt, to)
+    assert tr is talias and r is alias
+    close(alias, tr)
+    close(view, tview)
+
+
+def test_augmented_assignment_keeps_the_name_bound_to_the_same_tensor(dev):
+    """`x += y` (and -=, *=, /=) on a dl tensor changes the object, not the name: a list
+    holding x, and a slice of x, see the change."""
+    x, tx = _pair((4, 3), 3, dev)
+    y, ty = _pair((4, 3), 4, dev)
+    held, rows = [x], x[1:3]
+    trows = tx[1:3]
+    for op in ("__iadd__", "__isub__", "__imul__", "__itruediv__"):
+        x2 = getattr(x, op)(y if op != "__itruediv__" else y.abs() + 1)
+        getattr(tx, op)(ty if op != "__itruediv__" else ty.abs() + 1)
+        assert x2 is x
+    close(held[0], tx)
+    close(rows, trows)
+
+
+def test_integer_and_bool_augmented_assignment(dev):
+    """Integer floor division, remainder, shifts and bit ops in place, on int32 storage."""
+    a = np.array([[7, -9, 12], [5, 0, -3]], np.int32)
+    x, tx = dl.tensor(a, device=dev), torch.tensor(a)
+    x //= 2
+    tx //= 2
+    x %= 3
+    tx %= 3
+    x <<= 1
+    tx <<= 1
+    x |= 4
+    tx |= 4
+    x ^= 1
+    tx ^= 1
+    np.testing.assert_array_equal(x.numpy(), tx.numpy())
+    assert x.dtype is dl.int32
+    m, tm = dl.tensor(a > 0, device=dev), torch.tensor(a > 0)
+    m &= dl.tensor(a < 7, device=dev)
+    tm &= torch.tensor(a < 7)
+    np.testing.assert_array_equal(m.numpy(), tm.numpy())
+
+
+@pytest.mark.parametrize("case", ["int_true_divide", "int_float_scalar", "broadcast_grows",
+                                  "bool_add_int"])
+def test_results_that_do_not_fit_are_refused_as_torch_refuses_them(dev, case):
+    """A result of a wider category than the tensor, or of a larger shape, is a
+    RuntimeError on both; the tensor is left as it was."""
+    i = np.arange(6, dtype=np.int64).reshape(2, 3)
+    f = np.ones((2, 2, 3), np.float32)
+    calls = {
+        "int_true_divide": (i, lambda t, m: t.__itruediv__(2)),
+        "int_float_scalar": (i, lambda t, m: t.__imul__(1.5)),
+        "broadcast_grows": (i.astype(np.float32), lambda t, m: t.__iadd__(m.tensor(f))),
+        "bool_add_int": (i > 2, lambda t, m: t.__iadd__(1)),
+    }
+    a, call = calls[case]
+    with pytest.raises(RuntimeError):
+        call(torch.tensor(a), torch)
+    x = dl.tensor(a, device=dev)
+    with pytest.raises(RuntimeError, match="_:"):
+        call(x, dl)
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_manual_sgd_updates_the_model(dev):
+    """The loop a PyTorch tutorial writes by hand: `p -= lr * p.grad` under no_grad moves the
+    module's own parameters (a rebinding `-=` would leave the model untouched)."""
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    m = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 2)).to(dev)
+    m.load_state_dict({k: dl.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    tm = tm.double()
+    x, tx = _pair((8, 5), 5, dev)
+    for _ in range(3):
+        for mod, inp in ((m, x), (tm, tx)):
+            loss = (mod(inp) ** 2).mean()
+            for p in mod.parameters():
+                p.grad = None
+            loss.backward()
+            no_grad = dl.no_grad() if mod is m else torch.no_grad()
+            with no_grad:
+                for p in mod.parameters():
+                    p -= 0.1 * p.grad
+    for p, tp in zip(m.parameters(), tm.parameters()):
+        close(p, tp, rtol=1e-4, atol=1e-5)
+
+
+# ---- lazy values keep the values they were made from -----------------------------------
+WRITES = {
+    "setitem": lambda x, m: x.__setitem__((0, slice(None)), 5.0),
+    "setitem_index": lambda x, m: x.__setitem__(m.tensor([1, 0]), -1.0),
+    "copy_": lambda x, m: x.copy_(m.zeros(3, 4)),
+    "fill_": lambda x, m: x.fill_(0.25),
+    "zero_": lambda x, m: x.zero_(),
+    "iadd": lambda x, m: x.__iadd__(1.0),
+    "mul_": lambda x, m: x.mul_(-2.0),
+    "masked_fill_": lambda x, m: x.masked_fill_(x > 0, 9.0),
+    "index_put_": lambda x, m: x.index_put_((m.tensor([2]),), m.full((4,), 3.0,
+                                                                     dtype=x.dtype)),
+    "view_write": lambda x, m: x.reshape(-1)[3:7].fill_(7.0),
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_lazy_values_keep_the_values_they_were_made_from(dev, write):
+    """y = f(x) made (lazily, fused later) before an in-place write to x has the values
+    f(x) had before it, as in eager torch: through x itself and through a view of x."""
+    x, tx = _pair((3, 4), 6, dev)
+    y, z = x * 2.0 + 1.0, x[1:].exp()
+    ty, tz = tx * 2.0 + 1.0, tx[1:].exp()
+    WRITES[write](x, dl)
+    WRITES[write](tx, torch)
+    close(x, tx)
+    close(y, ty)
+    close(z, tz)
+
+
+def test_a_value_written_into_its_own_source_stays_what_it_was(dev):
+    """x.copy_(y) with y = x + 1 lazy: y keeps old x + 1 (it is not recomputed from the
+    new x)."""
+    x, tx = _pair((5,), 7, dev)
+    y, ty = x + 1.0, tx + 1.0
+    x.copy_(y)
+    tx.copy_(ty)
+    x.add_(y)
+    tx.add_(ty)
+    close(x, tx)
+    close(y, ty)
+
+
+def test_optimiser_step_after_a_lazy_read_of_a_parameter(dev):
+    """A lazy value of a parameter made before `opt.step()` keeps the old parameter."""
+    lin = nn.Linear(3, 2).to(dev)
+    w0 = lin.weight.numpy().copy()
+    opt = dl.optim.SGD(lin.parameters(), lr=0.5)
+    x, _ = _pair((4, 3), 8, dev)
+    lin(x).sum().backward()
+    scaled = lin.weight * 3.0
+    opt.step()
+    np.testing.assert_allclose(scaled.numpy(), w0 * 3.0, rtol=1e-6)
+    assert not np.allclose(lin.weight.numpy(), w0)
+
+
+# ---- autograd ----------------------------------------------------------------------------
+def _refused_both(fn):
+    """fn(module) builds a graph, writes a saved value in place and calls backward."""
+    with pytest.raises(RuntimeError):
+        fn(torch)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        fn(dl)
+
+
+@pytest.mark.parametrize("case", ["mul_operand", "exp_output", "optimiser_between"])
+def test_backward_reading_an_overwritten_value_is_refused(dev, case):
+    def mul_operand(m):
+        x = m.tensor(np.ones(3, np.float32), requires_grad=True)
+        h = x * 2.0
+        z = h * h
+        h[1] = 0.0
+        z.sum().backward()
+
+    def exp_output(m):
+        x = m.tensor(np.ones(3, np.float32), requires_grad=True)
+        y = x.exp()
+        y += 1.0
+        y.sum().backward()
+
+    def optimiser_between(m):
+        w = m.tensor(np.ones(3, np.float32), requires_grad=True)
+        x = m.tensor(np.full(3, 2.0, np.float32), requires_grad=True)
+        loss = (w * x).sum()
+        opt = (torch.optim.SGD if m is torch else dl.optim.SGD)([w], lr=0.1)
+        w.grad = m.tensor(np.ones(3, np.float32))
+        opt.step()
+        loss.backward()
+
+    fns = {"mul_operand": mul_operand, "exp_output": exp_output,
+           "optimiser_between": optimiser_between}
+    _refused_both(fns[case])
+
+
+def test_backward_not_reading_the_overwritten_value_gives_torchs_gradients(dev):
+    """The ResNet block's `out = bn(conv(x)); out += identity; relu(out)` and a write into the
+    output of an add: neither op's gradient reads the overwritten value."""
+    torch.manual_seed(1)
+    tconv, tbn = torch.nn.Conv2d(3, 3, 3, padding=1).double(), torch.nn.BatchNorm2d(3).double()
+    conv, bn = nn.Conv2d(3, 3, 3, padding=1).to(dev), nn.BatchNorm2d(3).to(dev)
+    conv.load_state_dict({k: dl.tensor(v.detach().float().numpy())
+                          for k, v in tconv.state_dict().items()})
+    x, tx = _pair((2, 3, 5, 5), 9, dev, grad=True)
+
+    def block(m, c, b, inp):
+        out = b(c(inp))
+        out += inp
+        out = m.relu(out) + 1.0
+        out[:, 0] = 0.0  # a write into the add's output: its gradient reads nothing
+        return (out * out).sum()
+
+    block(torch, tconv, tbn, tx).backward()
+    block(dl, conv, bn, x).backward()
+    close(x.grad, tx.grad, rtol=1e-4, atol=1e-5)
+    close(conv.weight.grad, tconv.weight.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_gradients_through_inplace_ops(dev):
+    """h = x * 1.5; h.mul_(w); h -= x; h[0] += w[0]; h.clamp_(max=1); h.tanh_(): x's and w's
+    gradients are torch's (mul_'s gradient for w reads h's value before the write)."""
+    x, tx = _pair((4,), 10, dev, grad=True)
+    w, tw = _pair((4,), 11, dev, grad=True)
+    for a, b in ((x, w), (tx, tw)):
+        h = a * 1.5
+        h.mul_(b)
+        h -= a
+        h[0] += b[0]
+        h.clamp_(max=1.0)
+        h.tanh_()
+        (h.exp() * h).sum().backward()
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
+    close(w.grad, tw.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_inplace_on_a_leaf_that_requires_grad_is_refused(dev):
+    x, _ = _pair((3,), 12, dev, grad=True)
+    before = x.numpy().copy()
+    for call in (lambda: x.add_(1.0), lambda: x.__imul__(2.0), lambda: x.relu_()):
+        with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+            call()
+    np.testing.assert_array_equal(x.numpy(), before)
+    with dl.no_grad():
+        x += 1.0
+    np.testing.assert_allclose(x.numpy(), before + 1.0, rtol=1e-6)
+
+
+def test_inplace_activation_flag_writes_the_input(dev):
+    """F.leaky_relu(x, inplace=True) on a tensor that takes no gradient writes x, and a lazy
+    value of x made before keeps the old values."""
+    x, tx = _pair((2, 5), 13, dev)
+    before, tbefore = x * 1.0, tx.clone()
+    r = F.leaky_relu(x, 0.1, inplace=True)
+    tr = torch.nn.functional.leaky_relu(tx, 0.1, inplace=True)
+    assert r is x
+    close(x, tr)
+    close(before, tbefore)
+
+
+@pytest.mark.parametrize("other", [None, "text", (1, 2), [1.0, 2.0], np.ones(3)])
+def test_binary_ops_refuse_operands_that_are_not_numbers(other):
+    """`t + other` for an operand that is neither a tensor nor a scalar is a TypeError naming
+    the op, not a conversion error from inside (torch refuses these too, arrays aside)."""
+    t = dl.tensor(np.ones(3, np.float32))
+    for call in (lambda: t + other, lambda: other + t, lambda: t * other):
+        with pytest.raises(TypeError, match="unsupported operand"):
+            call()
+
+
+# ---- views and the history of the tensors they view ---------------------------------------
+def _rows_and_cols(m, x, w):
+    h = x * 2.0
+    h[0] += w  # Python: t = h[0]; t += w; h[0] = t
+    h[1] *= w
+    v = h[:, 1:]
+    v *= 3.0  # an indexed view: h takes the history
+    return (h * h).sum()
+
+
+def _buffer_filled_by_rows(m, x, w):
+    buf = m.zeros(2, 3)
+    buf[0] = x[1] * w
+    buf[1] += w
+    return buf.exp().sum() + x.sum()
+
+
+def _used_before_the_write(m, x, w):
+    h = x * 2.0
+    a = h * 3.0  # reads h before the write: its gradient goes to h's old history
+    h[0] = 5.0
+    return (a + h * w).sum()
+
+
+def _view_read_after_the_base_changed(m, x, w):
+    h = x * 2.0
+    r = h[1]  # made before: it views h's new value once h changes
+    h[1] *= w
+    return (h * h).sum() + (r * 3.0).sum()
+
+
+def _nested_index(m, x, w):
+    h = x * 1.0
+    h[1][1:] *= w[:2]
+    return (h * h).sum()
+
+
+@pytest.mark.parametrize("prog", [_rows_and_cols, _buffer_filled_by_rows, _used_before_the_write,
+                                  _view_read_after_the_base_changed, _nested_index],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_inplace_through_indexed_views_gives_torchs_gradients(dev, prog):
+    """In-place ops on views made by indexing, and tensors read before an in-place op:
+    the loss and the gradients of x and w are torch's. (Before, an op that read h before
+    `h[0] = 5` sent its gradient through the setitem, and `h[0] += w` lost x's row.)"""
+    x, tx = _pair((2, 3), 14, dev, grad=True)
+    w, tw = _pair((3,), 15, dev, grad=True)
+    loss, tloss = prog(dl, x, w), prog(torch, tx, tw)
+    loss.backward()
+    tloss.backward()
+    close(loss, tloss, rtol=1e-5, atol=1e-5)
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-5)
+    assert (w.grad is None) == (tw.grad is None)
+    if tw.grad is not None:
+        close(w.grad, tw.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_inplace_through_other_views_is_refused_not_wrong(dev):
+    """An in-place op through a reshape of h under autograd does not reach h's history (torch
+    rebases it; dl does only for indexing): using h afterwards is a RuntimeError, where the
+    gradient would otherwise miss the factor."""
+    x, _ = _pair((2, 3), 16, dev, grad=True)
+    h = x * 2.0
+    h.reshape(-1).mul_(2.0)
+    with pytest.raises(RuntimeError, match="changed in place through another view"):
+        (h * h).sum()
