@@ -26,6 +26,18 @@ def before_write(x: Tensor, keep: tuple = ()) -> None:
     before_writes([x._buf], keep)
 
 
+def refuse_overlap(x: Tensor) -> None:
+    """Refuse to write values that differ per element into a view whose elements share
+    memory (an expanded dim), as PyTorch does: which of them would remain is not defined.
+    (One value written everywhere, `fill_`, is well defined and allowed.)"""
+    for n, st in zip(x.shape, x._strides):
+        if st == 0 and n > 1:
+            raise RuntimeError(
+                f"an in-place write into a tensor of shape {x.shape} with strides "
+                f"{x._strides}: several of its elements are one memory location (an "
+                f"expanded view); clone() it first")
+
+
 def before_writes(bufs: list, keep: tuple = ()) -> None:
     """`before_write` for several storages (a buffer each) at once."""
     live, hits, seen = [], [], set()

@@ -12,6 +12,7 @@ dl/autograd/tape.py refuses a backward that would read a value overwritten since
 from __future__ import annotations
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..fusion.writes import refuse_overlap
 from ..tensor import Tensor
 from .indexing import _alias, write_back
 from .registry import OPS, register
@@ -43,6 +44,7 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
         raise RuntimeError(f"{name}_: a leaf tensor that requires grad is used in an in-place "
                            f"operation (wrap it in dl.no_grad())")
     x._materialise()
+    refuse_overlap(x)
     if not tracking:
         y = fn(x, *args, **kwargs)
         _check(name, x, y)

@@ -312,6 +312,7 @@ def assign(dst: Tensor, value, internal: bool = False) -> Tensor:
     if dst.numel() == 0:
         return dst
     if isinstance(value, Tensor):
+        writes.refuse_overlap(dst)
         if value.device != dst.device:
             value = value.to(dst.device)
         if shapes.broadcast_shapes(value.shape, dst.shape) != dst.shape:

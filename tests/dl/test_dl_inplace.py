@@ -383,3 +383,23 @@ def test_inplace_through_other_views_is_refused_not_wrong(dev):
     h.reshape(-1).mul_(2.0)
     with pytest.raises(RuntimeError, match="changed in place through another view"):
         (h * h).sum()
+
+
+@pytest.mark.parametrize("write", ["copy_", "fill_", "add_", "setitem"])
+def test_writes_into_an_expanded_view_are_refused(dev, write):
+    """Several elements of an expanded view are one memory location: torch refuses an
+    in-place write of values that differ there, and so does dl (before, the last of the
+    racing writes won); one value written everywhere is allowed by both."""
+    calls = {"copy_": lambda v, m: v.copy_(m.ones(2, 3)),
+             "fill_": lambda v, m: v.fill_(1.0),
+             "add_": lambda v, m: v.add_(1.0),
+             "setitem": lambda v, m: v.__setitem__(0, 2.0)}
+    for m in (torch, dl):
+        x = m.zeros(3)
+        if write in ("fill_", "setitem"):
+            calls[write](x.expand(2, 3), m)
+            assert float(x.sum()) == {"fill_": 3.0, "setitem": 6.0}[write]
+            continue
+        with pytest.raises(RuntimeError):
+            calls[write](x.expand(2, 3), m)
+        np.testing.assert_array_equal(x.numpy(), np.zeros(3, np.float32))
