@@ -8,8 +8,10 @@ indexing writers, the optimisers) calls `before_write` first, which
 - computes the pending lazy tensors whose graphs read that storage (`y = x * 2; x[0] = 5`
   leaves y at the old x times two), and
 - stamps the storage with a new write number: autograd compares it with the number current
-  when an op recorded its gradient (dl/autograd/tape.py) and refuses a backward that reads
-  a storage written since."""
+  when an op recorded its gradient, and with the one when a tensor's history was last set
+  (dl/autograd/overwrites.py), and refuses a backward that reads a storage written since.
+
+Lazy tensors are found through `dl.tensor.PENDING` (weak references, pruned as it grows)."""
 from __future__ import annotations
 
 from ..tensor import PENDING, Tensor
