@@ -29,7 +29,7 @@ from ..tensor import Tensor
 from .common import is_tensor, result_type
 from .creation import tensor, zeros_like
 from .reduce import sum_to
-from .registry import register
+from .registry import register, tensor_method
 
 F = dtypes.default_float
 
@@ -504,16 +504,29 @@ def minimum(ir, x, y):
     return _nan_first(ir, x, y, ir.binary("min", x, y))
 
 
-@binary("compare", dunder="__eq__")
+@binary("compare")
 def eq(ir, x, y):
     """a == b, elementwise."""
     return ir.binary("eq", x, y)
 
 
-@binary("compare", dunder="__ne__")
+@binary("compare")
 def ne(ir, x, y):
     """a != b, elementwise."""
     return ir.binary("ne", x, y)
+
+
+@tensor_method("__eq__")
+def _eq_operator(a, b):
+    """`a == b`: elementwise for a tensor or a scalar b; for anything else (None, a string)
+    Python's own answer (False, by identity), as PyTorch's: `t == None` is False."""
+    return eq(a, b) if isinstance(b, _OPERANDS) else NotImplemented
+
+
+@tensor_method("__ne__")
+def _ne_operator(a, b):
+    """`a != b` (see `==`): True for None or a string."""
+    return ne(a, b) if isinstance(b, _OPERANDS) else NotImplemented
 
 
 @binary("compare", dunder="__lt__")

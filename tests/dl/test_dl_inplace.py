@@ -403,3 +403,14 @@ def test_writes_into_an_expanded_view_are_refused(dev, write):
         with pytest.raises(RuntimeError):
             calls[write](x.expand(2, 3), m)
         np.testing.assert_array_equal(x.numpy(), np.zeros(3, np.float32))
+
+
+@pytest.mark.parametrize("other", [None, "text", (1, 2)])
+def test_equality_with_a_non_number_is_pythons_answer(other):
+    """`t == None` is False and `t != None` True, as in torch (its operators give Python's
+    identity answer for operands that are not numbers); `None in [t]` works."""
+    t, tt = dl.tensor(np.ones(3, np.float32)), torch.ones(3)
+    assert (t == other) is (tt == other) is False
+    assert (t != other) is (tt != other) is True
+    assert t in [other, t] and other not in [t]
+    close(t == 1.0, tt == 1.0)
