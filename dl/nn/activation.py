@@ -6,12 +6,24 @@ from . import functional as F
 from .module import Module
 
 
-class ReLU(Module):
-    """ReLU module: max(x, 0) elementwise (`F.relu`)."""
+class _Inplace(Module):
+    """An activation module taking PyTorch's `inplace` flag."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_Inplace):
+    """ReLU module: max(x, 0) elementwise (`F.relu`; `inplace` as PyTorch's)."""
 
     def forward(self, x):
         """Applies relu to x."""
-        return F.relu(x)
+        return F.relu(x, self.inplace)
 
 
 class GELU(Module):
@@ -46,12 +58,12 @@ class Tanh(Module):
         return F.tanh(x)
 
 
-class SiLU(Module):
-    """SiLU module: x * sigmoid(x) elementwise."""
+class SiLU(_Inplace):
+    """SiLU module: x * sigmoid(x) elementwise (`inplace` as PyTorch's)."""
 
     def forward(self, x):
         """Applies silu to x."""
-        return F.silu(x)
+        return F.silu(x, self.inplace)
 
 
 class Identity(Module):
@@ -66,19 +78,19 @@ class Dropout(Module):
     """Dropout module: in training, zeros each element with probability p and scales
     the rest by 1/(1-p); in eval mode the identity (`F.dropout`)."""
 
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, x):
         """x with dropout applied in training mode, x itself in eval mode."""
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         """The module's settings, shown in its repr."""
-        return f"p={self.p}"
+        return f"p={self.p}" + (", inplace=True" if self.inplace else "")
 
 
 class MSELoss(Module):

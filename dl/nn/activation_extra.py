@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import functional_act as F
+from .activation import _Inplace
 from .module import Module
 
 __all__ = ["ELU", "GLU", "SELU", "Hardswish", "LeakyReLU", "LogSigmoid", "Mish", "Softplus"]
@@ -21,16 +22,6 @@ class Softplus(Module):
     def extra_repr(self) -> str:
         """The module's settings, shown in its repr."""
         return f"beta={self.beta}, threshold={self.threshold}"
-
-
-class _Inplace(Module):
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def extra_repr(self) -> str:
-        """The module's settings, shown in its repr."""
-        return "inplace=True" if self.inplace else ""
 
 
 class Mish(_Inplace):

@@ -10,7 +10,7 @@ from ..ops import attention as attention_op
 from ..ops import batch_norm as batch_norm_op
 from ..ops import xent as xent_op
 from ..ops.conv import avg_pool2d, conv2d, max_pool2d
-from ..ops.elementwise import gelu, relu, sigmoid, silu, tanh
+from ..ops.elementwise import gelu, sigmoid, tanh
 from ..ops.indexing import pad
 from ..ops.linalg import linear
 from ..ops.rows import layer_norm, log_softmax, softmax
@@ -18,23 +18,26 @@ from ..tensor import Tensor
 
 __all__ = ["avg_pool2d", "batch_norm", "conv2d", "cross_entropy", "dropout", "embedding",
            "gelu", "layer_norm", "linear", "log_softmax", "max_pool2d", "mse_loss",
-           "nll_loss", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu", "softmax",
-           "tanh"]
+           "nll_loss", "pad", "scaled_dot_product_attention", "sigmoid", "softmax", "tanh"]
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator=None) -> Tensor:
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator=None) -> Tensor:
     """Zero each element with probability p and scale the rest by 1/(1-p). The mask comes
     from the counter-based RNG inside the same fused kernel (and is recomputed, not stored,
-    for the gradient)."""
+    for the gradient). inplace: PyTorch's (x's storage takes the result, x is returned)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return x
-    if p == 1.0:
-        return x * 0.0
-    keep = ops.rand(*x.shape, generator=generator, dtype=x.dtype if x.dtype.is_float else None,
-                    device=x.device) >= p
-    return ops.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+    def drop(t):
+        if p == 1.0:
+            return t * 0.0
+        keep = ops.rand(*t.shape, generator=generator,
+                        dtype=t.dtype if t.dtype.is_float else None, device=t.device) >= p
+        return ops.where(keep, t * (1.0 / (1.0 - p)), 0.0)
+    return ops.inplace.apply(x, "dropout", drop, (), {}) if inplace else drop(x)
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002

@@ -1,23 +1,40 @@
-"""Functional activations beyond the core: softplus, mish, hardswish, leaky_relu, elu, selu, glu,
-logsigmoid (PyTorch's signatures; the elementwise ones are fused ops of dl/ops/elementwise.py).
+"""Functional activations with PyTorch's signatures: relu, silu, softplus, mish, hardswish,
+leaky_relu, elu, selu, glu, logsigmoid (the elementwise ones are fused ops of
+dl/ops/elementwise.py).
 
-`inplace=True` writes the result into the input's storage and returns the input, where the
-input takes no gradient; on a tensor that requires grad (while grad mode is on) the result is
-returned out of place (PyTorch refuses in-place ops on leaves that require grad)."""
+`inplace=True` is PyTorch's: the result is written into the input's storage (its aliases and
+views see it) and the input is returned, under autograd too (dl/ops/inplace.py: the input
+takes the op's history; a leaf that requires grad is refused, as PyTorch refuses it)."""
 from __future__ import annotations
 
-from ..autograd import is_grad_enabled
-from ..ops import assign
 from ..ops import elementwise as ew
+from ..ops import inplace as _inplace
 from ..tensor import Tensor
 
-__all__ = ["elu", "glu", "hardswish", "leaky_relu", "logsigmoid", "mish", "selu", "softplus"]
+__all__ = ["elu", "glu", "hardswish", "leaky_relu", "logsigmoid", "mish", "relu", "relu_",
+           "selu", "silu", "softplus"]
 
 
-def _out(x: Tensor, y: Tensor, inplace: bool) -> Tensor:
-    if not inplace or (x.requires_grad and is_grad_enabled()) or x.dtype is not y.dtype:
-        return y
-    return assign(x, y, internal=True)  # y is ours: one kernel, x read then written
+def _act(x: Tensor, name: str, fn, inplace: bool) -> Tensor:
+    """fn(x), or with inplace x <- fn(x) in x's storage (x returned)."""
+    if not inplace:
+        return fn(x)
+    return _inplace.apply(x, name, lambda t: fn(t), (), {})
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """max(x, 0) elementwise."""
+    return _act(input, "relu", ew.relu, inplace)
+
+
+def relu_(input: Tensor) -> Tensor:  # noqa: A002
+    """relu in place: `relu(input, inplace=True)`."""
+    return _act(input, "relu", ew.relu, True)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x * sigmoid(x) elementwise."""
+    return _act(input, "silu", ew.silu, inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
@@ -27,28 +44,28 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """x * tanh(softplus(x)) elementwise."""
-    return _out(input, ew.mish(input), inplace)
+    return _act(input, "mish", ew.mish, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """x * relu6(x + 3) / 6 elementwise."""
-    return _out(input, ew.hardswish(input), inplace)
+    return _act(input, "hardswish", ew.hardswish, inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
                inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x, elementwise."""
-    return _out(input, ew.leaky_relu(input, negative_slope), inplace)
+    return _act(input, "leaky_relu", lambda t: ew.leaky_relu(t, negative_slope), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     """x where x > 0, else alpha * (exp(x) - 1), elementwise."""
-    return _out(input, ew.elu(input, alpha), inplace)
+    return _act(input, "elu", lambda t: ew.elu(t, alpha), inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """scale * elu(x, alpha) with PyTorch's SELU constants, elementwise."""
-    return _out(input, ew.selu(input), inplace)
+    return _act(input, "selu", ew.selu, inplace)
 
 
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002

@@ -414,3 +414,40 @@ def test_equality_with_a_non_number_is_pythons_answer(other):
     assert (t != other) is (tt != other) is True
     assert t in [other, t] and other not in [t]
     close(t == 1.0, tt == 1.0)
+
+
+@pytest.mark.parametrize("act", ["relu", "silu", "leaky_relu", "elu", "dropout_eval"])
+def test_inplace_activation_modules_write_their_input(dev, act):
+    """nn.ReLU(inplace=True) and its kin, as torchvision writes them: the module returns its
+    input, written in place, also when the return value is dropped; values and gradients
+    are torch's (the input is an intermediate of a graph that requires grad)."""
+    mods = {"relu": lambda m: m.ReLU(inplace=True), "silu": lambda m: m.SiLU(inplace=True),
+            "leaky_relu": lambda m: m.LeakyReLU(0.2, inplace=True),
+            "elu": lambda m: m.ELU(0.7, inplace=True),
+            "dropout_eval": lambda m: m.Dropout(0.3, inplace=True).eval()}
+    x, tx = _pair((3, 5), 17, dev, grad=True)
+    for m, a in ((nn, x), (torch.nn, tx)):
+        h = a * 1.5
+        alias = h
+        r = mods[act](m)(h)
+        assert r is alias
+        mods[act](m)(h * 1.0)  # the result dropped: nothing else changes
+        (h * h).sum().backward()
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
+    t = dl.tensor(np.array([-1.0, 2.0], np.float32), device=dev)
+    F.relu_(t)
+    np.testing.assert_array_equal(t.numpy(), [0.0, 2.0])
+
+
+def test_inplace_dropout_in_training_writes_its_input(dev):
+    """F.dropout(x, p, True, inplace=True): x holds the dropped, rescaled values (each
+    element 0 or x / (1 - p)) and is returned; the 4th positional argument is torch's
+    inplace, not the generator."""
+    a = np.random.default_rng(18).uniform(1, 2, (64, 64)).astype(np.float32)
+    x = dl.tensor(a, device=dev)
+    r = F.dropout(x, 0.25, True, True)
+    assert r is x
+    got = x.numpy()
+    kept = got != 0
+    np.testing.assert_allclose(got[kept], a[kept] / 0.75, rtol=1e-6)
+    assert 0.15 < 1 - kept.mean() < 0.35
