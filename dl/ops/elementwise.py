@@ -220,7 +220,7 @@ def sigmoid(ir, x):
     return ir.div(1.0, ir.add(1.0, ir.unary("exp", ir.unary("neg", x))))
 
 
-@unary(float_only=False, grad=lambda g, x, y: where(x > 0, g, 0.0))
+@unary(float_only=False, grad=lambda g, x, y: where(y > 0, g, 0.0))
 def relu(ir, x):
     """max(x, 0), elementwise: nan and -0.0 pass through, as PyTorch's. Its gradient is 0
     at x = 0, as PyTorch's."""

@@ -153,11 +153,15 @@ def write_back(x: Tensor, y: Tensor) -> None:
         x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
             nv._hist_at
         return
-    y._materialise()  # its own storage: a gradient reading y must not see x's later values
+    lazy = y._buf is None
     with no_grad():
-        assign(x, y)
+        assign(x, y, internal=lazy)  # y is the caller's: computed in the write
+    if lazy:  # y's value is x's storage now (a gradient reading y reads it there)
+        y._buf, y._node, y._strides, y.offset = x._buf, None, x._strides, x.offset
     if y.requires_grad:
         x.requires_grad, x._grad_fn = True, y._grad_fn
+        if lazy:  # the write made the op's output: it is not a later change of it
+            y._grad_fn.at = writes.count[0]
     x._hist_at = writes.count[0]
 
 

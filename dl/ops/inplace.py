@@ -30,8 +30,10 @@ _METHODS = (*_OPERATORS, "true_divide", "fmod", "atan2", "arctan2", "hypot", "le
             "sin", "cos", "tanh", "erf", "sigmoid", "relu", "sign", "floor", "ceil", "round",
             "reciprocal", "square", "nan_to_num", "bitwise_not", "logical_not", "logical_and",
             "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge")
-# gradients that read no operand's value: no copy of the old value is kept for them
-_VALUE_FREE = frozenset({"add", "sub", "neg"})
+# gradients that read no operand's old value (relu's reads its output): no copy of the old
+# value is kept for them; nor, where no other operand takes a gradient, for mul and div
+_VALUE_FREE = frozenset({"add", "sub", "neg", "relu", "dropout"})
+_VALUE_FREE_BY_SCALAR = frozenset({"mul", "div", "true_divide"})
 
 
 def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
@@ -43,6 +45,8 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
     if tracking and x.requires_grad and x._grad_fn is None:
         raise RuntimeError(f"{name}_: a leaf tensor that requires grad is used in an in-place "
                            f"operation (wrap it in dl.no_grad())")
+    # a lazy x is computed first, not given the op's node: gradient closures and lazy values
+    # may hold the x object, and only a storage write is seen by their checks
     x._materialise()
     refuse_overlap(x)
     if not tracking:
@@ -50,7 +54,8 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
         _check(name, x, y)
         assign(x, y, internal=True)  # one kernel: each element read, then written
         return x
-    if name in _VALUE_FREE:
+    if name in _VALUE_FREE or name in _VALUE_FREE_BY_SCALAR and not any(
+            getattr(a, "requires_grad", False) for a in (*args, *kwargs.values())):
         src = _alias(x)
     else:  # the op's gradient reads x's old value: keep a copy of it, with x's history
         with no_grad():

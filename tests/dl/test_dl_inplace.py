@@ -451,3 +451,25 @@ def test_inplace_dropout_in_training_writes_its_input(dev):
     kept = got != 0
     np.testing.assert_allclose(got[kept], a[kept] / 0.75, rtol=1e-6)
     assert 0.15 < 1 - kept.mean() < 0.35
+
+
+def test_value_free_inplace_ops_under_autograd_are_one_kernel(dev):
+    """relu_, add_ and mul_ by a scalar under autograd read and write x in one kernel (their
+    gradients need no copy of x's old value: relu's reads its output, which is x's storage
+    after the write); exp_ keeps a copy first. Gradients are torch's either way."""
+    a = np.random.default_rng(19).uniform(-1, 1, (16, 16)).astype(np.float32)
+    for name, call, kernels in (("relu_", lambda h: h.relu_(), 1),
+                                ("add_", lambda h: h.add_(1.0), 1),
+                                ("mul_", lambda h: h.mul_(-2.0), 1),
+                                ("exp_", lambda h: h.exp_(), 2)):
+        x = dl.tensor(a, device=dev, requires_grad=True)
+        tx = torch.tensor(a.astype(np.float64), requires_grad=True)
+        h = (x * 3.0)._materialise()
+        with dl.count_kernels() as c:
+            call(h)
+        assert c.launches == kernels, (name, c.launches)
+        th = tx * 3.0
+        call(th)
+        (h * h).sum().backward()
+        (th * th).sum().backward()
+        close(x.grad, tx.grad, rtol=1e-5, atol=1e-5)
