@@ -37,6 +37,12 @@ def is_contiguous(shape, strides) -> bool:
     return True
 
 
+def overlapping(shape, strides) -> bool:
+    """Whether several elements of a view share memory (a broadcast dim: stride 0, size > 1),
+    so that an in-place write of values that differ per element would race."""
+    return any(st == 0 and n > 1 for n, st in zip(shape, strides))
+
+
 def broadcast_shapes(*shapes) -> tuple:
     """NumPy broadcasting; the error names every shape and the dimension that clashes."""
     n = len(shapes)

@@ -29,15 +29,17 @@ PENDING: list = []
 _PRUNE_AT = [256]
 
 
-def prune_pending() -> None:
-    """Drop the dead and the computed from PENDING."""
-    live = []
+def prune_pending() -> list:
+    """Drop the dead and the computed from PENDING; returns the lazy tensors left."""
+    live, tensors = [], []
     for r in PENDING:
         t = r()
         if t is not None and t._buf is None:
             live.append(r)
+            tensors.append(t)
     PENDING[:] = live
     _PRUNE_AT[0] = max(256, 2 * len(live))
+    return tensors
 
 
 class Tensor:

@@ -14,7 +14,8 @@ indexing writers, the optimisers) calls `before_write` first, which
 Lazy tensors are found through `dl.tensor.PENDING` (weak references, pruned as it grows)."""
 from __future__ import annotations
 
-from ..tensor import PENDING, Tensor
+from .. import shapes
+from ..tensor import Tensor, prune_pending
 from .graph import Node
 from .lazy import realise
 
@@ -32,27 +33,19 @@ def refuse_overlap(x: Tensor) -> None:
     """Refuse to write values that differ per element into a view whose elements share
     memory (an expanded dim), as PyTorch does: which of them would remain is not defined.
     (One value written everywhere, `fill_`, is well defined and allowed.)"""
-    for n, st in zip(x.shape, x._strides):
-        if st == 0 and n > 1:
-            raise RuntimeError(
-                f"an in-place write into a tensor of shape {x.shape} with strides "
-                f"{x._strides}: several of its elements are one memory location (an "
-                f"expanded view); clone() it first")
+    if shapes.overlapping(x.shape, x._strides):
+        raise RuntimeError(
+            f"an in-place write into a tensor of shape {x.shape} with strides {x._strides}: "
+            f"several of its elements are one memory location (an expanded view); clone() "
+            f"it first")
 
 
 def before_writes(bufs: list, keep: tuple = ()) -> None:
     """`before_write` for several storages (a buffer each) at once."""
-    live, hits, seen = [], [], set()
     ids = {id(b) for b in bufs}
     kept = {id(k) for k in keep}
-    for r in PENDING:
-        t = r()
-        if t is None or t._buf is not None:
-            continue
-        live.append(r)
-        if id(t) not in kept and _reads(t._node, ids, seen):
-            hits.append(t)
-    PENDING[:] = live
+    seen: set = set()
+    hits = [t for t in prune_pending() if id(t) not in kept and _reads(t._node, ids, seen)]
     if hits:
         realise(hits)
     count[0] += 1

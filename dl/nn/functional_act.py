@@ -19,7 +19,7 @@ def _act(x: Tensor, name: str, fn, inplace: bool) -> Tensor:
     """fn(x), or with inplace x <- fn(x) in x's storage (x returned)."""
     if not inplace:
         return fn(x)
-    return _inplace.apply(x, name, lambda t: fn(t), (), {})
+    return _inplace.apply(x, name, fn, (), {})
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002

@@ -40,8 +40,8 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
     """x <- fn(x, *args, **kwargs), in x's storage; returns x."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}_: expected a tensor, got {type(x).__name__}")
-    tracking = is_grad_enabled() and (x.requires_grad or any(
-        getattr(a, "requires_grad", False) for a in (*args, *kwargs.values())))
+    others = any(getattr(a, "requires_grad", False) for a in (*args, *kwargs.values()))
+    tracking = is_grad_enabled() and (x.requires_grad or others)
     if tracking and x.requires_grad and x._grad_fn is None:
         raise RuntimeError(f"{name}_: a leaf tensor that requires grad is used in an in-place "
                            f"operation (wrap it in dl.no_grad())")
@@ -54,8 +54,7 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
         _check(name, x, y)
         assign(x, y, internal=True)  # one kernel: each element read, then written
         return x
-    if name in _VALUE_FREE or name in _VALUE_FREE_BY_SCALAR and not any(
-            getattr(a, "requires_grad", False) for a in (*args, *kwargs.values())):
+    if name in _VALUE_FREE or name in _VALUE_FREE_BY_SCALAR and not others:
         src = _alias(x)
     else:  # the op's gradient reads x's old value: keep a copy of it, with x's history
         with no_grad():

@@ -15,7 +15,7 @@ import math
 import types
 import warnings
 
-from ... import dtypes, ops
+from ... import dtypes, ops, shapes
 from ...autograd import no_grad
 from ...fusion import materialise
 from ...fusion.writes import before_writes
@@ -111,12 +111,6 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     return total
 
 
-def _overlapping(t: Tensor) -> bool:
-    """Whether several elements of t share storage (a broadcast view): an in-place write
-    would race."""
-    return any(st == 0 and n > 1 for n, st in zip(t.shape, t._strides))
-
-
 def _scale_(grads: list[Tensor], fn, foreach: bool | None) -> None:
     """grads[i] = fn(grads[i]) in place (fn: elementwise), fused: one kernel per group of
     gradients of one shape and device (foreach=False: one kernel per gradient)."""
@@ -150,7 +144,7 @@ def _safe(params: list) -> list[Tensor]:
         if g is None:
             continue
         g._materialise()
-        if _overlapping(g):
+        if shapes.overlapping(g.shape, g._strides):
             g = p.grad = ops.contiguous(g).clone()._materialise()
         out.append(g)
     return out
