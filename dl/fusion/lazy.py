@@ -136,6 +136,26 @@ def _planned_one(t: Tensor) -> bool:
     return _through_plan(t, node, plan.planned, tuple(sig), tuple(ops))
 
 
+def write_into(t: Tensor, dst: Tensor) -> None:
+    """The lazy t's values written into dst's storage (`materialise([t], [dst])`: an
+    in-place op, a setitem), through a dispatch plan keyed as `_planned_one`'s graph plus
+    dst's view: a repeated write skips building the fused graph. t stays lazy."""
+    def run():
+        materialise([t], [dst])
+
+    node = t._node  # None: t was computed already (fusion off), the write is a copy
+    if node is not None and plan.enabled and node.size <= PLAN_MAX_NODES and \
+            recording.active is None:
+        ops: list = [t.device.rt]
+        sig: list = []
+        if _visit(node, ops, sig, {}, {}):
+            ops.append(dst._buf)  # the alias key tells a write into a leaf's memory
+            sig.append(("into", len(ops) - 1, dst.shape, dst._strides, dst.offset, dst.dtype))
+            plan.planned(tuple(sig), tuple(ops), run)
+            return
+    run()
+
+
 def _through_plan(t: Tensor, node: Node, planned, *key) -> bool:
     """t computed by `planned(*key, run)` (a plan's replay, or run: the fused kernel); a
     replay computed into fresh storage, which t and its node then take."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import dtypes, shapes
 from ..autograd import no_grad, record
+from ..fusion.writes import before_writes
 from ..kernels import batchnorm as lib
 from ..kernels.view import strided
 from ..tensor import Tensor
@@ -22,6 +23,15 @@ def _as_ncs(t: Tensor):
     n, c = t.shape[:2]
     s = shapes.numel(t.shape[2:])
     return strided(t._buf, (n, c, s), (c * s, s, 1))
+
+
+def _per_channel(t: Tensor, shape: tuple) -> Tensor:
+    """The (C,) tensor t as a (1, C, 1, ...) view without history (what
+    `t.detach().reshape(shape)` gives, without the op's checks)."""
+    t._materialise()
+    st = t._strides[0]
+    return Tensor(t._buf, shape, (shape[1] * st, st) + (1,) * (len(shape) - 2), t.offset,
+                  t.dtype, t.device)
 
 
 def _running_ok(r: Tensor | None, x: Tensor) -> bool:
@@ -50,11 +60,12 @@ def batch_norm_train(x: Tensor, running_mean, running_var, weight, bias, momentu
     shape = (1, c) + (1,) * (x.ndim - 2)
     x3 = _as_ncs(x)
     rm, rv = (None, None) if running_mean is None else (running_mean._buf, running_var._buf)
+    if rm is not None:  # the kernel writes them: lazy values reading them are computed first
+        before_writes([rm, rv])
     mean_b, invstd_b = counted("batch_norm_stats", lib.stats, rt, x3, eps, rm, rv, momentum)
-    mean = result(mean_b, dt, dev, (c,)).reshape(shape)
-    invstd = result(invstd_b, dt, dev, (c,)).reshape(shape)
-    w = weight.detach().reshape(shape) if weight is not None else None
-    b = bias.detach().reshape(shape) if bias is not None else None
+    mean, invstd = result(mean_b, dt, dev, shape), result(invstd_b, dt, dev, shape)
+    w = _per_channel(weight, shape) if weight is not None else None
+    b = _per_channel(bias, shape) if bias is not None else None
     with no_grad():
         y = (x.detach() - mean) * invstd
         if w is not None:
@@ -72,8 +83,8 @@ def batch_norm_train(x: Tensor, running_mean, running_var, weight, bias, momentu
             # (g - mean(g) - xhat * mean(g * xhat)) * invstd * w, written so that every
             # per-channel operand is a leaf of the one fused graph (a lazy (1, C, 1, 1)
             # product would be computed on its own first)
-            gx = (g * float(m) - sg.reshape(shape) -
-                  (x.detach() - mean) * invstd * sgx.reshape(shape)) * invstd
+            gx = (g * float(m) - result(sg_b, dt, dev, shape) -
+                  (x.detach() - mean) * invstd * result(sgx_b, dt, dev, shape)) * invstd
             if w is not None:
                 gx = gx * w
             gx = gx * (1.0 / m)

@@ -7,8 +7,9 @@ from .. import dtypes, shapes
 from ..autograd import backward as _backward
 from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..fusion import elementwise, materialise, writes
+from ..fusion import elementwise, writes
 from ..fusion.graph import Node
+from ..fusion.lazy import write_into
 from ..fusion.writes import before_write
 from ..io import host
 from ..tensor import Tensor
@@ -320,12 +321,17 @@ def assign(dst: Tensor, value, internal: bool = False) -> Tensor:
                              f"shape {dst.shape}")
         if _reads(value, dst):  # overlapping read and write: compute the value first
             value = clone(value)._materialise()
-        lazy = elementwise("cast", [value], [value.dtype.compute], dst.dtype, shape=dst.shape)
+        if internal and value._node is not None and value.shape == dst.shape and \
+                value.dtype is dst.dtype:
+            lazy = value  # the caller's own lazy value is the write's graph: no cast node
+        else:
+            lazy = elementwise("cast", [value], [value.dtype.compute], dst.dtype,
+                               shape=dst.shape)
     else:
         lazy = elementwise("full", [value], [dst.dtype.compute], dst.dtype, device=dst.device,
                            shape=dst.shape)
     before_write(dst, (lazy, value) if internal else (lazy,))
-    materialise([lazy], [dst])
+    write_into(lazy, dst)
     dst._hist_at = writes.count[0]
     return dst
 

@@ -473,3 +473,72 @@ def test_value_free_inplace_ops_under_autograd_are_one_kernel(dev):
         (h * h).sum().backward()
         (th * th).sum().backward()
         close(x.grad, tx.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_batchnorm_running_stats_update_keeps_earlier_lazy_reads(dev):
+    """BatchNorm's training forward writes running_mean/var in its statistics kernel: a
+    lazy value of them made before (a clone, a product) keeps the old statistics, as in
+    torch; the new ones are torch's."""
+    a = np.random.default_rng(20).uniform(-1, 3, (6, 4, 3, 3)).astype(np.float32)
+    bn, tbn = nn.BatchNorm2d(4).to(dev), torch.nn.BatchNorm2d(4).double()
+    for _ in range(2):
+        olds = (bn.running_mean.clone(), bn.running_var * 1.0, bn.num_batches_tracked + 0)
+        tolds = (tbn.running_mean.clone(), tbn.running_var * 1.0, tbn.num_batches_tracked + 0)
+        bn(dl.tensor(a, device=dev))
+        tbn(torch.tensor(a.astype(np.float64)))
+        for o, to in zip(olds, tolds, strict=True):
+            close(o, to)
+        close(bn.running_mean, tbn.running_mean)
+        close(bn.running_var, tbn.running_var)
+        assert bn.num_batches_tracked.item() == tbn.num_batches_tracked.item()
+
+
+# each repeats one in-place write (the same shapes: a dispatch plan serves the later ones)
+REPEATED = {
+    "add_scalar": lambda t, o: t.add_(1.0),
+    "mul_self": lambda t, o: t.mul_(t),  # the written memory is also the operand
+    "add_other": lambda t, o: t.add_(o),
+    "sub_broadcast": lambda t, o: t.sub_(o[0]),
+    "view_write": lambda t, o: t[1:].mul_(0.5),  # an offset view of t
+    "transposed": lambda t, o: t.T.add_(o.T),
+    "copy_flipped": lambda t, o: t.copy_(o.flip(0)),
+    "clamp_": lambda t, o: t.clamp_(-1.0, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPEATED))
+def test_repeated_inplace_writes_stay_right(dev, name):
+    """An in-place write repeated on fresh tensors of one shape (the later writes replay
+    a dispatch plan keyed on the write's graph and the written view) and on the same
+    tensor: torch's values at every step, the other operand untouched."""
+    fn = REPEATED[name]
+    for seed in range(6):
+        t, tt = _pair((4, 4), seed, dev)
+        o, to = _pair((4, 4), seed + 50, dev)
+        fn(t, o)
+        fn(tt, to)
+        close(t, tt, rtol=1e-5, atol=1e-5)
+        close(o, to)
+    t, tt = _pair((4, 4), 60, dev)
+    o, to = _pair((4, 4), 61, dev)
+    for _ in range(6):
+        fn(t, o)
+        fn(tt, to)
+        close(t, tt, rtol=1e-5, atol=1e-5)
+
+
+def test_writes_differing_only_in_the_written_view_stay_apart(dev):
+    """Writes with one graph into views that differ only in offset or strides (rows 1..3
+    against rows 0..2, a transposed view): each lands where its view says, at every
+    repetition (a replay keyed without the written view would write the first's place)."""
+    views = (lambda t: t[1:], lambda t: t[:3], lambda t: t.T[:3], lambda t: t[:, 1:].T)
+    t, tt = _pair((4, 4), 70, dev)
+    o, to = _pair((3, 4), 71, dev)
+    for _ in range(5):
+        for k, view in enumerate(views):
+            view(t).fill_(-1.0)  # one value: the graph and its scalars are the same
+            view(tt).fill_(-1.0)
+            close(t, tt)
+            view(t).add_(o if k < 3 else o.T[:, :3].T)
+            view(tt).add_(to if k < 3 else to.T[:, :3].T)
+            close(t, tt, rtol=1e-5, atol=1e-5)
