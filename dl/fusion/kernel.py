@@ -40,7 +40,9 @@ class Structure:
     # line mode: lanes per unit (1: one element per unit); line_leaves: how each leaf is read
     # there, "c" a contiguous line, "r" a line of a row repeated over the leading dims (a
     # bias: the line at i % row_lines), "w" one element per row (element i / row_lines: a
-    # (rows, 1) operand), "s" one element; "w" and "s" broadcast to every lane; "g" a line
+    # (rows, 1) operand), "p" one element per row repeating every `period` rows (element
+    # (i / row_lines) % period: a (1, C, 1, 1) operand), "s" one element; "w", "p" and "s"
+    # broadcast to every lane; "g" a line
     # of a row gathered from anywhere (the row's coordinates over the graph's `rank` dims
     # times the leaf's strides in lines, plus the line's place in the row)
     lanes: int = 1
@@ -219,24 +221,28 @@ class _NodeView:
 
 def build_lines(s: Structure, dtypes: dict) -> ir.Kernel:
     """The graph over lines: unit i computes elements i*L .. i*L + L-1 (all operands flat
-    and contiguous but for the "r", "w" and "s" leaves, see Structure). Params: the outputs
-    and leaves as arrays of lines ("s", "w" leaves of elements), the line count, offsets in
-    lines ("s", "w": in elements), the scalars, then the row's length in lines where an
-    "r" or "w" leaf is. With those (s.rows == 1) the grid is 2-D as in rows mode: x along
-    a row's lines, y/z over the rows, so that no unit divides its index by the row length
-    (a udiv per line cost as much as the line's exp)."""
+    and contiguous but for the "r", "w", "p" and "s" leaves, see Structure). Params: the
+    outputs and leaves as arrays of lines ("s", "w", "p" leaves of elements), the line
+    count, offsets in lines ("s", "w", "p": in elements), the scalars, then the row's length
+    in lines and each "p" leaf's period where an "r", "w" or "p" leaf is. With those
+    (s.rows == 1) the grid is 2-D as in rows mode: x along a row's lines, y/z over the rows,
+    so that no unit divides its index by the row length (a udiv per line cost as much as
+    the line's exp; a "p" leaf's remainder is one per row, outside the unit loop along x)."""
     L = s.lanes
     b = Builder("dl_fused_lines", checked=False, nowrap=True)  # the host sized every index
     outs = [b.array(f"out{k}", vec(dtypes[dt].cube, L)) for k, (_, dt, _) in enumerate(s.outs)]
-    leaves = [b.array(f"x{j}", dtypes[dt].cube if kind in "sw" else vec(dtypes[dt].cube, L))
+    leaves = [b.array(f"x{j}", dtypes[dt].cube if kind in "swp" else vec(dtypes[dt].cube, L))
               for j, ((dt, _), kind) in enumerate(zip(s.leaves, s.line_leaves, strict=True))]
     n = b.scalar_param_value(b.scalar("n", u32))
     out_off = [b.scalar_param_value(b.scalar(f"out{k}_off", u32)) for k in range(len(outs))]
     leaf_off = [b.scalar_param_value(b.scalar(f"x{j}_off", u32)) for j in range(len(leaves))]
     consts = [b.scalar_param_value(b.scalar(f"c{k}", dtypes[dt].cube))
               for k, dt in enumerate(s.consts)]
+    periods = {}
     if s.rows:
         row_lines = b.scalar_param_value(b.scalar("row_lines", u32))
+        periods = {j: b.scalar_param_value(b.scalar(f"x{j}_period", u32))
+                   for j, kind in enumerate(s.line_leaves) if kind == "p"}
         col = b.add(b.mul(b.builtin("CUBE_POS_X"), b.builtin("CUBE_DIM_X")),
                     b.builtin("UNIT_POS_X"))
         row = b.add(b.add(b.mul(b.builtin("CUBE_POS_Y"), b.builtin("CUBE_DIM_Y")),
@@ -282,6 +288,8 @@ def build_lines(s: Structure, dtypes: dict) -> ir.Kernel:
             return b.load(leaves[j], leaf_off[j])
         if kind in "rw":
             return b.load(leaves[j], b.add(leaf_off[j], col if kind == "r" else row))
+        if kind == "p":
+            return b.load(leaves[j], b.add(leaf_off[j], b.binary("rem", row, periods[j])))
         if kind == "g":
             return b.load(leaves[j], b.add(gathered_row(("x", j), leaf_off[j]), col))
         return b.load(leaves[j], b.add(leaf_off[j], i))

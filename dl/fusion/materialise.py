@@ -152,10 +152,10 @@ def _run(roots, outs, kshape, device) -> None:
         _launch(g, kshape, device, outs, out_strides, leaf_desc, leaf_strides,
                 [o.offset for o in outs], [t.offset for t in leaves])
         return
-    lanes, kinds, row = plan
+    lanes, kinds, row, periods = plan
     lines = n // lanes
     if lines:
-        _launch_lines(g, device, outs, lanes, kinds, row, lines,
+        _launch_lines(g, device, outs, lanes, kinds, row, periods, lines,
                       (kshape, out_strides, leaf_strides) if _gathers(g, kinds) else None)
     tail = n - lines * lanes
     if tail:  # the last elements, fewer than a line, by the scalar kernel over (tail,)
@@ -254,7 +254,7 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs, out_strides):
     lanes = _graph_lanes(rt, g)
     if not lanes or any(o.offset % lanes for o in outs):
         return None
-    kinds, row = [], None
+    kinds, row, periods = [], None, []
     r = len(kshape)
     for (_, _, contig), o, st in zip(g.out_desc, outs, out_strides, strict=True):
         if not contig:
@@ -272,11 +272,17 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs, out_strides):
             continue
         if k is None:  # one element per row (a (rows, 1) operand: a softmax's max)?
             k = _col_split(kshape, st)
+            kind = "w"
+            if not k:  # or per row, repeating over the leading dims (a (1, C, 1, 1) one)?
+                k, period = _period_split(kshape, st) or (0, 0)
+                kind = "p"
             cols = shapes.numel(kshape[k:]) if k else 0
             if not k or cols % lanes or row not in (None, cols):
                 return None
             row = cols
-            kinds.append("w")
+            kinds.append(kind)
+            if kind == "p":
+                periods.append(period)
             continue
         if k == r:
             kinds.append("s")
@@ -300,9 +306,9 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs, out_strides):
             return None
     if rt.target == "ir" and any(b.size % lanes for b in _line_bufs(g, kinds, outs)):
         return None  # the interpreter takes whole allocations as lines: none may be partial
-    if _gathers(g, kinds) and any(k in "rw" for k in kinds):
+    if _gathers(g, kinds) and any(k in "rwp" for k in kinds):
         return None  # their rows are kshape[k:], the gathered rows its last dim: one kind
-    return lanes, tuple(kinds), row
+    return lanes, tuple(kinds), row, tuple(periods)
 
 
 def _row_major(kshape, st):
@@ -352,6 +358,24 @@ def _gathered(kshape, st, offset: int, lanes: int) -> bool:
         offset % lanes == 0 and all(x % lanes == 0 for x in st[:-1])
 
 
+def _period_split(kshape, st) -> tuple | None:
+    """(k, period) where strides st are 0 over dims < j, row-major over dims j .. k - 1 and
+    0 over dims >= k, 0 < j < k < rank: one element per row of kshape[k:], the rows' values
+    repeating every `period` = numel(kshape[j:k]) rows (a (1, C, 1, 1) operand of an
+    (N, C, H, W) graph); else None."""
+    r = len(kshape)
+    k = r
+    while k > 0 and st[k - 1] == 0:
+        k -= 1
+    j, period = k, 1
+    while j > 0 and st[j - 1] == period:
+        j -= 1
+        period *= kshape[j]
+    if not 0 < j < k < r or any(st[:j]):
+        return None
+    return k, period
+
+
 def _col_split(kshape, st) -> int | None:
     """k where strides st are row-major over dims < k and 0 over dims >= k (one element
     per row of kshape[k:]), 0 < k < rank; else None."""
@@ -363,9 +387,11 @@ def _col_split(kshape, st) -> int | None:
     return k
 
 
-def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines, gather=None) -> None:
-    """gather: (kshape, out strides, leaf strides) where an output is strided or a leaf is
-    "g" (their rows' strides and the leading dims' sizes go to the kernel, in lines)."""
+def _launch_lines(g: Graph, device, outs, lanes, kinds, row, periods, lines,
+                  gather=None) -> None:
+    """periods: the rows after which each "p" leaf's values repeat. gather: (kshape, out
+    strides, leaf strides) where an output is strided or a leaf is "g" (their rows'
+    strides and the leading dims' sizes go to the kernel, in lines)."""
     if row is not None:  # rows of row // lanes lines: a 2-D grid as rows mode's
         rshape = (lines * lanes // row, row // lanes)
         cc, cd = rows_cube_count(rshape), rows_cube_dim(rshape)
@@ -383,15 +409,16 @@ def _launch_lines(g: Graph, device, outs, lanes, kinds, row, lines, gather=None)
     if exe is None:
         exe = _hot[(device.rt, fields)] = _compiled(device.rt, Structure(*fields))
     args = [_line_view(o._buf, lanes) for o in outs]
-    args += [t._buf if k in "sw" else _line_view(t._buf, lanes)
+    args += [t._buf if k in "swp" else _line_view(t._buf, lanes)
              for t, k in zip(g.leaves, kinds, strict=True)]
     args.append(lines)
     args += [o.offset // lanes for o in outs]
-    args += [t.offset if k in "sw" else t.offset // lanes
+    args += [t.offset if k in "swp" else t.offset // lanes
              for t, k in zip(g.leaves, kinds, strict=True)]
     args += [_py(c) for c in g.consts]
     if row is not None:
         args.append(row // lanes)
+        args += periods
     if gather is not None:
         kshape, out_strides, leaf_strides = gather
         for st, (_, _, contig) in zip(out_strides, g.out_desc, strict=True):

@@ -106,7 +106,8 @@ def test_a_chain_over_lines_fused_equals_unfused(dev):
 
 
 @pytest.mark.parametrize("case", ["row", "row_3d", "scalar_tensor", "python_scalar",
-                                  "compare_where", "offset_view", "per_row", "layernorm"])
+                                  "compare_where", "offset_view", "per_row", "layernorm",
+                                  "per_channel", "per_channel_3d", "per_channel_offset"])
 def test_binary_with_broadcast_over_lines(dev, case):
     a, b = rand_np((512, 48), 4), rand_np((48,), 5)
     x, bias = dl.tensor(a, device=dev), dl.tensor(b, device=dev)
@@ -137,6 +138,24 @@ def test_binary_with_broadcast_over_lines(dev, case):
         w = dl.tensor(b * 0.5, device=dev)
         mu64, sd64 = mu.numpy().astype(np.float64), sd.numpy().astype(np.float64)
         _check(dev, lambda: (x - mu) * sd * w + bias, (a64 - mu64) * sd64 * (b64 * 0.5) + b64)
+    elif case.startswith("per_channel"):
+        # (1, C, 1, 1) operands of an (N, C, H, W) graph (batch norm's statistics, weight
+        # and bias): one element per row of H*W, repeating every C rows; a (C, 1, 1) one
+        # over (N, C, D, H, W) repeats over N and D both; one at an offset (a view of a
+        # longer vector) reads from there
+        shape, pshape = ((4, 8, 4, 8, 16), (8, 1, 1, 1)) if case == "per_channel_3d" else \
+            ((16, 8, 8, 16), (1, 8, 1, 1))
+        c = rand_np(shape, 8)
+        ms = [rand_np(pshape, 9 + k) for k in range(3)]
+        xc = dl.tensor(c, device=dev)
+        pm = [dl.tensor(m, device=dev) for m in ms]
+        if case == "per_channel_offset":
+            long = rand_np((15,), 12)
+            pm[0] = dl.tensor(long, device=dev)[7:].reshape(pshape)
+            ms[0] = long[7:].reshape(pshape)
+        m64 = [m.astype(np.float64) for m in ms]
+        _check(dev, lambda: (xc - pm[0]) * pm[1] + pm[2],
+               (c.astype(np.float64) - m64[0]) * m64[1] + m64[2])
     else:  # views at offsets: a multiple of every line (16, 64), or not (3: scalar kernel)
         flat = a.reshape(-1)
         xf = dl.tensor(flat, device=dev)
