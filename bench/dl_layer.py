@@ -174,6 +174,30 @@ def bench_digits_step(device, repeat):
                             xtr[:64], ytr[:64], device, repeat)
 
 
+def bench_batchnorm(device, repeat, quick):
+    """nn.BatchNorm2d then nn.ReLU in training, forward and backward, at a ResNet stage's
+    shape, as a torch user writes it (the statistics, the normalisation fused with the ReLU,
+    the gradient sums and the input's gradient)."""
+    shape = (8 if quick else 32, 64, 56, 56)
+    rng = np.random.default_rng(0)
+    x, g = rng.standard_normal(shape, np.float32), rng.standard_normal(shape, np.float32)
+    ref = torch.nn.Sequential(torch.nn.BatchNorm2d(64), torch.nn.ReLU())
+    ours = nn.Sequential(nn.BatchNorm2d(64), nn.ReLU()).to(device)
+    ox, og = dl.tensor(x, device=device, requires_grad=True), dl.tensor(g, device=device)
+    tx, tg = torch.tensor(x, requires_grad=True), torch.tensor(g)
+
+    def ours_fb():
+        ox.grad = None
+        ours(ox).backward(og)
+        ox.grad.numpy()
+
+    def torch_fb():
+        tx.grad = None
+        ref(tx).backward(tg)
+    t_ours, t_torch = paired_medians([ours_fb, torch_fb], repeat=repeat, warmup=3)
+    return [_row(f"BatchNorm2d(64) + ReLU {shape}, fwd+bwd", t_ours, t_torch)]
+
+
 def bench_fusion(device, repeat, quick):
     n, d = (1024 if quick else 4096), 1024
     rng = np.random.default_rng(0)
@@ -262,7 +286,7 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     p.add_argument("--only", nargs="*", default=None,
-                   help="mlp cnn transformer digits fusion gelu16m")
+                   help="mlp cnn transformer digits bn fusion gelu16m")
     a = p.parse_args()
     repeat = 5 if a.quick else 15
     m = machine()
@@ -272,6 +296,7 @@ def main() -> None:
                "cnn": lambda: bench_cnn(a.device, repeat),
                "transformer": lambda: bench_transformer(a.device, repeat, a.quick),
                "digits": lambda: bench_digits_step(a.device, repeat),
+               "bn": lambda: bench_batchnorm(a.device, repeat, a.quick),
                "fusion": lambda: bench_fusion(a.device, repeat, a.quick),
                "gelu16m": lambda: bench_gelu_16m(a.device, repeat, a.quick)}
     rows = []

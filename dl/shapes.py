@@ -43,11 +43,27 @@ def overlapping(shape, strides) -> bool:
     return any(st == 0 and n > 1 for n, st in zip(shape, strides))
 
 
+_BROADCAST: dict = {}  # shapes -> their broadcast shape (eager ops repeat a few pairs)
+
+
 def broadcast_shapes(*shapes) -> tuple:
     """NumPy broadcasting; the error names every shape and the dimension that clashes."""
     n = len(shapes)
     if n == 1 or n == 2 and shapes[0] == shapes[1]:  # the common case: no broadcasting
         return tuple(shapes[0])
+    try:
+        hit = _BROADCAST.get(shapes)
+    except TypeError:  # a list among them
+        return _broadcast(shapes)
+    if hit is None:
+        hit = _broadcast(shapes)
+        if len(_BROADCAST) > 4096:
+            _BROADCAST.clear()
+        _BROADCAST[shapes] = hit
+    return hit
+
+
+def _broadcast(shapes) -> tuple:
     rank = max((len(s) for s in shapes), default=0)
     out = []
     for d in range(-rank, 0):

@@ -19,6 +19,8 @@ import typing
 import cube as cb
 from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
 
+from .launch import launch_1d
+
 F = typing.TypeVar("F")
 
 
@@ -178,3 +180,34 @@ def avg_pool2d_backward(g: Array[F], out: Array[F], H: Comptime[int], W: Comptim
                             div = F(rows * cols)
                         acc += g[(nc * OH + u32(oh)) * OW + u32(ow)] / div
         out[i] = acc
+
+
+def max_pool_with_indices(rt, x, geo: tuple):
+    """(y, idx) buffers of a max pool's maxima and their positions (the forward pass that
+    needs a gradient) for x (N, C, H, W) by strides; geo: `pool.geometry`'s tuple. A
+    library call (one key per shape): a dispatch plan replays it."""
+    n, c, h, w = x.shape
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
+    y, idx = rt.empty((n, c, oh, ow), x.elem), rt.empty((n, c, oh, ow), i32)
+    if ph == 0 and pw == 0:
+        launch_1d(max_pool2d_indices_unpadded, rt, idx.size, x=x, y=y, idx=idx, C=c, OH=oh,
+                  OW=ow, W=w, KH=kh, KW=kw, SH=sh, SW=sw, DH=dh, DW=dw)
+    else:
+        launch_1d(max_pool2d_indices, rt, idx.size, x=x, y=y, idx=idx, C=c, OH=oh, OW=ow,
+                  KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
+    return y, idx
+
+
+def max_pool_grad(rt, g, idx, x_shape: tuple, geo: tuple):
+    """The input's gradient of a max pool: g and idx (N, C, OH, OW) contiguous buffers."""
+    n, c, h, w = x_shape
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
+    gx = rt.empty(tuple(x_shape), g.elem)
+    if (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1 and h == oh * kh and \
+            w == ow * kw:  # the windows tile the input exactly
+        launch_1d(max_pool2d_backward_tiles, rt, g.size, g=g, idx=idx, out=gx, W=w, OH=oh,
+                  OW=ow, KH=kh, KW=kw)
+    else:
+        launch_1d(max_pool2d_backward, rt, gx.size, g=g, idx=idx, out=gx, H=h, W=w, OH=oh,
+                  OW=ow, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
+    return gx

@@ -15,13 +15,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..kernels import conv as lib_conv
 from ..kernels import pool as lib_pool
 from ..kernels.launch import launch_1d
-from ..kernels.tensor_pool import (
-    avg_pool2d_backward,
-    max_pool2d_backward,
-    max_pool2d_backward_tiles,
-    max_pool2d_indices,
-    max_pool2d_indices_unpadded,
-)
+from ..kernels.tensor_pool import avg_pool2d_backward, max_pool_grad, max_pool_with_indices
 from ..tensor import Tensor
 from .index import cat
 from .libcall import copy, counted, operand, result
@@ -142,33 +136,15 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Te
                       (sh, sw), (ph, pw), (dh, dw))
         return result(buf, x.dtype, x.device)
     # with a gradient, one kernel writes the maxima and their positions
-    rt = x.device.rt
     n, c, h, w = x.shape
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = lib_pool.geometry(h, w, (kh, kw), (sh, sw),
-                                                               (ph, pw), (dh, dw))
-    cfg = dict(KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw)
-    y = Tensor._empty((n, c, oh, ow), x.dtype, x.device)
-    idx = Tensor._empty((n, c, oh, ow), dtypes.int32, x.device)
-    if ph == 0 and pw == 0:
-        launch_1d(max_pool2d_indices_unpadded, rt, idx.numel(), x=operand(x), y=y._buf,
-                  idx=idx._buf, C=c, OH=oh, OW=ow, W=w, KH=kh, KW=kw, SH=sh, SW=sw, DH=dh,
-                  DW=dw)
-    else:
-        launch_1d(max_pool2d_indices, rt, idx.numel(), x=operand(x), y=y._buf, idx=idx._buf,
-                  C=c, OH=oh, OW=ow, **cfg)
-    tiles = (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1 and h == oh * kh and \
-        w == ow * kw  # the windows tile the input exactly
+    geo = lib_pool.geometry(h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+    y_b, idx_b = counted("max_pool2d", max_pool_with_indices, x.device.rt, operand(x), geo)
+    y = result(y_b, x.dtype, x.device)
 
     def back(g):
-        g = _contig(g)
-        gx = Tensor._empty(x.shape, x.dtype, x.device)
-        if tiles:
-            launch_1d(max_pool2d_backward_tiles, rt, g.numel(), g=g._buf, idx=idx._buf,
-                      out=gx._buf, W=w, OH=oh, OW=ow, KH=kh, KW=kw)
-        else:
-            launch_1d(max_pool2d_backward, rt, gx.numel(), g=g._buf, idx=idx._buf,
-                      out=gx._buf, H=h, W=w, OH=oh, OW=ow, **cfg)
-        return (gx,)
+        gx = counted("max_pool2d_backward", max_pool_grad, x.device.rt,
+                     operand(g, contiguous=True), idx_b, x.shape, geo)
+        return (result(gx, x.dtype, x.device),)
     return record(y, "max_pool2d", (x,), back)
 
 
