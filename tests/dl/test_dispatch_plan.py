@@ -65,7 +65,8 @@ def test_repeated_op_matches_torch(dev, name):
         assert plan.stats()["plans"] >= 1, plan.stats()
 
 
-@pytest.mark.parametrize("name", ["matmul", "linear", "layer_norm", "conv2d", "softmax"])
+@pytest.mark.parametrize("name", ["matmul", "linear", "layer_norm", "conv2d", "softmax",
+                                  "max_pool2d"])
 def test_repeated_backward_matches_torch(dev, name):
     shapes, ours, ref = OPS[name]
     rng = np.random.default_rng(11)
@@ -168,7 +169,18 @@ ELEMENTWISE = {
     "exp_of_transposed": (((17, 6),), lambda a: a.T.exp()),
     "where_of_slice": (((8, 17),), lambda a: (a[2:6] > 0).float()),
     "div_rows": (((6, 17), (6, 1)), lambda a, b: a / b),
+    # a graph of 20 nodes over three leaves (one broadcast), planned as one key
+    "chain_of_20": (((6, 17), (6, 17), (17,)),
+                    lambda a, b, c: _chain(a, b, c, 20)),
+    "per_channel": (((2, 3, 4, 5), (1, 3, 1, 1)), lambda a, b: (a - b) * b + b * 0.5),
 }
+
+
+def _chain(a, b, c, n):
+    t = a
+    for i in range(n // 2):
+        t = (t * b + c) if i % 2 else (t - c) * 0.5
+    return t
 
 
 @pytest.mark.parametrize("name", sorted(ELEMENTWISE))
