@@ -33,7 +33,9 @@ class Optimizer:
             g = {**defaults, **g, "params": list(g["params"])}
             g.setdefault("initial_lr", g["lr"])
             self.param_groups.append(g)
-        self.state: dict[int, dict] = {}
+        # per-parameter state keyed by the parameter itself, as PyTorch's (`opt.state[p]`;
+        # a tensor hashes by identity, so a lookup never compares values)
+        self.state: dict = {}
         # while a step is being recorded: (kernel, scalars) per direct launch (`_planned`)
         self._plan: list | None = None
         self._plans: dict[int, foreach.GroupPlan | None] = {}  # per group: its launches
@@ -46,7 +48,7 @@ class Optimizer:
                 p.grad = None
 
     def _state(self, p: Tensor) -> dict:
-        return self.state.setdefault(id(p), {})
+        return self.state.setdefault(p, {})
 
     @staticmethod
     def _direct(*tensors) -> bool:
@@ -92,10 +94,19 @@ class Optimizer:
 
     def _step_no_grad(self):
         self._plan = [] if recording.active is not None else None
-        # the parameters are overwritten: lazy values and gradient closures that read them
-        # keep the values of before (dl/fusion/writes.py)
-        before_writes([p._buf for g in self.param_groups for p in g["params"]
-                       if p.grad is not None and p._buf is not None])
+        # the parameters and their state (moments, momentum buffers) are overwritten: lazy
+        # values and gradient closures that read them keep the values of before
+        # (dl/fusion/writes.py)
+        bufs = []
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None or p._buf is None:
+                    continue
+                bufs.append(p._buf)
+                for v in self.state.get(p, {}).values():
+                    if isinstance(v, Tensor) and v._buf is not None:
+                        bufs.append(v._buf)
+        before_writes(bufs)
         with no_grad():
             self._step()
 
@@ -173,6 +184,6 @@ class Optimizer:
 
         There is no load_state_dict."""
         ids = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
-        return {"state": {ids[k]: dict(v) for k, v in self.state.items() if k in ids},
+        return {"state": {ids[id(k)]: dict(v) for k, v in self.state.items() if id(k) in ids},
                 "param_groups": [{k: v for k, v in g.items() if k != "params"}
                                  for g in self.param_groups]}

@@ -75,7 +75,7 @@ class StatefulOptimizer(Optimizer):
                                          f"the parameter {p.shape}")
                     v = ops.clone(v.to(dtype=p.dtype, device=p.device))._materialise()
                 new[k] = v
-            state[id(p)] = new
+            state[p] = new
         for g, saved in zip(self.param_groups, groups):
             g.update({k: v for k, v in saved.items() if k != "params"})
         self.state = state

@@ -542,3 +542,37 @@ def test_writes_differing_only_in_the_written_view_stay_apart(dev):
             view(t).add_(o if k < 3 else o.T[:, :3].T)
             view(tt).add_(to if k < 3 else to.T[:, :3].T)
             close(t, tt, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "RMSprop", "Adagrad"])
+def test_optimiser_state_is_keyed_by_parameter_and_read_before_a_step(dev, name):
+    """`opt.state[p]` is the parameter's state, as in torch (it was keyed by id(p):
+    `opt.state[p]` raised an error from comparing tensors), with torch's values; a lazy value
+    of a moment made before `opt.step()` keeps the moment of before (the step writes it in
+    place)."""
+    lin = nn.Linear(3, 2).to(dev)
+    tlin = torch.nn.Linear(3, 2).double()
+    tlin.load_state_dict({k: torch.tensor(v.numpy().astype(np.float64))
+                          for k, v in lin.state_dict().items()})
+    kw = {"lr": 0.1, "momentum": 0.9} if name in ("SGD", "RMSprop") else {"lr": 0.1}
+    opt = getattr(dl.optim, name)(lin.parameters(), **kw)
+    topt = getattr(torch.optim, name)(tlin.parameters(), **kw)
+    x, tx = _pair((4, 3), 21, dev)
+    for i in range(3):
+        lin(x).pow(2).sum().backward()
+        tlin(tx).pow(2).sum().backward()
+        st, tst = opt.state.get(lin.weight, {}), topt.state.get(tlin.weight, {})
+        if i:  # (torch's Adagrad makes its state before the first step, ours at it)
+            assert sorted(st) == sorted(tst)
+        moments = [k for k, v in tst.items() if torch.is_tensor(v) and v.shape == (2, 3)]
+        olds = [(st[k] * 1.0, tst[k] * 1.0) for k in moments if k in st]
+        opt.step()
+        topt.step()
+        for old, told in olds:
+            close(old, told, rtol=1e-4, atol=1e-5)
+        for k in moments:
+            close(opt.state[lin.weight][k], topt.state[tlin.weight][k], rtol=1e-4, atol=1e-5)
+        close(lin.weight, tlin.weight, rtol=1e-4, atol=1e-5)
+        opt.zero_grad()
+        topt.zero_grad()
+    assert olds  # the moments were read before the last step
