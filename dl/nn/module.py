@@ -5,6 +5,7 @@ from collections import OrderedDict
 
 from .. import ops
 from ..autograd import no_grad
+from ..autograd.zero_grad import zero_grads
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -129,10 +130,10 @@ class Module:
         """Sets evaluation mode (`train(False)`); returns self."""
         return self.train(False)
 
-    def zero_grad(self) -> None:
-        """Sets the `.grad` of every parameter to None."""
-        for p in self.parameters():
-            p.grad = None
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Sets the `.grad` of every parameter to None, or with set_to_none=False zeroes
+        the gradients in place, as PyTorch's."""
+        zero_grads(self.parameters(), set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Sets `requires_grad` on every parameter; returns self."""

@@ -6,6 +6,7 @@ from cube import recording
 
 from .. import dtypes
 from ..autograd import no_grad
+from ..autograd.zero_grad import zero_grads
 from ..fusion import materialise
 from ..fusion.graph import Node
 from ..fusion.writes import before_writes
@@ -41,11 +42,9 @@ class Optimizer:
         self._plans: dict[int, foreach.GroupPlan | None] = {}  # per group: its launches
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Sets every parameter's `.grad` to None (set_to_none is accepted for
-        PyTorch compatibility; gradients are always set to None)."""
-        for g in self.param_groups:
-            for p in g["params"]:
-                p.grad = None
+        """Sets every parameter's `.grad` to None, or with set_to_none=False zeroes the
+        gradients in place, as PyTorch's."""
+        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     def _state(self, p: Tensor) -> dict:
         return self.state.setdefault(p, {})

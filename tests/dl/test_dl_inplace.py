@@ -576,3 +576,31 @@ def test_optimiser_state_is_keyed_by_parameter_and_read_before_a_step(dev, name)
         opt.zero_grad()
         topt.zero_grad()
     assert olds  # the moments were read before the last step
+
+
+@pytest.mark.parametrize("owner", ["optimizer", "module"])
+def test_zero_grad_without_none_zeroes_in_place(dev, owner):
+    """zero_grad(set_to_none=False) leaves `.grad` a tensor of zeros, the same object a
+    reference taken before holds, as torch's; the next backward gives torch's gradients."""
+    lin = nn.Linear(3, 2).to(dev)
+    tlin = torch.nn.Linear(3, 2).double()
+    tlin.load_state_dict({k: torch.tensor(v.numpy().astype(np.float64))
+                          for k, v in lin.state_dict().items()})
+    opt, topt = dl.optim.SGD(lin.parameters(), lr=0.1), torch.optim.SGD(tlin.parameters(),
+                                                                        lr=0.1)
+    x, tx = _pair((4, 3), 22, dev)
+    for _ in range(2):
+        lin(x).pow(2).sum().backward()
+        tlin(tx).pow(2).sum().backward()
+        held, theld = lin.weight.grad, tlin.weight.grad
+        (opt if owner == "optimizer" else lin).zero_grad(set_to_none=False)
+        (topt if owner == "optimizer" else tlin).zero_grad(set_to_none=False)
+        assert lin.weight.grad is held and tlin.weight.grad is theld
+        close(held, theld)
+        close(lin.bias.grad, tlin.bias.grad)
+    lin(x).pow(2).sum().backward()
+    tlin(tx).pow(2).sum().backward()
+    close(lin.weight.grad, tlin.weight.grad, rtol=1e-5, atol=1e-6)
+    lin.zero_grad()
+    tlin.zero_grad()
+    assert lin.weight.grad is None and tlin.weight.grad is None
