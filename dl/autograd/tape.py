@@ -133,6 +133,10 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                     touched.append(n)
                     run_post_accumulate_grad_hooks(n)
                 continue
+            if n.out is not None:  # the output asked for its gradient (`retain_grad()`)
+                t = n.out()
+                if t is not None and t._grad_fn is n and t.__dict__.get("_retains_grad"):
+                    t.grad = g if t.grad is None else t.grad + g
             gxs = n.backward(g) if n.at == writes.count[0] else backward_of(n, g)
             for e, x, gx in zip(n.inputs, n.operands, gxs):
                 if e is None or gx is None:

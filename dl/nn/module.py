@@ -77,6 +77,14 @@ class Module:
         for _, m in self.named_modules():
             yield m
 
+    def apply(self, fn) -> Module:
+        """Calls fn on every submodule, children before their parent, then on this module
+        (as PyTorch's: `model.apply(init_weights)`); returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
     def named_children(self):
         """Yields (name, module) for the direct submodules."""
         for name, m in self._modules.items():

@@ -65,10 +65,10 @@ def add_method(name: str) -> None:
     _bind(name, name)
 
 
-def tensor_method(attr: str, prop: bool = False):
-    """A Tensor method (or, with `prop`, a property) that is not an op of its own: `T`,
-    `mT`, `__deepcopy__`."""
+def tensor_method(attr: str, prop: bool = False, setter=None):
+    """A Tensor method (or, with `prop`, a property, assignable with `setter`) that is not
+    an op of its own: `T`, `mT`, `data`, `__deepcopy__`."""
     def wrap(fn):
-        setattr(Tensor, attr, property(fn) if prop else fn)
+        setattr(Tensor, attr, property(fn, setter) if prop else fn)
         return fn
     return wrap

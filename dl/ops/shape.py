@@ -455,6 +455,29 @@ def backward(x: Tensor, gradient=None, retain_graph: bool = False) -> None:
     _backward(x, gradient, retain_graph)
 
 
+@tensor_method("retain_grad")
+def _retain_grad(x: Tensor) -> None:
+    """`t.retain_grad()`: a tensor made by ops (not a leaf) keeps its gradient in `.grad`
+    at each backward (accumulated, as a leaf's), as PyTorch's; a no-op on a leaf."""
+    if not x.requires_grad:
+        raise RuntimeError("can't retain_grad on a tensor that does not require grad")
+    if x._grad_fn is not None:
+        x._retains_grad = True
+
+
+@tensor_method("retains_grad", prop=True)
+def _retains_grad(x: Tensor) -> bool:
+    """Whether `retain_grad()` was called on this non-leaf tensor."""
+    return x._grad_fn is not None and x.__dict__.get("_retains_grad", False)
+
+
+@tensor_method("grad_fn", prop=True)
+def _grad_fn(x: Tensor):
+    """The node of the graph that made this tensor (None for a leaf or without autograd),
+    as PyTorch's `grad_fn` (its repr names the op: `<mulBackward>`)."""
+    return x._grad_fn
+
+
 @tensor_method("T", prop=True)
 def _T(x: Tensor) -> Tensor:
     """`t.T`: t with all dims reversed (a view)."""
@@ -465,6 +488,34 @@ def _T(x: Tensor) -> Tensor:
 def _mT(x: Tensor) -> Tensor:
     """`t.mT`: t with its last two dims swapped (a view; batched matrix transpose)."""
     return transpose(x, -2, -1)
+
+
+def _set_data(x: Tensor, value: Tensor) -> None:
+    """`t.data = v`: t now stands for v's values (its storage and view, or its lazy value),
+    keeping its own autograd flags and history, as PyTorch's."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"t.data = ... takes a tensor, got {type(value).__name__}")
+    if value.dtype is not x.dtype or value.device != x.device:
+        raise RuntimeError(f"t.data = ...: the new value is {value.dtype.name} on "
+                           f"{value.device}, the tensor {x.dtype.name} on {x.device}")
+    x._buf, x._node, x.shape = value._buf, value._node, value.shape
+    x._strides, x.offset = value._strides, value.offset
+    x.__dict__.pop("_lib_view", None)
+
+
+@tensor_method("data", prop=True, setter=_set_data)
+def _data(x: Tensor) -> Tensor:
+    """`t.data`: t's values without autograd (`t.detach()`: a tensor sharing t's storage);
+    assignable (`_set_data`)."""
+    return detach(x)
+
+
+@tensor_method("detach_")
+def _detach_(x: Tensor) -> Tensor:
+    """`t.detach_()`: t itself, cut from its history (requires_grad off); returns t."""
+    x._grad_fn = None
+    x.requires_grad = False
+    return x
 
 
 @tensor_method("__deepcopy__")

@@ -111,3 +111,54 @@ def test_custom_function_and_registry_extension():
         dl.ops.OPS.pop("cube3", None)
         if "cube3" in vars(dl.Tensor):
             delattr(dl.Tensor, "cube3")
+
+
+def test_torch_idioms_data_detach_retain_grad_grad_fn(dev):
+    """What torch code writes around autograd, run the same on both: `p.data` (read,
+    in-place through it, assigned), `t.detach_()`, `t.retain_grad()` on a tensor made by
+    ops (its gradient kept at each backward, accumulated), `t.grad_fn`."""
+    a, b = rand_np((4, 3), 30), rand_np((4, 3), 31)
+    for m in (dl, torch):
+        x = m.tensor(a, requires_grad=True) if m is torch else \
+            dl.tensor(a, device=dev, requires_grad=True)
+        y = x * 2.0
+        assert y.grad_fn is not None and x.grad_fn is None
+        y.retain_grad()
+        assert y.retains_grad and not x.retains_grad
+        for _ in range(2):
+            (y * y).sum().backward(retain_graph=True)
+        z = (x * 3.0).detach_()
+        assert not z.requires_grad and z.grad_fn is None
+        d = x.data
+        assert not d.requires_grad
+        d.mul_(0.5)  # through .data: x's values, no history
+        x.data = x.data + 1.0
+        if m is torch:
+            ty, tx, tz = y.grad, x, z
+        else:
+            oy, ox, oz = y.grad, x, z
+    close(oy, ty)  # 2 * (2 y) accumulated over the two backward calls
+    close(ox.detach(), tx.detach())
+    close(oz, tz)
+    assert ox.requires_grad
+    with pytest.raises(RuntimeError):
+        ox.data = dl.tensor(b.astype(np.float64), device=dev)  # another dtype
+
+
+def test_module_apply_visits_children_before_parents():
+    """`model.apply(fn)` as torch's: every module, children first, then the model; the
+    usual use, initialising every Linear."""
+    import dl.nn as nn
+    seen, tseen = [], []
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))
+    tmodel = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(),
+                                 torch.nn.Sequential(torch.nn.Linear(4, 2)))
+    assert model.apply(lambda mod: seen.append(type(mod).__name__)) is model
+    tmodel.apply(lambda mod: tseen.append(type(mod).__name__))
+    assert seen == tseen
+
+    def init(mod):
+        if isinstance(mod, nn.Linear):
+            nn.init.zeros_(mod.weight)
+    model.apply(init)
+    assert all(float(p.abs().sum()) == 0 for n, p in model.named_parameters() if "weight" in n)
