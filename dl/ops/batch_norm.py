@@ -27,7 +27,9 @@ def _as_ncs(t: Tensor):
 
 def _per_channel(t: Tensor, shape: tuple) -> Tensor:
     """The (C,) tensor t as a (1, C, 1, ...) view without history (what
-    `t.detach().reshape(shape)` gives, without the op's checks)."""
+    `t.detach().reshape(shape)` gives, without the op's checks where t is (C,))."""
+    if t.shape != (shape[1],):
+        return t.detach().reshape(shape)  # its error names the sizes
     t._materialise()
     st = t._strides[0]
     return Tensor(t._buf, shape, (shape[1] * st, st) + (1,) * (len(shape) - 2), t.offset,

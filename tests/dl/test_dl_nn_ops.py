@@ -115,6 +115,29 @@ def test_batch_norm_training_on_every_runtime(dev, case, monkeypatch):
         close(xs[2].grad, ts[2].grad, rtol=1e-4, atol=1e-5)
 
 
+def test_batch_norm_weight_views_and_wrong_sizes(dev):
+    """Weight and bias given as views (every other element of a longer vector, an offset
+    slice) read the right elements in training and their gradients reach the vectors;
+    a weight of the wrong size is an error, not a read past its end."""
+    x = rand_np((4, 3, 8, 8), 51)
+    wl, bl = rand_np((7,), 52), rand_np((5,), 53)
+    xd = dl.tensor(x, device=dev, requires_grad=True)
+    wd, bd = dl.tensor(wl, device=dev, requires_grad=True), dl.tensor(bl, device=dev,
+                                                                     requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    wt, bt = torch.tensor(wl, requires_grad=True), torch.tensor(bl, requires_grad=True)
+    y = F.batch_norm(xd, None, None, wd[1::2][:3], bd[2:], True)
+    ty = TF.batch_norm(xt, None, None, wt[1::2][:3], bt[2:], True)
+    close(y, ty, rtol=1e-4, atol=1e-5)
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    close(wd.grad, wt.grad, rtol=1e-4, atol=1e-4)
+    close(bd.grad, bt.grad, rtol=1e-4, atol=1e-4)
+    with pytest.raises((ValueError, RuntimeError)):
+        F.batch_norm(dl.tensor(x, device=dev), None, None, dl.ones(2, device=dev), None,
+                     True).numpy()
+
+
 def test_batch_norm_training_launches(dev):
     """Forward: the statistics kernel and one fused normalise(+ReLU) kernel; backward: the
     gradient sums and one fused kernel for the input's gradient (+ the ReLU mask)."""
