@@ -505,9 +505,10 @@ def _set_data(x: Tensor, value: Tensor) -> None:
 
 @tensor_method("data", prop=True, setter=_set_data)
 def _data(x: Tensor) -> Tensor:
-    """`t.data`: t's values without autograd (`t.detach()`: a tensor sharing t's storage);
-    assignable (`_set_data`)."""
-    return detach(x)
+    """`t.data`: t's values without autograd (`t.detach()`: a tensor sharing t's storage,
+    so an in-place write through it is t's: a lazy t is computed first); assignable
+    (`_set_data`)."""
+    return detach(x._materialise())
 
 
 @tensor_method("detach_")

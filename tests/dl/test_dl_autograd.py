@@ -133,13 +133,16 @@ def test_torch_idioms_data_detach_retain_grad_grad_fn(dev):
         assert not d.requires_grad
         d.mul_(0.5)  # through .data: x's values, no history
         x.data = x.data + 1.0
+        lazy = x.detach() * 2.0  # (a lazy value in dl: .data computes it, then writes)
+        lazy.data.add_(1.0)
         if m is torch:
-            ty, tx, tz = y.grad, x, z
+            ty, tx, tz, tl = y.grad, x, z, lazy
         else:
-            oy, ox, oz = y.grad, x, z
+            oy, ox, oz, ol = y.grad, x, z, lazy
     close(oy, ty)  # 2 * (2 y) accumulated over the two backward calls
     close(ox.detach(), tx.detach())
     close(oz, tz)
+    close(ol, tl)
     assert ox.requires_grad
     with pytest.raises(RuntimeError):
         ox.data = dl.tensor(b.astype(np.float64), device=dev)  # another dtype
