@@ -9,7 +9,7 @@ from ..kernels import plan
 from ..tensor import Tensor
 from . import settings
 from .graph import Const, Node
-from .materialise import materialise
+from .materialise import materialise, settled
 
 
 def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs: tuple = (),
@@ -79,6 +79,8 @@ def _compute(t: Tensor) -> None:
         # once, as eagerly, not again at every replay
         with recording.paused():
             materialise([t])
+    elif settled(t):  # another tensor on its node computed it: the same storage
+        return
     elif not plan.enabled or not _planned_one(t):
         materialise([t])
 
@@ -146,8 +148,8 @@ def write_into(t: Tensor, dst: Tensor) -> None:
         materialise([t], [dst])
 
     node = t._node  # None: t was computed already (fusion off), the write is a copy
-    if node is not None and plan.enabled and node.size <= PLAN_MAX_NODES and \
-            recording.active is None:
+    if node is not None and node.result is None and plan.enabled and \
+            node.size <= PLAN_MAX_NODES and recording.active is None:
         ops: list = [t.device.rt]
         sig: list = []
         if _visit(node, ops, sig, {}, {}):

@@ -46,6 +46,19 @@ def rows_cube_count(shape, grid: bool = False) -> tuple:
     return (cx, y, -(-ys // y))
 
 
+def settled(t: Tensor) -> bool:
+    """Whether t is materialised, taking the storage its node was computed into by another
+    tensor sharing the node (a lazy `detach()`), if so."""
+    node = t._node
+    if node is None:
+        return True
+    r = node.result
+    if r is None:
+        return False
+    t._buf, t._node, t._strides, t.offset = r._buf, None, r._strides, r.offset
+    return True
+
+
 def _kernel_shape(shape) -> tuple:
     return shape if shape else (1,)  # a 0-d graph runs as one element of rank 1
 
@@ -61,6 +74,11 @@ def materialise(roots: list[Tensor], outs: list[Tensor] | None = None) -> None:
             raise ValueError(f"one fused kernel computes values of one shape on one device, "
                              f"got {shape} on {device} and {r.shape} on {r.device}")
     if outs is None:
+        # a root whose node another tensor computed already (a lazy `detach()` of it) takes
+        # that storage: one value, one storage, as an alias of it is in PyTorch
+        roots = [r for r in roots if not settled(r)]
+        if not roots:
+            return
         outs = [Tensor._empty(shape, r.dtype, device) for r in roots]
         attach = True
     else:
@@ -101,7 +119,11 @@ class Graph:
         return ("t", self._leaf_pos[key])
 
     def visit(self, root: Node) -> int:
-        """Adds root's graph; returns root's position."""
+        """Adds root's graph; returns root's position. A root computed already is read from
+        its result (never computed again from inputs that may have changed since)."""
+        if root.result is not None:
+            r = root.result
+            root = Node("identity", (r,), (r.dtype.compute,), r.dtype, r.shape)
         stack = [(root, False)]
         while stack:
             n, done = stack.pop()

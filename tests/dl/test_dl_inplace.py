@@ -604,3 +604,39 @@ def test_zero_grad_without_none_zeroes_in_place(dev, owner):
     lin.zero_grad()
     tlin.zero_grad()
     assert lin.weight.grad is None and tlin.weight.grad is None
+
+
+# a lazy x (an elementwise value not yet computed) and y = x.detach(): one value in one
+# storage, as a detached tensor and its source are in torch
+DETACHED = {
+    "write_source": lambda m, a: _detached(m, a, lambda x, y: x.add_(1.0)),
+    "write_detached": lambda m, a: _detached(m, a, lambda x, y: y.add_(1.0)),
+    "source_input_changes": lambda m, a: _detached(m, a, lambda x, y: (x.tolist(),
+                                                                       a.mul_(3.0))),
+    "reduce_after_input_changes": lambda m, a: _detached(
+        m, a, lambda x, y: (x.tolist(), a.mul_(3.0)), lambda x, y: y.sum(0)),
+    "copy_after_input_changes": lambda m, a: _detached(
+        m, a, lambda x, y: (x.tolist(), a.mul_(3.0)),
+        lambda x, y: m.zeros(4, 3, dtype=x.dtype).copy_(y)),
+    "graph_over_detached": lambda m, a: _detached(
+        m, a, lambda x, y: None, lambda x, y: (y * 3.0, x.mul_(10.0))[0]),
+}
+
+
+def _detached(m, a, act, read=lambda x, y: y):
+    x = a * 2.0 + 1.0
+    y = x.detach()
+    act(x, y)
+    return x, read(x, y)
+
+
+@pytest.mark.parametrize("case", sorted(DETACHED))
+def test_a_detached_lazy_value_is_an_alias_of_its_source(dev, case):
+    """y = x.detach() of a lazy x shares x's storage however the two are computed: a write
+    to either is seen by both, and y, computed after x and after x's inputs changed, is x's
+    value (it was computed again from the changed inputs: 3x the value)."""
+    a, ta = _pair((4, 3), 23, dev)
+    x, y = DETACHED[case](dl, a)
+    tx, ty = DETACHED[case](torch, ta)
+    close(x, tx)
+    close(y, ty)
