@@ -73,10 +73,21 @@ def materialise(roots: list[Tensor], outs: list[Tensor] | None = None) -> None:
         if r.shape != shape or r.device != device:
             raise ValueError(f"one fused kernel computes values of one shape on one device, "
                              f"got {shape} on {device} and {r.shape} on {r.device}")
+    later: list = []
     if outs is None:
         # a root whose node another tensor computed already (a lazy `detach()` of it) takes
-        # that storage: one value, one storage, as an alias of it is in PyTorch
-        roots = [r for r in roots if not settled(r)]
+        # that storage, and roots sharing a node are computed once: one value, one storage,
+        # as an alias of it is in PyTorch
+        todo, nodes = [], set()
+        for r in roots:
+            if settled(r):
+                continue
+            if id(r._node) in nodes:
+                later.append(r)
+            else:
+                nodes.add(id(r._node))
+                todo.append(r)
+        roots = todo
         if not roots:
             return
         outs = [Tensor._empty(shape, r.dtype, device) for r in roots]
@@ -90,6 +101,8 @@ def materialise(roots: list[Tensor], outs: list[Tensor] | None = None) -> None:
             if r._node is not None:
                 r._node.result = o
             r._buf, r._node, r._strides, r.offset = o._buf, None, o._strides, 0
+        for r in later:
+            settled(r)
 
 
 class Graph:
