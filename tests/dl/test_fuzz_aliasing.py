@@ -21,7 +21,8 @@ import dl
 SLOW = bool(os.environ.get("CUBE_SLOW"))
 PROGRAMS = int(os.environ.get("CUBE_FUZZ_PROGRAMS", 1000 if SLOW else 60))
 STEPS = 16
-KINDS = ("ew", "ew2", "detach", "slice", "T", "add_", "mul_", "copy_", "setitem", "read")
+KINDS = ("ew", "ew2", "detach", "slice", "cols", "T", "clone", "add_", "mul_", "copy_",
+         "setitem", "fill_", "read", "sum")
 SCALARS = (2.0, -1.0, 0.5, 3.0)
 
 
@@ -53,8 +54,12 @@ def _run(m, prog: list, a0: np.ndarray, dev, skips: set) -> list:
             env.append(t.detach())
         elif kind == "slice" and t.ndim == 2 and t.shape[0] > 1:
             env.append(t[1:])
+        elif kind == "cols" and t.ndim == 2 and t.shape[1] > 2:
+            env.append(t[:, 1:3])
         elif kind == "T" and t.ndim == 2:
             env.append(t.T)
+        elif kind == "clone":
+            env.append(t.clone())
         elif kind == "add_":
             t.add_(arg)
         elif kind == "mul_":
@@ -69,8 +74,12 @@ def _run(m, prog: list, a0: np.ndarray, dev, skips: set) -> list:
                     t.copy_(u)
         elif kind == "setitem":
             t[0] = arg
+        elif kind == "fill_":
+            t.fill_(arg)
         elif kind == "read":
             reads.append(np.asarray(t.tolist(), np.float64))
+        elif kind == "sum":  # a reduction of a lazy value fuses the graph into its loop
+            reads.append(np.asarray(t.sum(0).tolist(), np.float64))
     return reads + [np.asarray(t.tolist(), np.float64) for t in env]
 
 
