@@ -35,6 +35,34 @@ def check_history(name: str, inputs: tuple) -> None:
                 f"indexing")
 
 
+def refuse_leaf_write(x: Tensor, name: str) -> None:
+    """Under autograd, refuse an in-place write to a leaf that requires grad or to a view of
+    one (a transpose, slice or reshape sharing its storage), as PyTorch does: the write
+    would change the leaf's value behind the gradients that use it."""
+    if not x.requires_grad:
+        return
+    if x._grad_fn is None:
+        raise RuntimeError(f"{name}: a leaf tensor that requires grad is used in an in-place "
+                           f"operation (wrap it in dl.no_grad())")
+    buf = x._buf
+    if buf is None:  # a lazy value is no view
+        return
+    stack, seen = [x._grad_fn], set()
+    while stack:  # the view's history: the ops whose operands share its storage
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        for o in n.operands:
+            if isinstance(o, Tensor) and o._buf is buf:
+                if o._grad_fn is not None:
+                    stack.append(o._grad_fn)
+                elif o.requires_grad:
+                    raise RuntimeError(
+                        f"{name}: a view of a leaf tensor that requires grad is used in an "
+                        f"in-place operation (wrap it in dl.no_grad())")
+
+
 class _StaleRead(BaseException):
     """A backward read a storage overwritten since its op ran (BaseException: no `except
     Exception` inside an op may take it for a failure it can work around)."""

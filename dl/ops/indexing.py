@@ -108,9 +108,8 @@ def _inplace(x: Tensor, name: str, out_of_place, direct) -> Tensor:
     its history."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
-    if is_grad_enabled() and x.requires_grad and x._grad_fn is None:
-        raise RuntimeError(f"{name}: a leaf tensor that requires grad is used in an in-place "
-                           f"operation (wrap it in dl.no_grad())")
+    if is_grad_enabled():
+        overwrites.refuse_leaf_write(x, name)
     x._materialise()
     if direct is not None:
         before_write(x)
@@ -131,7 +130,8 @@ def regenerate(x: Tensor) -> bool:
     b, idx = src
     if b._grad_fn is not None and writes.written_since(b, b._hist_at) and not regenerate(b):
         return False
-    nv = getitem(_alias(b), idx)
+    # (a leaf base is its own edge: an alias object of it would collect its gradient)
+    nv = getitem(b if b._grad_fn is None else _alias(b), idx)
     x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
         writes.count[0]
     return True
@@ -149,7 +149,8 @@ def write_back(x: Tensor, y: Tensor) -> None:
     if src is not None:
         b, idx = src
         setitem(b, idx, y)
-        nv = getitem(_alias(b), idx)  # of b's history now (a later op on b makes b another)
+        # of b's history now (a later op on b makes b another; a leaf is its own edge)
+        nv = getitem(b if b._grad_fn is None else _alias(b), idx)
         x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
             nv._hist_at
         return
@@ -522,6 +523,29 @@ def advanced_getitem(x: Tensor, idx) -> Tensor:
 def setitem_autograd(x: Tensor, idx, value) -> None:
     """`x[idx] = value` recorded for autograd (x non-leaf, or value requiring grad)."""
     _inplace(x, "setitem", lambda a: _setitem_out(a, idx, value), None)
+
+
+def overwrite_autograd(x: Tensor, value, name: str) -> Tensor:
+    """x <- value (a tensor broadcast to x's shape, or a scalar: `copy_`, `fill_`, `zero_`)
+    recorded for autograd, as PyTorch's: x takes the write's history, in which x's old
+    value gets a zero gradient and value its own."""
+    return _inplace(x, name, lambda a: _overwritten(a, value, name), None)
+
+
+def _overwritten(a: Tensor, value, name: str) -> Tensor:
+    vt = None
+    if isinstance(value, Tensor):
+        v = value if value.device == a.device else value.to(a.device)
+        v = v if v.dtype is a.dtype else cast(v, a.dtype)
+        vt = v if v.shape == a.shape else expand(v, *a.shape)
+        with no_grad():  # a value of its own (the write makes it x's storage)
+            y = elementwise("identity", [vt], [a.dtype.compute], a.dtype)
+    else:
+        y = full(a.shape, value, dtype=a.dtype, device=a.device)
+
+    def back(g):
+        return zeros(a.shape, dtype=a.dtype, device=a.device), g
+    return record(y, name, (a, vt), back)
 
 
 def _setitem_out(x: Tensor, idx, value) -> Tensor:
@@ -1011,5 +1035,5 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:  # noqa:
 
 
 ADVANCED.update(is_advanced=_is_advanced, getitem=advanced_getitem, setitem=advanced_setitem,
-                setitem_autograd=setitem_autograd)
+                setitem_autograd=setitem_autograd, overwrite_autograd=overwrite_autograd)
 SCATTER.update(index_add_into=_index_add_into, scatter_into=_scatter_into)

@@ -12,6 +12,7 @@ dl/autograd/tape.py refuses a backward that would read a value overwritten since
 from __future__ import annotations
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.overwrites import refuse_leaf_write
 from ..fusion.writes import refuse_overlap
 from ..tensor import Tensor
 from .indexing import _alias, write_back
@@ -42,9 +43,8 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
         raise TypeError(f"{name}_: expected a tensor, got {type(x).__name__}")
     others = any(getattr(a, "requires_grad", False) for a in (*args, *kwargs.values()))
     tracking = is_grad_enabled() and (x.requires_grad or others)
-    if tracking and x.requires_grad and x._grad_fn is None:
-        raise RuntimeError(f"{name}_: a leaf tensor that requires grad is used in an in-place "
-                           f"operation (wrap it in dl.no_grad())")
+    if tracking:
+        refuse_leaf_write(x, f"{name}_")
     # a lazy x is computed first, not given the op's node: gradient closures and lazy values
     # may hold the x object, and only a storage write is seen by their checks
     x._materialise()

@@ -352,25 +352,33 @@ def _reads(value: Tensor, dst: Tensor) -> bool:
     return False
 
 
+def _overwrite(x: Tensor, value, name: str) -> Tensor:
+    if is_grad_enabled() and (x.requires_grad or getattr(value, "requires_grad", False)):
+        return ADVANCED["overwrite_autograd"](x, value, name)
+    return assign(x, value)
+
+
 @register("zero_", method=True)
 def zero_(x: Tensor) -> Tensor:
-    """Fills x with zeros in place and returns x. Also `t.zero_()`."""
-    return assign(x, 0)
+    """Fills x with zeros in place and returns x. Under autograd x's old value then gets a
+    zero gradient, as in PyTorch. Also `t.zero_()`."""
+    return _overwrite(x, 0, "zero_")
 
 
 @register("fill_", method=True)
 def fill_(x: Tensor, value) -> Tensor:
     """Fills x with `value` (a scalar, or a tensor broadcast to x's shape) in place
-    and returns x. Also `t.fill_(value)`."""
-    return assign(x, value)
+    and returns x; recorded for autograd as `copy_`. Also `t.fill_(value)`."""
+    return _overwrite(x, value, "fill_")
 
 
 @register("copy_", method=True)
 def copy_(x: Tensor, src) -> Tensor:
     """Copies src (a tensor broadcast to x's shape, converted to x's dtype and
-    device, or a scalar) into x in place and returns x. Not recorded for autograd. Also
-    `t.copy_(src)`."""
-    return assign(x, src)
+    device, or a scalar) into x in place and returns x. Under autograd x takes the copy's
+    history, as PyTorch's: src gets the gradient, x's old value a zero one (a leaf that
+    requires grad, or a view of one, is refused). Also `t.copy_(src)`."""
+    return _overwrite(x, src, "copy_")
 
 
 # ---- conversions ---------------------------------------------------------------------------
