@@ -101,7 +101,10 @@ def backward_of(fn, g):
         b.__class__ = _stale_class(cls)
     try:
         gxs = tuple(fn.backward(g))
-        realise([x for x in gxs if isinstance(x, Tensor)])
+        # only the gradients an input takes: a lazy one nobody takes (mul's for an operand
+        # without grad, which reads the other operand) is never computed, as torch's op
+        # never saves what it does not need
+        realise([x for e, x in zip(fn.inputs, gxs) if e is not None and isinstance(x, Tensor)])
     except _StaleRead:
         raise RuntimeError(
             f"backward through {fn.name}: a tensor it saved was modified by an in-place "

@@ -100,7 +100,8 @@ def test_lazy_values_views_and_writes_match_torch(dev, chunk):
 
 # ---- the same under autograd -------------------------------------------------------------
 GRAD_KINDS = ("ew", "ew2", "mul2", "detach", "slice", "T", "exp", "relu", "sum0", "matmul",
-              "add_", "mul_", "relu_", "setitem", "copy_", "fill_")
+              "gather", "index_select", "masked_fill", "cat", "add_", "mul_", "relu_",
+              "setitem", "index_set", "index_add_", "copy_", "fill_")
 
 
 def _grad_program(seed: int) -> list:
@@ -122,14 +123,18 @@ def _grad_run(m, prog: list, a0, b0, dev):
         if m is dl:
             return dl.tensor(a, device=dev, requires_grad=True)
         return torch.tensor(a.astype(np.float64), requires_grad=True)
+    def ints(a):
+        # (int32 on dl: every runtime has it; torch takes int64 indices)
+        return dl.tensor(np.asarray(a, np.int32), device=dev) if m is dl else \
+            torch.tensor(np.asarray(a, np.int64))
     leaves = [leaf(a0), leaf(b0)]
     env = list(leaves)
     try:
         for kind, i, arg in prog:
             t = env[i % len(env)]
             u = env[arg % len(env)] if isinstance(arg, int) else None
-            if kind in ("add_", "mul_", "relu_", "setitem", "copy_", "fill_") and \
-                    t.requires_grad and t.grad_fn is None:
+            if kind in ("add_", "mul_", "relu_", "setitem", "index_set", "index_add_", "copy_",
+                        "fill_") and t.requires_grad and t.grad_fn is None:
                 continue
             if kind == "ew":
                 env.append(t * arg + 1.0)
@@ -154,6 +159,18 @@ def _grad_run(m, prog: list, a0, b0, dev):
                     env.append(t @ u)
                 elif t.shape[1] == u.shape[1]:
                     env.append(t @ u.T)
+            elif kind == "gather" and t.ndim == 2:
+                env.append(t.gather(1, ints(np.zeros((t.shape[0], 2), np.int64))))
+            elif kind == "index_select" and t.ndim == 2:
+                env.append(t.index_select(0, ints([t.shape[0] - 1, 0, 0])))
+            elif kind == "masked_fill":
+                env.append(t.masked_fill(t > 0.2, arg))
+            elif kind == "cat" and t.ndim == 2:
+                env.append(m.cat([t, t * 2.0], 0))
+            elif kind == "index_set" and t.shape[0] > 1:
+                t[ints([1, 0])] = arg
+            elif kind == "index_add_" and t.ndim == 2 and t.shape[0] > 1:
+                t.index_add_(0, ints([1, 1]), (t[:1] * 0.5).expand(2, t.shape[1]))
             elif kind == "add_":
                 t.add_(arg)
             elif kind == "mul_":
