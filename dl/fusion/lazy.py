@@ -178,7 +178,7 @@ def _adopt(t: Tensor, node: Node, buf) -> None:
     out = Tensor._lazy(node, t.device)  # t's own attributes, without Tensor()'s conversions
     out._buf, out._node = buf, None
     node.result = out
-    t._buf, t._node, t._strides, t.offset = buf, None, out._strides, 0
+    settled(t)
 
 
 def _planned_leaves(t: Tensor, node: Node) -> bool:

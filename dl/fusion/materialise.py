@@ -96,12 +96,10 @@ def materialise(roots: list[Tensor], outs: list[Tensor] | None = None) -> None:
         attach = False
     if shapes.numel(shape) > 0:
         _run(roots, outs, _kernel_shape(shape), device)
-    if attach:
+    if attach:  # each root (and a root sharing its node) takes its node's new storage
         for r, o in zip(roots, outs, strict=True):
-            if r._node is not None:
-                r._node.result = o
-            r._buf, r._node, r._strides, r.offset = o._buf, None, o._strides, 0
-        for r in later:
+            r._node.result = o
+        for r in (*roots, *later):
             settled(r)
 
 
