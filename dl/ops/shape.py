@@ -508,7 +508,11 @@ def _set_data(x: Tensor, value: Tensor) -> None:
                            f"{value.device}, the tensor {x.dtype.name} on {x.device}")
     x._buf, x._node, x.shape = value._buf, value._node, value.shape
     x._strides, x.offset = value._strides, value.offset
-    x.__dict__.pop("_lib_view", None)
+    # no longer a view of what it viewed: an in-place op must not write through that base
+    # (`_index_of`), and the new storage's earlier writes are no change of x's history
+    for stale in ("_lib_view", "_index_of"):
+        x.__dict__.pop(stale, None)
+    x._hist_at = writes.count[0]
 
 
 @tensor_method("data", prop=True, setter=_set_data)

@@ -146,6 +146,10 @@ def test_torch_idioms_data_detach_retain_grad_grad_fn(dev):
     assert ox.requires_grad
     with pytest.raises(RuntimeError):
         ox.data = dl.tensor(b.astype(np.float64), device=dev)  # another dtype
+    with pytest.raises(TypeError, match="takes a tensor"):
+        ox.data = b  # an array, not a tensor
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        dl.tensor(a, device=dev).retain_grad()  # as torch's
 
 
 def test_module_apply_visits_children_before_parents():
@@ -165,3 +169,21 @@ def test_module_apply_visits_children_before_parents():
             nn.init.zeros_(mod.weight)
     model.apply(init)
     assert all(float(p.abs().sum()) == 0 for n, p in model.named_parameters() if "weight" in n)
+
+
+def test_data_assigned_to_an_indexed_view_leaves_its_base(dev):
+    """`v = h[0]; v.data = t`: v no longer views h, so an in-place op on v under autograd
+    writes v's new storage, not h's row (dl wrote through the indexing base, as for a
+    view)."""
+    outs = []
+    for m in (dl, torch):
+        ones, fives = np.ones((2, 3), np.float32), np.full(3, 5.0, np.float32)
+        w = dl.tensor(ones, device=dev, requires_grad=True) if m is dl else \
+            torch.tensor(ones, requires_grad=True)
+        h = w * 2.0
+        v = h[0]
+        v.data = dl.tensor(fives, device=dev) if m is dl else torch.tensor(fives)
+        v.mul_(3.0)
+        outs.append((h.detach().numpy(), v.detach().numpy()))
+    for ours, theirs in zip(*outs, strict=True):
+        np.testing.assert_allclose(ours, theirs)
