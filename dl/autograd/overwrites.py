@@ -3,8 +3,10 @@ write and stamps the storage it writes).
 
 - `check_history` (at record): an operand whose storage was written through another view
   after its history was recorded no longer has the value its history computes. A view made
-  by indexing takes its base's current history (`REGENERATE`, set by dl.ops.indexing, as
-  PyTorch regenerates a view's); anything else is refused.
+  by indexing or a shape op (a reshape, a transpose) takes its base's current history
+  (`REGENERATE`, set by dl.ops.indexing, as PyTorch regenerates a view's); an alias made by
+  `detach()` or `.data` rebases nothing, in torch as here: the tensors sharing its storage
+  keep their histories, and a backward that reads a value overwritten since is refused below.
 - `backward_of` (at backward): an op whose operands or output were overwritten after it ran
   is run with those storages unreadable (their class swapped for one whose every attribute
   read raises), its gradients computed inside: a backward that reads them is PyTorch's
@@ -14,25 +16,21 @@ from __future__ import annotations
 from ..fusion import realise, writes
 from ..tensor import Tensor
 
-# regenerate(x) -> bool: gives a view made by indexing the history of its base's current
-# value (set by dl.ops.indexing, above the tape)
+# regenerate(x) -> bool: gives a view made by indexing or a shape op the history of its
+# base's current value (set by dl.ops.indexing, above the tape)
 REGENERATE: list = [None]
 
 
 def check_history(name: str, inputs: tuple) -> None:
-    """An input whose storage was written, since its history was recorded, through another
-    tensor viewing it is no longer what its history computes: a view made by indexing takes
-    its base's new history (as PyTorch regenerates a view's), anything else is refused."""
+    """Give an input whose storage was written through another tensor since its history was
+    recorded its base's current history where it is a view made by indexing or a shape op
+    (as PyTorch regenerates a view's). Any other input keeps its history (a write through a
+    detached alias, as in torch: a backward that reads the overwritten value is refused by
+    `backward_of`)."""
     for x in inputs:
         if isinstance(x, Tensor) and x._grad_fn is not None and \
-                writes.written_since(x, x._hist_at) and not REGENERATE[0](x):
-            raise RuntimeError(
-                f"{name}: an input was changed in place through another view of its storage "
-                f"(a reshape, transpose or slice of it) after it was computed, so its "
-                f"gradient history no longer gives its value. dl carries an in-place op's "
-                f"history from a view to the tensor it views only for views made by indexing "
-                f"(x[idx] *= 2); write the change out of place (y = x * 2) or through "
-                f"indexing")
+                writes.written_since(x, x._hist_at):
+            REGENERATE[0](x)
 
 
 def refuse_leaf_write(x: Tensor, name: str) -> None:

@@ -8,9 +8,6 @@ masked_fill is a fused elementwise `where`. In-place variants (`t.scatter_`, `t.
 value, copy it back and move the history onto t.
 
 Where dl differs from PyTorch:
-- an in-place op under autograd on a view other than one made by indexing does not give its
-  base the history: the base's next use under autograd is refused (dl/autograd/overwrites.py;
-  indexing views write through their base, `write_back`, as PyTorch rebases them);
 - accumulation (scatter_add, index_add, index_put(accumulate=True), the gradients of
   advanced indexing) is deterministic, summed in index order without atomics: each target's
   first unit sums its run; long index rows (> SORT_ABOVE) are sorted first with dl.sort, whose
@@ -110,6 +107,8 @@ def _inplace(x: Tensor, name: str, out_of_place, direct) -> Tensor:
         raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
     if is_grad_enabled():
         overwrites.refuse_leaf_write(x, name)
+        overwrites.check_history(name, (x,))  # a view written through its base: its new
+        # history, which the op's result continues
     x._materialise()
     if direct is not None:
         before_write(x)
@@ -120,10 +119,30 @@ def _inplace(x: Tensor, name: str, out_of_place, direct) -> Tensor:
     return x
 
 
+def _region(t: Tensor, idx) -> Tensor:
+    """t[idx], or for a view made by a shape op (`shape._viewing`: idx is the op) the op
+    applied to t."""
+    return idx(t) if callable(idx) else getitem(t, idx)
+
+
+def _write_region(b: Tensor, idx, y: Tensor) -> None:
+    """`b[idx] = y`, where idx may be a shape op's (`_region`): recorded for autograd when
+    b or y needs it, as setitem's."""
+    if not callable(idx):
+        setitem(b, idx, y)
+    elif is_grad_enabled() and (b.requires_grad or y.requires_grad):
+        _inplace(b, "setitem", lambda a: _setitem_out(a, idx, y), None)
+    else:
+        with no_grad():
+            view = idx(b)
+        assign(view, y)
+        b._hist_at = view._hist_at
+
+
 def regenerate(x: Tensor) -> bool:
-    """Give x, a view made by indexing whose storage was written through another tensor,
-    the history of its base's current value (getitem of it); False where x is no such view
-    or its base's history is stale too (the tape then refuses x)."""
+    """Give x, a view made by indexing or a shape op whose storage was written through
+    another tensor, the history of its base's current value (the view of it again); False
+    where x is no such view or its base's history is stale too (the tape then refuses x)."""
     src = x._index_of
     if src is None:
         return False
@@ -131,7 +150,7 @@ def regenerate(x: Tensor) -> bool:
     if b._grad_fn is not None and writes.written_since(b, b._hist_at) and not regenerate(b):
         return False
     # (a leaf base is its own edge: an alias object of it would collect its gradient)
-    nv = getitem(b if b._grad_fn is None else _alias(b), idx)
+    nv = _region(b if b._grad_fn is None else _alias(b), idx)
     x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
         writes.count[0]
     return True
@@ -142,15 +161,16 @@ overwrites.REGENERATE[0] = regenerate
 
 def write_back(x: Tensor, y: Tensor) -> None:
     """x <- y (x's shape) in x's storage, x taking y's history (an in-place op recorded for
-    autograd). A view made by basic indexing (`x = b[idx]`) writes through b instead,
-    `b[idx] = y`, so b takes the history too (PyTorch rebases a view's base), and x then
-    views b's new value; recursively where b is such a view itself."""
+    autograd). A view made by basic indexing (`x = b[idx]`) or a shape op (a reshape, a
+    transpose: `shape._viewing`) writes through b instead, `b[idx] = y`, so b takes the
+    history too (PyTorch rebases a view's base), and x then views b's new value; recursively
+    where b is such a view itself."""
     src = x._index_of
     if src is not None:
         b, idx = src
-        setitem(b, idx, y)
+        _write_region(b, idx, y)
         # of b's history now (a later op on b makes b another; a leaf is its own edge)
-        nv = getitem(b if b._grad_fn is None else _alias(b), idx)
+        nv = _region(b if b._grad_fn is None else _alias(b), idx)
         x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
             nv._hist_at
         return
@@ -553,13 +573,13 @@ def _setitem_out(x: Tensor, idx, value) -> Tensor:
         return _index_put(x, idx, value, False, "setitem")
     y = _fresh(x)
     with no_grad():
-        assign(getitem(y, idx), value)
+        assign(_region(y, idx), value)
     vt = value if isinstance(value, Tensor) else None
 
     def back(g):
         gx = _fresh(g)
-        assign(getitem(gx, idx), 0.0)
-        gv = None if vt is None else cast(sum_to(getitem(g, idx), vt.shape), vt.dtype)
+        assign(_region(gx, idx), 0.0)
+        gv = None if vt is None else cast(sum_to(_region(g, idx), vt.shape), vt.dtype)
         return gx, gv
     return record(y, "setitem", (x, vt), back)
 

@@ -12,7 +12,7 @@ dl/autograd/tape.py refuses a backward that would read a value overwritten since
 from __future__ import annotations
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..autograd.overwrites import refuse_leaf_write
+from ..autograd.overwrites import check_history, refuse_leaf_write
 from ..fusion.writes import refuse_overlap
 from ..tensor import Tensor
 from .indexing import _alias, write_back
@@ -45,6 +45,7 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
     tracking = is_grad_enabled() and (x.requires_grad or others)
     if tracking:
         refuse_leaf_write(x, f"{name}_")
+        check_history(f"{name}_", (x,))  # a view written through its base: its new history
     # a lazy x is computed first, not given the op's node: gradient closures and lazy values
     # may hold the x object, and only a storage write is seen by their checks
     x._materialise()

@@ -53,6 +53,15 @@ def detach(x: Tensor) -> Tensor:
     return Tensor(x._buf, x.shape, x._strides, x.offset, x.dtype, x.device)
 
 
+def _viewing(y: Tensor, x: Tensor, redo) -> None:
+    """y views x's storage as redo(x) does (a reshape, a permute): as for a view made by
+    indexing (`x[idx]`, whose `_index_of` holds the index), an in-place op on y under
+    autograd writes through x, so x takes the op's history, and y takes x's history when
+    it was written through x or another view of it (dl/ops/indexing.py: `write_back`,
+    `regenerate`). redo(t) must pick t's elements as y picks x's for any t of x's shape."""
+    y._index_of = (x, redo)
+
+
 @register("reshape", "view", method=("reshape", "view"))
 def reshape(x: Tensor, *shape) -> Tensor:
     """x with a new shape (sizes as arguments or a tuple; one may be -1).
@@ -68,6 +77,8 @@ def reshape(x: Tensor, *shape) -> Tensor:
         shapes.view_strides(x.shape, x._strides, shape)
     src = x if st is not None else contiguous(x)
     y = src._view(shape, st or shapes.contiguous_strides(shape), src.offset)
+    if st is not None:
+        _viewing(y, x, lambda b: reshape(b, shape))
     old = x.shape
     return record(y, "reshape", (src,), lambda g: (reshape(g, old),))
 
@@ -92,6 +103,7 @@ def permute(x: Tensor, *dims) -> Tensor:
         raise ValueError(f"permute dims {dims} are not a permutation of 0..{x.ndim - 1}")
     y = x._view(tuple(x.shape[d] for d in dims), tuple(x._strides[d] for d in dims),
                 x.offset)
+    _viewing(y, x, lambda b: permute(b, *dims))
     inv = [0] * len(dims)
     for i, d in enumerate(dims):
         inv[d] = i
@@ -131,7 +143,9 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         ds = {shapes.norm_dim(d, x.ndim) for d in (dim if isinstance(dim, (tuple, list))
                                                    else (dim,))}
         keep = [d for d in range(x.ndim) if d not in ds or x.shape[d] != 1]
-    y = x._view(tuple(x.shape[d] for d in keep), tuple(x._strides[d] for d in keep), x.offset)
+    new = tuple(x.shape[d] for d in keep)
+    y = x._view(new, tuple(x._strides[d] for d in keep), x.offset)
+    _viewing(y, x, lambda b: reshape(b, new))
     old = x.shape
     return record(y, "squeeze", (x,), lambda g: (reshape(g, old),))
 
@@ -142,8 +156,9 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
     end). Differentiable. Also `t.unsqueeze(dim)`."""
     d = shapes.norm_dim(dim, x.ndim + 1)
     st = x._strides[d] * x.shape[d] if d < x.ndim else 1
-    y = x._view(x.shape[:d] + (1,) + x.shape[d:], x._strides[:d] + (st,) + x._strides[d:],
-                x.offset)
+    new = x.shape[:d] + (1,) + x.shape[d:]
+    y = x._view(new, x._strides[:d] + (st,) + x._strides[d:], x.offset)
+    _viewing(y, x, lambda b: reshape(b, new))
     old = x.shape
     return record(y, "unsqueeze", (x,), lambda g: (reshape(g, old),))
 
