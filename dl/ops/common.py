@@ -18,13 +18,22 @@ def as_tensor_like(x, ref: Tensor) -> Tensor:
 
 
 def result_type(*xs) -> dtypes.DType:
-    """Promotion over tensors and Python scalars (docs/dl.md)."""
-    ts = [x.dtype for x in xs if isinstance(x, Tensor)]
-    if not ts:
-        raise TypeError("at least one operand must be a tensor")
-    t = ts[0]
-    for d in ts[1:]:
-        t = dtypes.promote(t, d)
+    """Promotion over tensors and Python scalars (docs/dl.md): as torch's, a 0-dim tensor
+    counts only where it is of a higher category than the tensors with dims (an int32
+    vector plus an int64 0-dim tensor stays int32; plus a float64 one is float64)."""
+    dims = zero = None
+    for x in xs:
+        if isinstance(x, Tensor):
+            if x.shape:
+                dims = x.dtype if dims is None else dtypes.promote(dims, x.dtype)
+            else:
+                zero = x.dtype if zero is None else dtypes.promote(zero, x.dtype)
+    if dims is None:
+        if zero is None:
+            raise TypeError("at least one operand must be a tensor")
+        t = zero
+    else:
+        t = zero if zero is not None and zero.category > dims.category else dims
     for x in xs:
         if not isinstance(x, Tensor) and x is not None:
             t = dtypes.promote_scalar(t, x)

@@ -298,8 +298,10 @@ _declare(gelu, "gelu")
 
 
 def square(x):
-    """x * x, elementwise, in x's dtype (bool gives int64). Differentiable; lazy (fuses).
-    Also `t.square()`."""
+    """x * x, elementwise, in x's dtype (bool gives int64, as PyTorch's). Differentiable;
+    lazy (fuses). Also `t.square()`."""
+    if is_tensor(x) and x.dtype is dtypes.bool_:
+        x = cast(x, dtypes.int64)
     return mul(x, x)
 
 
@@ -349,6 +351,7 @@ _KIND_TYPES = {(k, d): _kind_types(k, d) for k in ("arith", "bitwise", "float", 
 
 
 _ORDERING = frozenset({"lt", "le", "gt", "ge"})
+_BOOL_CLOSED = frozenset({"add", "mul", "maximum", "minimum"})
 
 
 _OPERANDS = (Tensor, int, float, np.number, np.bool_)  # bool is an int
@@ -368,6 +371,12 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     if accepts is not None:
         check_dtype(op, pt, accepts)
     out, ins = _KIND_TYPES[kind, pt]
+    if pt is dtypes.bool_ and kind == "arith":
+        if op == "sub":
+            raise DTypeError("sub: subtraction of two bools is not supported, as in PyTorch "
+                             "(use ^ or logical_xor())")
+        if op in _BOOL_CLOSED:  # or / and / max / min of bools stay bool, as torch's
+            out, ins = dtypes.bool_, (dtypes.int32.compute, dtypes.int32.compute)
     if pt is dtypes.bool_ and op in _ORDERING:  # False < True, compared as integers (SPIR-V
         ins = (dtypes.int32, dtypes.int32)      # has no ordering on bools)
     y = elementwise(op, [a, b], ins, out)
@@ -385,7 +394,8 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
 def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, rdunder=None,
            accepts: str | None = None):
     """Declares the binary elementwise op named as the decorated math function.
-    kind: "arith" (the promoted type; bool + bool is int64), "float" (true division, pow),
+    kind: "arith" (the promoted type; two bools: add/mul/maximum/minimum stay bool, sub is
+    refused, the others give int64), "float" (true division, pow),
     "compare" or "logical" (bool results). grad(g, a, b, y): the operands' gradients (a pair,
     None where an operand is a scalar or takes none), summed back over broadcast dims.
     alpha: the op takes `alpha` (b * alpha first). aliases: more names in dl.ops.
@@ -416,7 +426,9 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
 
 _KIND_NOTES = {
     "arith": "The result has the promoted dtype (docs/dl.md: a Python scalar is weak, it "
-             "never widens a tensor's type within its category); bool with bool gives int64.",
+             "never widens a tensor's type within its category, nor does a 0-dim tensor); "
+             "two bools: add, mul, maximum and minimum stay bool, sub is refused, others "
+             "give int64.",
     "float": "The result is float: the promoted dtype, float32 for integer or bool operands.",
     "compare": "The result is bool; the operands compare in their promoted dtype.",
     "logical": "The operands are taken as bools (non-zero is true); the result is bool.",

@@ -57,15 +57,20 @@ def _cast(x: Tensor, dt) -> Tensor:
 
 
 def raw_reduce(x: Tensor, dims: list[int], op: str) -> Tensor:
-    """op over sorted dims, no autograd; the result has the kept dims, in `_acc`'s type."""
+    """op over sorted dims, no autograd; the result has the kept dims, in `_acc`'s type
+    (bool for the max or min of bools: their or / and, as PyTorch's)."""
+    if x.dtype is dtypes.bool_ and op in ("max", "min"):
+        return _cast(raw_reduce(_cast(x, dtypes.int32), dims, op), dtypes.bool_)._materialise()
     acc = _acc(op, x.dtype)
     if not dims:
         return _cast(x, acc).clone()._materialise()
     if x.numel() == 0 or any(x.shape[d] == 0 for d in dims):
+        shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
+        if all(x.shape[d] for d in dims):  # no output either (a kept dim is 0): no values
+            return full(shape, 0, dtype=acc, device=x.device)
         init = {"sum": 0, "mean": float("nan"), "prod": 1}.get(op)
         if init is None:
             raise RuntimeError(f"{op}() of an empty dimension is not defined")
-        shape = tuple(s for d, s in enumerate(x.shape) if d not in dims)
         return full(shape, init, dtype=acc, device=x.device)
     rows = x.numel() // shapes.numel(x.shape[d] for d in dims)
     if x._node is not None and (not can_fuse(x) or (
@@ -214,7 +219,7 @@ def _amax(op: str):
         return y
     fn.__name__ = "a" + op
     fn.__doc__ = (f"The {op}imum of x over `dim` (an int, a tuple, or None: all dims), in x's "
-                  f"dtype (bool\n    gives int64).\n\n    keepdim keeps the reduced dims with "
+                  f"dtype.\n\n    keepdim keeps the reduced dims with "
                   f"size 1. The gradient is shared evenly between\n    tied extremes, as "
                   f"PyTorch's. Also `t.a{op}()`.")
     return fn

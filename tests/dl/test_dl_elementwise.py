@@ -7,6 +7,7 @@ import torch
 from dl_helpers import close, rand_np, to_torch
 
 import dl
+from dl.ops.common import result_type
 
 UNARY = {  # name: (dl fn, torch fn, input range)
     "neg": (lambda x: -x, lambda x: -x, (-2, 2)),
@@ -169,6 +170,50 @@ def test_promotion_matches_torch():
         for s in (True, 2, 2.5):
             want = torch.result_type(torch.ones(1, dtype=TORCH_DT[a]), s)
             assert TORCH_DT[dl.dtypes.promote_scalar(a, s)] == want, (a, s)
+
+
+def test_zero_dim_tensors_promote_like_torch():
+    """A 0-dim tensor beside a tensor with dims counts only where its category is higher
+    (torch.result_type's rule; before, int32 vector + int64 0-dim was int64), and the ops
+    that promote their operands compute in that type."""
+    for a in DT:
+        for b in DT:
+            want = torch.result_type(torch.ones(2, dtype=TORCH_DT[a]),
+                                     torch.tensor(1, dtype=TORCH_DT[b]))
+            assert TORCH_DT[result_type(dl.ones(2, dtype=a), dl.tensor(1, dtype=b))] == want
+            both = torch.result_type(torch.tensor(1, dtype=TORCH_DT[a]),
+                                     torch.tensor(1, dtype=TORCH_DT[b]))
+            assert TORCH_DT[result_type(dl.tensor(1, dtype=a), dl.tensor(1, dtype=b))] == both
+    for dev_a, dev_b in ((dl.int32, dl.int64), (dl.float32, dl.float64), (dl.bool_, dl.int32)):
+        x, z = dl.tensor([3, -2], dtype=dev_a), dl.tensor(5, dtype=dev_b)
+        tx = torch.tensor([3, -2], dtype=TORCH_DT[dev_a])
+        tz = torch.tensor(5, dtype=TORCH_DT[dev_b])
+        for op in ("add", "mul", "maximum", "where"):
+            got = dl.where(x > 0, x, z) if op == "where" else getattr(dl, op)(x, z)
+            want = torch.where(tx > 0, tx, tz) if op == "where" else getattr(torch, op)(tx, tz)
+            assert TORCH_DT[got.dtype] == want.dtype, (op, dev_a, dev_b)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_bool_arithmetic_is_torchs(dev):
+    """Two bools: +, *, maximum, minimum stay bool (or, and), - is refused, square is int64,
+    as torch's (before, every arithmetic op gave int64), on every runtime."""
+    a0, b0 = [True, False, True, False], [True, True, False, False]
+    a, b = dl.tensor(a0, device=dev), dl.tensor(b0, device=dev)
+    ta, tb = torch.tensor(a0), torch.tensor(b0)
+    pairs = [(a + b, ta + tb), (a * b, ta * tb), (dl.maximum(a, b), torch.maximum(ta, tb)),
+             (dl.minimum(a, b), torch.minimum(ta, tb)), (a + True, ta + True),
+             (a * False, ta * False), (a * b + a, ta * tb + ta)]
+    if a.device.rt.features.int64:  # int64 results (WGSL has none)
+        pairs += [(dl.square(a), torch.square(ta)), (a + 1, ta + 1)]
+    for got, want in pairs:
+        assert TORCH_DT[got.dtype] == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for call in (lambda m, x, y: x - y, lambda m, x, y: x - True):
+        with pytest.raises(RuntimeError):
+            call(torch, ta, tb)
+        with pytest.raises(RuntimeError, match="subtraction of two bools"):
+            call(dl, a, b)
 
 
 @pytest.mark.parametrize("dt", [dl.float16, dl.bfloat16, dl.float64, dl.int32, dl.int64])

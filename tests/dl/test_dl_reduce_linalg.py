@@ -99,6 +99,33 @@ def test_empty_reductions():
         x.amax(0)
 
 
+@pytest.mark.parametrize("shape,dim", [((0, 3), 1), ((3, 0), 0), ((2, 0, 3), (0, 2))])
+def test_reductions_of_empty_tensors_over_nonempty_dims(dev, shape, dim):
+    """An empty tensor reduced over dims that are not empty has an empty result, as torch's:
+    max/min/amax/amin/any/all/logsumexp gave "of an empty dimension" (the tensor's size was
+    checked, not the reduced dims')."""
+    x, tx = dl.zeros(*shape, device=dev), torch.zeros(shape)
+    one = dim if isinstance(dim, int) else dim[0]
+    for f in (lambda m, t: m.amax(t, dim), lambda m, t: m.amin(t, dim, keepdim=True),
+              lambda m, t: m.any(t, one), lambda m, t: m.all(t, one, keepdim=True),
+              lambda m, t: m.logsumexp(t, dim), lambda m, t: m.max(t, one)[0],
+              lambda m, t: m.min(t, one, keepdim=True)[1], lambda m, t: m.sum(t, dim)):
+        got, want = f(dl, x), f(torch, tx)
+        assert got.shape == tuple(want.shape)
+
+
+def test_max_and_min_of_bools_are_bools(dev):
+    """The max / min of bools is their or / and, a bool tensor, as torch's (before: int64)."""
+    a = np.array([[True, False, False], [False, False, False]])
+    x, tx = dl.tensor(a, device=dev), torch.tensor(a)
+    for f in (lambda m, t: m.amax(t), lambda m, t: m.amin(t, 1), lambda m, t: t.max(),
+              lambda m, t: t.min(), lambda m, t: m.amax(t, 0, keepdim=True),
+              lambda m, t: m.max(t, 1)[0], lambda m, t: m.min(t, 0)[0]):
+        got, want = f(dl, x), f(torch, tx)
+        assert got.dtype is dl.bool_
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_sum_fuses_on_read_and_library_otherwise():
     a, b = dl.tensor(rand_np((64, 33), 5)), dl.tensor(rand_np((64, 33), 6))
     with dl.count_kernels() as c:

@@ -91,8 +91,6 @@ def _cast_samples(dst):
             Sample(arr((0, 2)), desc="size 0")]
 
 
-_BOOL_ARITH = "dl: bool with bool gives int64 (PyTorch: bool) for add/mul/maximum/minimum"
-
 OPS = [
     # ---- unary math -----------------------------------------------------------------------
     unary("abs", dtypes=NO_BOOL, signed_zero=True),
@@ -143,9 +141,9 @@ OPS = [
           ref=torch.sigmoid, dtypes=ALL_FLOATS, edge=False),
     # ---- binary arithmetic --------------------------------------------------------------
     binary("add", dtypes=NO_BOOL, signed_zero=True),
-    binary("add_bool", fn=lambda a, b: dl.add(a, b), ref=lambda a, b: torch.add(
-        a.long(), b.long() if isinstance(b, torch.Tensor) else b), dtypes=(dl.bool_,),
-           scalar=None, note=_BOOL_ARITH),
+    # two bools: or / and / max / min, bool as torch's
+    *(binary(f"{op}_bool", fn=_fn(dl, op), ref=_fn(torch, op), dtypes=(dl.bool_,), scalar=None)
+      for op in ("add", "mul", "maximum", "minimum")),
     binary("add_alpha", fn=lambda a, b: dl.add(a, b, alpha=2), ref=lambda a, b: torch.add(
         a, b, alpha=2), dtypes=NO_BOOL, scalar=3),
     binary("sub", dtypes=NO_BOOL, signed_zero=True),

@@ -68,9 +68,7 @@ OPS = [
                                    desc="repeated indices accumulate"),
                             Sample(arr((3, 5)), 1, iarr((3, 6), 5), arr((3, 6), 1),
                                    "multiply")]),
-    OpInfo("scatter_", note="in-place ops under autograd on a view other than indexing's: "
-           "the base's next use is refused (torch rebases the base)",
-           op=lambda x, d, i, s: x.clone().scatter_(d, i, s),
+    OpInfo("scatter_", op=lambda x, d, i, s: x.clone().scatter_(d, i, s),
            ref=lambda x, d, i, s: x.clone().scatter_(d, i, s), skip=IDX_SKIP,
            samples=lambda: [Sample(arr((4, 5)), 0, uniq((3, 5), 0, 4), arr((3, 5), 1)),
                             Sample(arr((5, 5)), 1, uniq((5, 2), 1, 5, 1), arr((5, 2), 2),

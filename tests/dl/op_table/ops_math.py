@@ -229,7 +229,8 @@ OPS = [
     OpInfo("remainder", op=lambda a, b: dl.remainder(a, b),
            ref=lambda a, b: torch.remainder(a, b), dtypes=ALL_FLOATS, signed_zero=True,
            samples=_binary_samples(b_away=True), tol={dl.float32: (1e-5, 1e-5)},
-           note="an integer remainder by 0 gives 0 (PyTorch raises)"),
+           note="an integer remainder, fmod or floor_divide by 0 gives 0 (PyTorch raises; "
+           "raising would need a host synchronisation per op)"),
     OpInfo("remainder_op", op=lambda a, b: (a % b, 7.5 % b, a % -2),
            ref=lambda a, b: (a % b, 7.5 % b, a % -2), signed_zero=True, grad=False,
            samples=lambda: [Sample(arr((3, 4)), _away((3, 4), 1))]),
