@@ -99,6 +99,10 @@ def main():
         "linear64x784x512": lambda: linear(64, 784, 512),
         "linear64x512x512": lambda: linear(64, 512, 512),
         "linear1024x256x2048": lambda: linear(1024, 256, 2048),
+        # the digits CNN's and the MLP's small layers
+        "linear64x128x64": lambda: linear(64, 128, 64),
+        "linear64x64x10": lambda: linear(64, 64, 10),
+        "linear64x512x10": lambda: linear(64, 512, 10),
         "linear1024x256x768": lambda: linear(1024, 256, 768),
         "linear1024x2048x256": lambda: linear(1024, 2048, 256),
         # the Transformer encoder layer's backward (b8 s128 d256, feed-forward 2048)
