@@ -12,6 +12,21 @@ from .graph import Const, Node
 from .materialise import materialise, settled
 
 
+class ScalarOverflowError(OverflowError, RuntimeError):
+    """A Python int outside the range of the integer type it enters a kernel as (an
+    OverflowError, and a RuntimeError as PyTorch's): refused when the op is made, where
+    packing it would fail at the launch (or a wrapped value compare wrongly: torch's
+    `int32 < 2**31` is False)."""
+
+
+def _fits(x, t) -> bool:
+    """Whether the number x is in the range of the integer type t."""
+    bits = 8 * t.itemsize
+    if t.cube.is_signed:
+        return -(1 << (bits - 1)) <= x < 1 << (bits - 1)
+    return 0 <= x < 1 << bits
+
+
 def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs: tuple = (),
                 shape=None) -> Tensor:
     """A lazy tensor for `op(*inputs)`. Inputs are tensors (broadcast together) or Python
@@ -49,6 +64,10 @@ def _node_inputs(op: str, inputs: list, in_types: list, shape, device):
     args = []
     for x, t in zip(inputs, in_types):
         if not isinstance(x, Tensor):
+            if t.category == 1 and not _fits(x, t):
+                raise ScalarOverflowError(
+                    f"{op}: the value {x} cannot be converted to {t.name} without overflow "
+                    f"(use a tensor of a wider type)")
             args.append(Const(x, t))
         elif x._node is not None and x.shape == shape:
             args.append(x._node)

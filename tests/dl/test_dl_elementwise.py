@@ -216,6 +216,24 @@ def test_bool_arithmetic_is_torchs(dev):
             call(dl, a, b)
 
 
+def test_python_ints_outside_the_integer_type_are_refused_at_the_op(dev):
+    """A Python int that does not fit the integer type it enters the kernel as is refused
+    when the op is made, naming the op and the value (before: a LaunchError about argument
+    'c0' when the lazy value was computed, far from the op); ints that fit compute and
+    wrap as torch's."""
+    t = dl.tensor([3, -1], dtype=dl.int32, device=dev)
+    for call in (lambda: t + 2 ** 31, lambda: t < 2 ** 31, lambda: t.clamp(max=2 ** 40),
+                 lambda: dl.where(t > 0, t, -2 ** 31 - 1), lambda: t.masked_fill(t > 0, 2 ** 31),
+                 lambda: dl.full((2,), 2 ** 31, dtype=dl.int32, device=dev)):
+        with pytest.raises(RuntimeError, match="cannot be converted to int32 without overflow"):
+            call()
+    tt = torch.tensor([3, -1], dtype=torch.int32)
+    for f in (lambda x: x + (2 ** 31 - 1), lambda x: x * -2 ** 31, lambda x: x - (2 ** 31 - 1)):
+        got, want = f(t), f(tt)
+        assert got.dtype is dl.int32
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("dt", [dl.float16, dl.bfloat16, dl.float64, dl.int32, dl.int64])
 def test_dtypes_compute_like_torch(dt):
     a, b = rand_np((5, 3), 41) * 4, rand_np((3,), 42) * 4
