@@ -6,6 +6,7 @@ from .activation import (
     Dropout,
     Identity,
     MSELoss,
+    NLLLoss,
     ReLU,
     Sigmoid,
     SiLU,

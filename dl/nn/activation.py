@@ -106,17 +106,41 @@ class MSELoss(Module):
 
 
 class CrossEntropyLoss(Module):
-    """Cross-entropy loss module over logits (`F.cross_entropy`): reduction and
-    label_smoothing as PyTorch's; no `weight` or `ignore_index`."""
+    """Cross-entropy loss module over logits (`F.cross_entropy`): weight, ignore_index,
+    reduction and label_smoothing as PyTorch's."""
 
-    def __init__(self, reduction: str = "mean", label_smoothing: float = 0.0):
+    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
+                 label_smoothing: float = 0.0):
         super().__init__()
+        if isinstance(weight, str):  # dl's earlier positional reduction
+            raise TypeError("CrossEntropyLoss: the first argument is the class weights (as "
+                            f"PyTorch's); pass reduction={weight!r}")
+        self.weight, self.ignore_index = weight, ignore_index
         self.reduction, self.label_smoothing = reduction, label_smoothing
 
     def forward(self, input, target):  # noqa: A002
         """The loss of logits `input` (N, C, ...) against `target`: class indices
         (N, ...) or class probabilities of input's shape."""
-        return F.cross_entropy(input, target, self.reduction, self.label_smoothing)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(Module):
+    """Negative log-likelihood loss module over log-probabilities (`F.nll_loss`): weight,
+    ignore_index and reduction as PyTorch's."""
+
+    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__()
+        if isinstance(weight, str):
+            raise TypeError("NLLLoss: the first argument is the class weights (as PyTorch's); "
+                            f"pass reduction={weight!r}")
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
+
+    def forward(self, input, target):  # noqa: A002
+        """The loss of log-probabilities `input` (N, C, ...) against class indices
+        `target` (N, ...)."""
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class Softmax(Module):

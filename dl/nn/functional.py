@@ -9,6 +9,7 @@ from ..autograd import no_grad
 from ..ops import attention as attention_op
 from ..ops import batch_norm as batch_norm_op
 from ..ops import xent as xent_op
+from ..ops.bounds import check_bounds
 from ..ops.conv import avg_pool2d, conv2d, max_pool2d
 from ..ops.elementwise import gelu, sigmoid, tanh
 from ..ops.indexing import pad
@@ -60,39 +61,100 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-def nll_loss(logp: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """-logp[n, target[n]] (class dim 1), averaged/summed: a gather of the log-probs."""
+def _class_args(what: str, weight, reduction: str) -> None:
+    if isinstance(weight, str):
+        raise TypeError(f"{what}: the third argument is the class weights (as PyTorch's); "
+                        f"pass the reduction as reduction={weight!r}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _class_targets(what: str, target: Tensor, classes: int, ignore_index: int):
+    """(target with ignored entries as class 0, the mask of the others) after PyTorch's
+    bounds check of the others (an IndexError, not a read outside the logits)."""
+    keep = target != ignore_index
+    safe = ops.where(keep, target, 0)
+    check_bounds(safe, classes, what, 1, wrap=False)
+    return safe, keep
+
+
+def _weighted(loss: Tensor, wt: Tensor, reduction: str) -> Tensor:
+    """The reduction of per-element losses already multiplied by their weights wt (0 where
+    ignored; constants): the mean divides by the weights' sum, as PyTorch's, and over no
+    weight at all is nan with zero gradients (1 / 0 times the zero gradient of an ignored
+    entry would be nan)."""
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return ops.sum(loss)
+    with no_grad():
+        wsum = ops.sum(wt)
+        empty = wsum == 0
+        inv = ops.where(empty, 0.0, 1.0 / ops.where(empty, 1.0, wsum)).to(loss.dtype)
+        nan = ops.where(empty, math.nan, 0.0).to(loss.dtype)
+    return ops.sum(loss) * inv + nan
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,  # noqa: A002
+             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """-w[t] * input[n, t] with t = target[n, ...] (input: log-probabilities, class dim 1),
+    as PyTorch's: `weight` a per-class weight (C,), entries whose target is ignore_index
+    count for nothing, and the mean divides by the weights of the others (by their number
+    without weights). A target outside [0, C) other than ignore_index is an IndexError."""
+    _class_args("nll_loss", weight, reduction)
     if target.dtype not in (dtypes.int32, dtypes.int64):
         raise TypeError(f"nll_loss: target must hold class indices (int), got {target.dtype}")
-    if target.shape != logp.shape[:1] + logp.shape[2:]:
+    if target.shape != input.shape[:1] + input.shape[2:]:
         raise ValueError(f"nll_loss: target shape {target.shape} does not fit input "
-                         f"{logp.shape}")
-    picked = ops.gather(logp, 1, target.unsqueeze(1)).squeeze(1)
-    return _reduce(-picked, reduction)
+                         f"{input.shape}")
+    safe, keep = _class_targets("nll_loss", target, input.shape[1], ignore_index)
+    picked = ops.gather(input, 1, safe.unsqueeze(1)).squeeze(1)
+    wt = keep.to(input.dtype)
+    if weight is not None:
+        wt = wt * ops.index_select(weight.to(input.dtype), 0, safe.reshape(-1)).reshape(
+            safe.shape)
+    return _weighted(-picked * wt, wt, reduction)
 
 
-def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,  # noqa: A002
+                  ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """log_softmax over the class dim (1) and the negative log-likelihood of `target`
-    (class indices, or class probabilities of input's shape)."""
+    (class indices, or class probabilities of input's shape), as PyTorch's: `weight` a
+    per-class weight (C,), `ignore_index` (class targets) entries that count for nothing,
+    `label_smoothing` the share of the loss spread over all classes. A class target
+    outside [0, C) other than ignore_index is an IndexError."""
+    _class_args("cross_entropy", weight, reduction)
     if input.ndim == 1:
-        return cross_entropy(input.unsqueeze(0), target.unsqueeze(0), reduction,
-                             label_smoothing).reshape(()) if reduction == "none" else \
-            cross_entropy(input.unsqueeze(0), target.unsqueeze(0), reduction, label_smoothing)
-    if reduction in ("mean", "sum", "none") and xent_op.supported(input, target,
-                                                                  label_smoothing):
-        return xent_op.cross_entropy_rows(input, target, reduction)
+        y = cross_entropy(input.unsqueeze(0), target.unsqueeze(0), weight,
+                          ignore_index=ignore_index, reduction=reduction,
+                          label_smoothing=label_smoothing)
+        return y.reshape(()) if reduction == "none" else y
+    classes = input.shape[1]
+    if not target.dtype.is_float and xent_op.supported(input, target, label_smoothing, weight):
+        return xent_op.cross_entropy_rows(input, target, reduction, ignore_index)
     logp = log_softmax(input, 1)
+    shape = [1, classes] + [1] * (input.ndim - 2)
+    w = None if weight is None else weight.to(input.dtype).reshape(shape)
     if target.dtype.is_float:
         if target.shape != input.shape:
             raise ValueError(f"cross_entropy: probabilities of shape {target.shape} for "
                              f"input {input.shape}")
-        loss = -ops.sum(target * logp, 1)
-    else:
-        loss = nll_loss(logp, target, "none")
-    if label_smoothing:
-        loss = loss * (1.0 - label_smoothing) - ops.mean(logp, 1) * label_smoothing
-    return _reduce(loss, reduction)
+        if label_smoothing:
+            target = target * (1.0 - label_smoothing) + label_smoothing / classes
+        wlogp = logp if w is None else logp * w
+        return _reduce(-ops.sum(target * wlogp, 1), reduction)
+    safe, keep = _class_targets("cross_entropy", target, classes, ignore_index)
+    picked = ops.gather(logp, 1, safe.unsqueeze(1)).squeeze(1)
+    wt = keep.to(input.dtype)
+    if weight is not None:
+        wt = wt * ops.index_select(weight.to(input.dtype), 0, safe.reshape(-1)).reshape(
+            safe.shape)
+    loss = -picked * wt
+    if label_smoothing:  # PyTorch: (1 - e) * nll + e / C * sum_c w_c * -logp_c
+        spread = -ops.sum(logp if w is None else logp * w, 1) * keep.to(input.dtype)
+        loss = loss * (1.0 - label_smoothing) + spread * (label_smoothing / classes)
+    return _weighted(loss, wt, reduction)
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,

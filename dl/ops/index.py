@@ -7,6 +7,7 @@ from ..kernels.launch import launch_1d
 from ..kernels.scatter import ADD
 from ..kernels.tensor_index import gather_kernel, index_select_kernel
 from ..tensor import Tensor
+from .bounds import check_bounds
 from .common import result_type
 from .creation import zeros
 from .elementwise import cast
@@ -43,6 +44,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
         raise ValueError("index_select on a 0-d tensor")
     d = shapes.norm_dim(dim, x.ndim)
     idx = contiguous(idx)._materialise()
+    check_bounds(idx, x.shape[d], "index_select", d, wrap=False)
     x._materialise()
     shape = x.shape[:d] + (idx.shape[0],) + x.shape[d + 1:]
     y = Tensor._empty(shape, x.dtype, x.device)
@@ -75,6 +77,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
         if k != d and idx.shape[k] > x.shape[k]:
             raise ValueError(f"gather: index shape {idx.shape} exceeds the input's shape "
                              f"{x.shape} in dimension {k}")
+    check_bounds(idx, x.shape[d], "gather", d, wrap=False)
     x._materialise()
     y = Tensor._empty(idx.shape, x.dtype, x.device)
     n = y.numel()

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from cube import recording
-
 from .. import dtypes, shapes
 from ..autograd import no_grad, overwrites, record
 from ..autograd.grad_mode import is_grad_enabled
@@ -35,6 +33,7 @@ from ..fusion.writes import before_write
 from ..kernels import scatter as K
 from ..kernels.launch import launch_1d
 from ..tensor import Tensor
+from .bounds import check_bounds as _check_bounds
 from .creation import full, tensor, zeros
 from .elementwise import cast, ne, where
 from .index import SCATTER, cat, gather, index_select
@@ -66,25 +65,6 @@ def _check_index(idx, what: str) -> Tensor:
     if idx.dtype not in (dtypes.int32, dtypes.int64):
         raise TypeError(f"{what}: the index must be int32 or int64, got {idx.dtype}")
     return idx._materialise()
-
-
-def _check_bounds(idx: Tensor, size: int, what: str, dim: int, wrap: bool = True) -> None:
-    """IndexError for entries outside [-size, size) ([0, size) without `wrap`, as PyTorch's
-    scatter/index_add): one kernel and a host synchronisation
-    reading its flag (as PyTorch's CPU check)."""
-    n = idx.numel()
-    if n == 0 or recording.active is not None:  # a capture records no host reads
-        return
-    idx._materialise()
-    rt = idx.device.rt
-    flag = rt.from_numpy(np.zeros(1, np.uint32))
-    bad = rt.from_numpy(np.zeros(1, idx.dtype.storage_np))
-    launch_1d(K.bounds_kernel, rt, n, idx=idx._karg(idx.shape or (1,), idx._strides or (1,)),
-              idx_off=idx.offset, lo=-size if wrap else 0, size=size, flag=flag, bad=bad,
-              n=n)
-    if int(flag.numpy().reshape(-1)[0]):
-        raise IndexError(f"{what}: index {int(bad.numpy().reshape(-1)[0])} is out of bounds "
-                         f"for dimension {dim} with size {size}")
 
 
 def _wrap(idx: Tensor, size: int) -> Tensor:

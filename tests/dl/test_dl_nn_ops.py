@@ -9,6 +9,7 @@ import torch.nn.functional as TF
 from dl_helpers import close, rand_np
 
 import dl
+from dl import nn
 from dl.nn import functional as F
 
 
@@ -218,17 +219,17 @@ def test_embedding():
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_and_nll(reduction):
     x, t = rand_np((5, 7), 1, low=-3, high=3), np.array([0, 6, 3, 3, 1])
-    _check(lambda x, t: F.cross_entropy(x, t, reduction),
+    _check(lambda x, t: F.cross_entropy(x, t, reduction=reduction),
            lambda x, t: TF.cross_entropy(x, t, reduction=reduction), x, ints=[t])
-    _check(lambda x, t: F.cross_entropy(x, t, reduction, label_smoothing=0.1),
+    _check(lambda x, t: F.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1),
            lambda x, t: TF.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1),
            x, ints=[t])
     p = np.abs(rand_np((5, 7), 2))
     p /= p.sum(1, keepdims=True)
-    _check(lambda x, p: F.cross_entropy(x, p, reduction),
+    _check(lambda x, p: F.cross_entropy(x, p, reduction=reduction),
            lambda x, p: TF.cross_entropy(x, p, reduction=reduction), x, p)
     x3 = rand_np((2, 4, 3), 3)  # (N, C, d): the class dim is 1
-    _check(lambda x, t: F.cross_entropy(x, t, reduction),
+    _check(lambda x, t: F.cross_entropy(x, t, reduction=reduction),
            lambda x, t: TF.cross_entropy(x, t, reduction=reduction), x3,
            ints=[np.array([[0, 3, 2], [1, 1, 0]])])
     _check(lambda x, y: F.mse_loss(x, y, reduction),
@@ -253,7 +254,7 @@ def test_cross_entropy_kernels_on_every_runtime(dev, reduction, case):
         logits = logits.t()
     tt = dl.tensor(t.astype(np.int32 if case == "transposed_int32" else np.int64),
                    device=dev)
-    y = F.cross_entropy(logits, tt, reduction)
+    y = F.cross_entropy(logits, tt, reduction=reduction)
     ty = TF.cross_entropy(tx, torch.tensor(t), reduction=reduction)
     close(y, ty, rtol=1e-5, atol=1e-5)
     w = rand_np(ty.shape, 53)
@@ -261,6 +262,87 @@ def test_cross_entropy_kernels_on_every_runtime(dev, reduction, case):
     (ty * torch.tensor(w)).sum().backward()
     got = ox.grad.numpy()
     close(got.T if case == "transposed_int32" else got, tx.grad, rtol=1e-5, atol=1e-6)
+
+
+XENT_KWARGS = [{}, {"weight": True}, {"ignore_index": 3}, {"weight": True, "ignore_index": 3},
+               {"label_smoothing": 0.2, "weight": True},
+               {"label_smoothing": 0.1, "ignore_index": 3}]
+
+
+@pytest.mark.parametrize("kw", XENT_KWARGS, ids=lambda k: "-".join(k) or "plain")
+@pytest.mark.parametrize("shape", [(6, 5), (3, 5, 4)])
+def test_cross_entropy_and_nll_weights_and_ignored_targets(dev, kw, shape):
+    """weight, ignore_index (-100 by default: a target there counts for nothing) and label
+    smoothing, alone and together, are torch's in value and gradient for every reduction;
+    nll_loss too. (Before, dl had neither weight nor ignore_index, and a -100 target read
+    outside the logits: a finite, wrong loss.)"""
+    rng = np.random.default_rng(len(shape) * 10 + len(kw))
+    x = rng.standard_normal(shape).astype(np.float32)
+    tshape = shape[:1] + shape[2:]
+    t = rng.integers(0, 5, tshape)
+    t.flat[0] = t.flat[-1] = kw.get("ignore_index", -100)
+    w = (rng.random(5) + 0.2).astype(np.float32)
+    idt = np.int64 if dl.tensor([1], device=dev).device.rt.features.int64 else np.int32
+    ot, tt = dl.tensor(t.astype(idt), device=dev), torch.tensor(t)
+    k1 = {k: dl.tensor(w, device=dev) if k == "weight" else v for k, v in kw.items()}
+    k2 = {k: torch.tensor(w) if k == "weight" else v for k, v in kw.items()}
+    for reduction in ("mean", "sum", "none"):
+        fns = [(F.cross_entropy, TF.cross_entropy, x)]
+        if "label_smoothing" not in kw:
+            lp = np.log(np.exp(x) / np.exp(x).sum(1, keepdims=True)).astype(np.float32)
+            fns.append((F.nll_loss, TF.nll_loss, lp))
+        for ours, ref, inp in fns:
+            ox = dl.tensor(inp, device=dev, requires_grad=True)
+            tx = torch.tensor(inp, requires_grad=True)
+            y, ty = ours(ox, ot, reduction=reduction, **k1), ref(tx, tt, reduction=reduction, **k2)
+            close(y, ty, rtol=1e-5, atol=1e-6)
+            g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+            (y * dl.tensor(g, device=dev)).sum().backward()
+            (ty * torch.tensor(g)).sum().backward()
+            close(ox.grad, tx.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_class_targets_out_of_range_and_every_target_ignored(dev):
+    """A target outside [0, C) that is not ignore_index is an IndexError naming it (before:
+    a loss read from outside the row), in both kernels' paths and in nll_loss; gather and
+    index_select check their indices too. A mean over no kept target is nan with zero
+    gradients, as torch's."""
+    x = dl.tensor(rand_np((3, 5), 60), device=dev, requires_grad=True)
+    for t in ([1, 5, 2], [1, -1, 2], [0, -100, 7]):
+        for call in (lambda t: F.cross_entropy(x, dl.tensor(t, device=dev)),
+                     lambda t: F.cross_entropy(x, dl.tensor(t, device=dev), label_smoothing=0.1),
+                     lambda t: F.nll_loss(x, dl.tensor(t, device=dev))):
+            with pytest.raises(IndexError, match="out of bounds"):
+                call(t)
+    with pytest.raises(IndexError, match="gather: index 5 is out of bounds"):
+        dl.gather(x, 1, dl.tensor([[3]], device=dev) + 2)
+    with pytest.raises(IndexError, match="index_select: index -1 is out of bounds"):
+        dl.index_select(x, 0, dl.tensor([0, -1], device=dev))
+    with pytest.raises(TypeError, match="reduction='sum'"):
+        F.cross_entropy(x, dl.tensor([1, 2, 3], device=dev), "sum")
+    tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+    for ours, ref in ((F.cross_entropy, TF.cross_entropy), (F.nll_loss, TF.nll_loss)):
+        x.grad = tx.grad = None
+        y = ours(x, dl.tensor([-100, -100, -100], device=dev))
+        ty = ref(tx, torch.tensor([-100, -100, -100]))
+        y.backward()
+        ty.backward()
+        assert np.isnan(y.item()) and np.isnan(ty.item())
+        close(x.grad, tx.grad)
+
+
+def test_loss_modules_take_weight_and_ignore_index():
+    w = rand_np((4,), 61, low=0.5, high=2.0)
+    x, t = rand_np((5, 4), 62), np.array([0, 3, -100, 1, 3])
+    for ours, ref in ((nn.CrossEntropyLoss(weight=dl.tensor(w), label_smoothing=0.1),
+                       torch.nn.CrossEntropyLoss(weight=torch.tensor(w), label_smoothing=0.1)),
+                      (nn.NLLLoss(dl.tensor(w), ignore_index=3, reduction="sum"),
+                       torch.nn.NLLLoss(torch.tensor(w), ignore_index=3, reduction="sum"))):
+        tt = np.where(t == -100, 3, t) if isinstance(ours, nn.NLLLoss) else t
+        close(ours(dl.tensor(x), dl.tensor(tt)), ref(torch.tensor(x), torch.tensor(tt)),
+              rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="reduction='sum'"):
+        nn.CrossEntropyLoss("sum")
 
 
 def test_cross_entropy_launches(dev):

@@ -78,7 +78,10 @@ def _xent_samples():
                    desc="label smoothing"),
             Sample(arr((5,), 8), np.array(2), desc="1-D logits, 0-dim target"),
             Sample(np.array([[50.0, -50.0, 0.0], [-1e4, 1e4, 0.0]]), np.array([0, 2]),
-                   desc="large logits")]
+                   desc="large logits"),
+            Sample(arr((4, 5), 9), np.array([1, -100, 3, -100]), desc="ignored targets"),
+            Sample(arr((2, 4, 3), 10), np.array([[2, 0, 2], [1, 2, 3]]), ignore_index=2,
+                   reduction="sum", desc="ignore_index, (N, C, d)")]
 
 
 def _sdpa(mod, q, k, v, mask=None, causal=False):
@@ -113,12 +116,10 @@ OPS = [
            dtypes=ALL_FLOATS),
     OpInfo("cross_entropy", op=lambda x, t, **k: F.cross_entropy(x, t, **k),
            ref=lambda x, t, **k: TF.cross_entropy(x, t, **k), samples=_xent_samples,
-           dtypes=ALL_FLOATS, tol={dl.float32: (1e-5, 1e-5)},
-           note="cross_entropy has no weight or ignore_index"),
+           dtypes=ALL_FLOATS, tol={dl.float32: (1e-5, 1e-5)}),
     OpInfo("nll_loss", op=lambda x, t, **k: F.nll_loss(x, t, **k),
            ref=lambda x, t, **k: TF.nll_loss(x, t, **k), dtypes=ALL_FLOATS,
-           samples=lambda: [s for s in _xent_samples()[:5]],
-           note="nll_loss has no weight or ignore_index"),
+           samples=lambda: [s for s in _xent_samples()[:5]] + _xent_samples()[-2:]),
     OpInfo("mse_loss", op=lambda x, t, **k: F.mse_loss(x, t, **k),
            ref=lambda x, t, **k: TF.mse_loss(x, t, **k), dtypes=ALL_FLOATS,
            samples=lambda: [Sample(arr((3, 5)), arr((3, 5), 1)),
