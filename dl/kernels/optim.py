@@ -26,11 +26,13 @@ def _grad(g, p, wd, MAXIMIZE: Comptime[bool], WD: Comptime[bool]):
 
 
 @cube
-def _adam_at(p, g, m, v, pi_: u32, gi_: u32, mi_: u32, vi_: u32, decay, wd, b1, b2, eps,
-             step_size, inv_sqrt_bc2, MAXIMIZE: Comptime[bool], COUPLED_WD: Comptime[bool],
-             DECOUPLED_WD: Comptime[bool]):
-    """One element's Adam step (p[pi_], g[gi_], m[mi_], v[vi_]): the one- and the
-    multi-tensor kernels share it, so their results are the same bits."""
+def _adam_at(p, g, m, v, vmax, pi_: u32, gi_: u32, mi_: u32, vi_: u32, xi_: u32, decay, wd, b1,
+             b2, eps, step_size, inv_sqrt_bc2, MAXIMIZE: Comptime[bool],
+             COUPLED_WD: Comptime[bool], DECOUPLED_WD: Comptime[bool], AMSGRAD: Comptime[bool]):
+    """One element's Adam step (p[pi_], g[gi_], m[mi_], v[vi_]; AMSGRAD: the denominator
+    follows the largest v so far, vmax[xi_], as PyTorch's; without it vmax is not
+    touched): the one- and the multi-tensor kernels share it, so their results are the
+    same bits."""
     pi = p[pi_]
     gi = _grad(g[gi_], pi, wd, MAXIMIZE, COUPLED_WD)
     if DECOUPLED_WD:
@@ -39,18 +41,23 @@ def _adam_at(p, g, m, v, pi_: u32, gi_: u32, mi_: u32, vi_: u32, decay, wd, b1, 
     vi = v[vi_] * b2 + gi * gi * (1 - b2)
     m[mi_] = mi
     v[vi_] = vi
+    if AMSGRAD:
+        vi = max(vmax[xi_], vi)
+        vmax[xi_] = vi
     p[pi_] = pi - mi / (sqrt(vi) * inv_sqrt_bc2 + eps) * step_size
 
 
 @cube(launch=True, unchecked=True, nowrap=True)  # n units in contiguous tensors of n
-def adam_kernel(p: Array[F], g: Array[F], m: Array[F], v: Array[F], n: u32, po: u32, go: u32,
-                mo: u32, vo: u32, decay: F, wd: F, b1: F, b2: F, eps: F, step_size: F,
-                inv_sqrt_bc2: F, MAXIMIZE: Comptime[bool], COUPLED_WD: Comptime[bool],
-                DECOUPLED_WD: Comptime[bool]):
+def adam_kernel(p: Array[F], g: Array[F], m: Array[F], v: Array[F], x: Array[F], n: u32,
+                po: u32, go: u32, mo: u32, vo: u32, xo: u32, decay: F, wd: F, b1: F, b2: F,
+                eps: F, step_size: F, inv_sqrt_bc2: F, MAXIMIZE: Comptime[bool],
+                COUPLED_WD: Comptime[bool], DECOUPLED_WD: Comptime[bool],
+                AMSGRAD: Comptime[bool]):
+    """x: the largest v so far with AMSGRAD (else a placeholder the step never touches)."""
     i = ABSOLUTE_POS
     if i < n:
-        _adam_at(p, g, m, v, po + i, go + i, mo + i, vo + i, decay, wd, b1, b2, eps,
-                 step_size, inv_sqrt_bc2, MAXIMIZE, COUPLED_WD, DECOUPLED_WD)
+        _adam_at(p, g, m, v, x, po + i, go + i, mo + i, vo + i, xo + i, decay, wd, b1, b2,
+                 eps, step_size, inv_sqrt_bc2, MAXIMIZE, COUPLED_WD, DECOUPLED_WD, AMSGRAD)
 
 
 @cube
@@ -92,13 +99,14 @@ def adam_scalars(*, lr, b1, b2, eps, wd, step) -> dict:
                 eps=float(eps), step_size=lr / bc1, inv_sqrt_bc2=1.0 / bc2 ** 0.5)
 
 
-def adam_step(rt, p, g, m, v, scalars: dict, *, wd, decoupled, maximize):
-    """p, g, m, v: contiguous dl tensors of one float dtype and size; scalars:
-    `adam_scalars`."""
-    launch_1d(adam_kernel, rt, p.numel(), p=p._buf, g=g._buf, m=m._buf, v=v._buf,
-              n=p.numel(), po=p.offset, go=g.offset, mo=m.offset, vo=v.offset, **scalars,
-              MAXIMIZE=bool(maximize), COUPLED_WD=bool(wd) and not decoupled,
-              DECOUPLED_WD=bool(wd) and decoupled)
+def adam_step(rt, p, g, m, v, scalars: dict, *, wd, decoupled, maximize, vmax=None):
+    """p, g, m, v (and vmax, the largest v so far, for AMSGRAD): contiguous dl tensors of
+    one float dtype and size; scalars: `adam_scalars`."""
+    x = v if vmax is None else vmax
+    launch_1d(adam_kernel, rt, p.numel(), p=p._buf, g=g._buf, m=m._buf, v=v._buf, x=x._buf,
+              n=p.numel(), po=p.offset, go=g.offset, mo=m.offset, vo=v.offset, xo=x.offset,
+              **scalars, MAXIMIZE=bool(maximize), COUPLED_WD=bool(wd) and not decoupled,
+              DECOUPLED_WD=bool(wd) and decoupled, AMSGRAD=vmax is not None)
 
 
 def sgd_scalars(*, lr, wd, mom, damp) -> dict:

@@ -50,8 +50,10 @@ class Rule:
 
 ADAM = Rule("adam", ("p", "g", "m", "v"),
             ("decay", "wd", "b1", "b2", "eps", "step_size", "inv_sqrt_bc2"),
-            (("MAXIMIZE", "bool"), ("COUPLED_WD", "bool"), ("DECOUPLED_WD", "bool")),
-            "_adam_at")
+            (("MAXIMIZE", "bool"), ("COUPLED_WD", "bool"), ("DECOUPLED_WD", "bool"),
+             ("AMSGRAD", "bool")), "_adam_at")
+ADAM_AMSGRAD = Rule("adam_amsgrad", ("p", "g", "m", "v", "x"), ADAM.scalars, ADAM.flags,
+                    "_adam_at")  # x: the largest v so far
 SGD = Rule("sgd", ("p", "g"), ("lr", "wd", "mom", "damp"),
            (("MAXIMIZE", "bool"), ("HAS_WD", "bool"), ("MOMENTUM", "int"),
             ("NESTEROV", "bool")), "_sgd_at")
@@ -63,6 +65,8 @@ def _call(rule: Rule, k: int, j: str) -> str:
     bufs = [f"{b}{k}" for b in rule.buffers]
     if rule.helper == "_sgd_at" and len(bufs) == 2:
         bufs.append(f"p{k}")  # no momentum buffer: the helper never touches it
+    if rule.helper == "_adam_at" and len(bufs) == 4:
+        bufs.append(f"v{k}")  # no AMSGRAD maximum: likewise
     idx = [f"{b}o{k} + {j}" for b in rule.buffers]
     if len(idx) < len(bufs):
         idx.append("0")
@@ -136,7 +140,16 @@ def max_segments(rt, rule: Rule) -> int:
         cap = min(cap, bound // len(rule.buffers))
     elif rt.target == "msl":
         cap = min(cap, (METAL_BUFFER_ARGUMENTS - 1) // len(rule.buffers))
+    elif rt.target == "opencl":
+        cap = min(cap, opencl_segments(rule))
     return cap
+
+
+def opencl_segments(rule: Rule) -> int:
+    """Segments of rule whose arguments fit OpenCL's guaranteed parameter bytes: 8 Adam
+    segments (4 buffers each) take 944 of the 1024, so a rule with more buffers per
+    segment takes proportionally fewer (AMSGRAD's 5: 6 segments)."""
+    return MAX_SEGMENTS * 4 // max(4, len(rule.buffers))
 
 
 class Launch:

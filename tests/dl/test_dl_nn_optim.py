@@ -92,6 +92,10 @@ OPTIMS = {
                       lambda p: torch.optim.Adam(p, lr=0.02, maximize=True)),
     "adamw_decay": (lambda p: dl.optim.AdamW(p, lr=0.01, weight_decay=0.3),
                     lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.3)),
+    "adam_amsgrad": (lambda p: dl.optim.Adam(p, lr=0.02, betas=(0.5, 0.9), amsgrad=True),
+                     lambda p: torch.optim.Adam(p, lr=0.02, betas=(0.5, 0.9), amsgrad=True)),
+    "adamw_amsgrad": (lambda p: dl.optim.AdamW(p, lr=0.01, weight_decay=0.1, amsgrad=True),
+                      lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1, amsgrad=True)),
 }
 
 

@@ -20,6 +20,9 @@ OPTIMS = {
              lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.1)),
     "adam_maximize": (lambda p, **k: dl.optim.Adam(p, lr=0.02, maximize=True, **k),
                       lambda p: torch.optim.Adam(p, lr=0.02, maximize=True)),
+    "adam_amsgrad": (lambda p, **k: dl.optim.Adam(p, lr=0.02, betas=(0.5, 0.9), amsgrad=True,
+                                                  **k),
+                     lambda p: torch.optim.Adam(p, lr=0.02, betas=(0.5, 0.9), amsgrad=True)),
     "adamw": (lambda p, **k: dl.optim.AdamW(p, lr=0.01, betas=(0.8, 0.99), weight_decay=0.3,
                                             **k),
               lambda p: torch.optim.AdamW(p, lr=0.01, betas=(0.8, 0.99), weight_decay=0.3)),
@@ -271,13 +274,15 @@ def test_the_plan_keeps_no_gradient_alive(dev):
         assert all(r() is None for r in refs), step
 
 
-@pytest.mark.parametrize("rule", [optim_multi.ADAM, optim_multi.SGD_MOMENTUM, optim_multi.SGD])
+@pytest.mark.parametrize("rule", [optim_multi.ADAM, optim_multi.ADAM_AMSGRAD,
+                                  optim_multi.SGD_MOMENTUM, optim_multi.SGD])
 def test_the_widest_launch_fits_opencls_guaranteed_argument_bytes(rule):
     """OpenCL passes a kernel's arguments by value (a pointer per buffer, the argument block
-    of 8-byte slots) and guarantees only 1024 bytes of them: MAX_SEGMENTS must fit that."""
+    of 8-byte slots) and guarantees only 1024 bytes of them: the segments an OpenCL launch
+    takes (`opencl_segments`: 8 of Adam, 6 of AMSGRAD's) must fit that."""
     import re
     flags = {f: (2 if t == "int" else False) for f, t in rule.flags}
-    src = optim_multi.kernel(rule, optim_multi.MAX_SEGMENTS).source(
+    src = optim_multi.kernel(rule, optim_multi.opencl_segments(rule)).source(
         target="opencl", F=dl.float32.cube, **flags)
     slots = int(re.search(r"s\[(\d+)\]", src).group(1))  # the argument block
     buffers = src.count("__global")
