@@ -69,13 +69,25 @@ def _class_args(what: str, weight, reduction: str) -> None:
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-def _class_targets(what: str, target: Tensor, classes: int, ignore_index: int):
-    """(target with ignored entries as class 0, the mask of the others) after PyTorch's
-    bounds check of the others (an IndexError, not a read outside the logits)."""
+def _nll_terms(what: str, logp: Tensor, target: Tensor, weight, ignore_index: int):
+    """(-w[t] * logp[n, t] per target entry, its weight w[t], the mask of the kept entries)
+    for class targets t (nll_loss, and cross_entropy's general path): entries equal to
+    ignore_index weigh 0 and read class 0; the others pass PyTorch's bounds check (an
+    IndexError, not a read outside the logits)."""
+    if target.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{what}: target must hold class indices (int), got {target.dtype}")
+    if target.shape != logp.shape[:1] + logp.shape[2:]:
+        raise ValueError(f"{what}: target shape {target.shape} does not fit input "
+                         f"{logp.shape}")
     keep = target != ignore_index
     safe = ops.where(keep, target, 0)
-    check_bounds(safe, classes, what, 1, wrap=False)
-    return safe, keep
+    check_bounds(safe, logp.shape[1], what, 1, wrap=False)
+    picked = ops.gather(logp, 1, safe.unsqueeze(1)).squeeze(1)
+    wt = keep.to(logp.dtype)
+    if weight is not None:
+        wt = wt * ops.index_select(weight.to(logp.dtype), 0, safe.reshape(-1)).reshape(
+            safe.shape)
+    return -picked * wt, wt, keep
 
 
 def _weighted(loss: Tensor, wt: Tensor, reduction: str) -> Tensor:
@@ -102,18 +114,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, *,  # 
     count for nothing, and the mean divides by the weights of the others (by their number
     without weights). A target outside [0, C) other than ignore_index is an IndexError."""
     _class_args("nll_loss", weight, reduction)
-    if target.dtype not in (dtypes.int32, dtypes.int64):
-        raise TypeError(f"nll_loss: target must hold class indices (int), got {target.dtype}")
-    if target.shape != input.shape[:1] + input.shape[2:]:
-        raise ValueError(f"nll_loss: target shape {target.shape} does not fit input "
-                         f"{input.shape}")
-    safe, keep = _class_targets("nll_loss", target, input.shape[1], ignore_index)
-    picked = ops.gather(input, 1, safe.unsqueeze(1)).squeeze(1)
-    wt = keep.to(input.dtype)
-    if weight is not None:
-        wt = wt * ops.index_select(weight.to(input.dtype), 0, safe.reshape(-1)).reshape(
-            safe.shape)
-    return _weighted(-picked * wt, wt, reduction)
+    loss, wt, _ = _nll_terms("nll_loss", input, target, weight, ignore_index)
+    return _weighted(loss, wt, reduction)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *,  # noqa: A002
@@ -144,13 +146,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, *
             target = target * (1.0 - label_smoothing) + label_smoothing / classes
         wlogp = logp if w is None else logp * w
         return _reduce(-ops.sum(target * wlogp, 1), reduction)
-    safe, keep = _class_targets("cross_entropy", target, classes, ignore_index)
-    picked = ops.gather(logp, 1, safe.unsqueeze(1)).squeeze(1)
-    wt = keep.to(input.dtype)
-    if weight is not None:
-        wt = wt * ops.index_select(weight.to(input.dtype), 0, safe.reshape(-1)).reshape(
-            safe.shape)
-    loss = -picked * wt
+    loss, wt, keep = _nll_terms("cross_entropy", logp, target, weight, ignore_index)
     if label_smoothing:  # PyTorch: (1 - e) * nll + e / C * sum_c w_c * -logp_c
         spread = -ops.sum(logp if w is None else logp * w, 1) * keep.to(input.dtype)
         loss = loss * (1.0 - label_smoothing) + spread * (label_smoothing / classes)

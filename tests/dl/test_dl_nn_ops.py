@@ -331,6 +331,19 @@ def test_class_targets_out_of_range_and_every_target_ignored(dev):
         close(x.grad, tx.grad)
 
 
+def test_class_target_errors_name_the_loss():
+    """A class target of the wrong shape or dtype is a ValueError/TypeError naming the loss
+    that was called (cross_entropy's general path checked nothing of its own: a wrong shape
+    surfaced as gather's error)."""
+    x = dl.tensor(rand_np((3, 5), 63))
+    for f, name in ((F.cross_entropy, "cross_entropy"), (F.nll_loss, "nll_loss")):
+        for t in (dl.tensor([1, 2, 3, 4]), dl.tensor([[1], [2], [3]])):
+            with pytest.raises(ValueError, match=f"{name}: target shape"):
+                f(x, t)
+        with pytest.raises(TypeError, match=f"{name}: target must hold class indices"):
+            f(x, dl.tensor([True, False, True]))
+
+
 def test_loss_modules_take_weight_and_ignore_index():
     w = rand_np((4,), 61, low=0.5, high=2.0)
     x, t = rand_np((5, 4), 62), np.array([0, 3, -100, 1, 3])
