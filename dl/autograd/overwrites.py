@@ -21,7 +21,7 @@ from ..tensor import Tensor
 REGENERATE: list = [None]
 
 
-def check_history(name: str, inputs: tuple) -> None:
+def check_history(inputs: tuple) -> None:
     """Give an input whose storage was written through another tensor since its history was
     recorded its base's current history where it is a view made by indexing or a shape op
     (as PyTorch regenerates a view's). Any other input keeps its history (a write through a

@@ -56,7 +56,7 @@ def record(out, name: str, inputs: tuple, backward):
     if needs_grad(*inputs):
         at = writes.count[0]
         if at:  # some storage was written in place (none: nothing can be stale)
-            check_history(name, inputs)
+            check_history(inputs)
         out.requires_grad = True
         out._grad_fn = GradFn(name, tuple(_edge(x) for x in inputs), backward, inputs, at,
                               weakref.ref(out))

@@ -87,8 +87,8 @@ def _inplace(x: Tensor, name: str, out_of_place, direct) -> Tensor:
         raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
     if is_grad_enabled():
         overwrites.refuse_leaf_write(x, name)
-        overwrites.check_history(name, (x,))  # a view written through its base: its new
-        # history, which the op's result continues
+        overwrites.check_history((x,))  # a view written through its base: its new history,
+        # which the op's result continues
     x._materialise()
     if direct is not None:
         before_write(x)
@@ -119,6 +119,12 @@ def _write_region(b: Tensor, idx, y: Tensor) -> None:
         b._hist_at = view._hist_at
 
 
+def _base_view(b: Tensor, idx) -> Tensor:
+    """The view `_region(b, idx)` with b's current history, through an alias of b (a leaf
+    base is its own edge: an alias object of it would collect its gradient)."""
+    return _region(b if b._grad_fn is None else _alias(b), idx)
+
+
 def regenerate(x: Tensor) -> bool:
     """Give x, a view made by indexing or a shape op whose storage was written through
     another tensor, the history of its base's current value (the view of it again); False
@@ -129,8 +135,7 @@ def regenerate(x: Tensor) -> bool:
     b, idx = src
     if b._grad_fn is not None and writes.written_since(b, b._hist_at) and not regenerate(b):
         return False
-    # (a leaf base is its own edge: an alias object of it would collect its gradient)
-    nv = _region(b if b._grad_fn is None else _alias(b), idx)
+    nv = _base_view(b, idx)
     x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
         writes.count[0]
     return True
@@ -149,8 +154,7 @@ def write_back(x: Tensor, y: Tensor) -> None:
     if src is not None:
         b, idx = src
         _write_region(b, idx, y)
-        # of b's history now (a later op on b makes b another; a leaf is its own edge)
-        nv = _region(b if b._grad_fn is None else _alias(b), idx)
+        nv = _base_view(b, idx)  # of b's history now (a later op on b makes b another)
         x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
             nv._hist_at
         return

@@ -45,7 +45,7 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
     tracking = is_grad_enabled() and (x.requires_grad or others)
     if tracking:
         refuse_leaf_write(x, f"{name}_")
-        check_history(f"{name}_", (x,))  # a view written through its base: its new history
+        check_history((x,))  # a view written through its base: its new history
     # a lazy x is computed first, not given the op's node: gradient closures and lazy values
     # may hold the x object, and only a storage write is seen by their checks
     x._materialise()
