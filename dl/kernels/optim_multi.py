@@ -40,35 +40,35 @@ METAL_BUFFER_ARGUMENTS = 31  # Metal's buffer argument table; the argument block
 @dataclass(frozen=True)
 class Rule:
     """What a multi kernel of one update rule takes: per segment its buffers (the first is
-    the parameter), then the shared scalars and comptime flags, and the element helper."""
+    the parameter), then the shared scalars and comptime flags, and the element helper.
+    stand_in: the buffer passed for the helper's last buffer where the rule has none (a
+    state its flags keep the helper from touching: SGD's momentum, Adam's AMSGRAD maximum)."""
     name: str
     buffers: tuple[str, ...]
     scalars: tuple[str, ...]
     flags: tuple[tuple[str, str], ...]  # (name, comptime type)
     helper: str
+    stand_in: str = ""
 
 
 ADAM = Rule("adam", ("p", "g", "m", "v"),
             ("decay", "wd", "b1", "b2", "eps", "step_size", "inv_sqrt_bc2"),
             (("MAXIMIZE", "bool"), ("COUPLED_WD", "bool"), ("DECOUPLED_WD", "bool"),
-             ("AMSGRAD", "bool")), "_adam_at")
+             ("AMSGRAD", "bool")), "_adam_at", stand_in="v")
 ADAM_AMSGRAD = Rule("adam_amsgrad", ("p", "g", "m", "v", "x"), ADAM.scalars, ADAM.flags,
                     "_adam_at")  # x: the largest v so far
 SGD = Rule("sgd", ("p", "g"), ("lr", "wd", "mom", "damp"),
            (("MAXIMIZE", "bool"), ("HAS_WD", "bool"), ("MOMENTUM", "int"),
-            ("NESTEROV", "bool")), "_sgd_at")
+            ("NESTEROV", "bool")), "_sgd_at", stand_in="p")
 SGD_MOMENTUM = Rule("sgd_momentum", ("p", "g", "b"), SGD.scalars, SGD.flags, "_sgd_at")
 
 
 def _call(rule: Rule, k: int, j: str) -> str:
     """The helper call updating element j of segment k."""
     bufs = [f"{b}{k}" for b in rule.buffers]
-    if rule.helper == "_sgd_at" and len(bufs) == 2:
-        bufs.append(f"p{k}")  # no momentum buffer: the helper never touches it
-    if rule.helper == "_adam_at" and len(bufs) == 4:
-        bufs.append(f"v{k}")  # no AMSGRAD maximum: likewise
     idx = [f"{b}o{k} + {j}" for b in rule.buffers]
-    if len(idx) < len(bufs):
+    if rule.stand_in:
+        bufs.append(f"{rule.stand_in}{k}")
         idx.append("0")
     args = bufs + idx + list(rule.scalars) + [f for f, _ in rule.flags]
     return f"{rule.helper}({', '.join(args)})"
