@@ -6,7 +6,9 @@ runs: the machine is shared, so wall clock is noisy and per-core ratios are what
     python bench/matmul_shapes.py [--isa host|avx2] [--only NAME...] [--cand NAME...]
 
 --isa avx2 re-runs itself with our AVX2 model and the peers' AVX2 kernels (`isa_env`).
---cand times each named matmul candidate (MATMUL.only) instead of the tuned choice."""
+--cand times each named matmul candidate (MATMUL.only) instead of the tuned choice.
+--threads N runs our pool and the peers on N threads each, timed by wall clock (the per-core
+ratios hide what splitting a product between cores costs)."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +28,7 @@ def _parse():
     p.add_argument("--only", nargs="*", default=None)
     p.add_argument("--cand", nargs="*", default=None)
     p.add_argument("--runs", type=int, default=41)
+    p.add_argument("--threads", type=int, default=1)
     return p.parse_args()
 
 
@@ -34,18 +37,19 @@ def main():
     if args.isa and os.environ.get("_MM_SHAPES_CHILD") != "1":
         sys.path.insert(0, str(ROOT / "bench"))
         from run import isa_env
-        env = {**isa_env(args.isa), "_MM_SHAPES_CHILD": "1", "OPENBLAS_NUM_THREADS": "1",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        nth = str(args.threads)
+        env = {**isa_env(args.isa), "_MM_SHAPES_CHILD": "1", "OPENBLAS_NUM_THREADS": nth,
+               "OMP_NUM_THREADS": nth, "MKL_NUM_THREADS": nth}
         argv = [a for i, a in enumerate(sys.argv[1:])
                 if a != "--isa" and (i == 0 or sys.argv[i] != "--isa")]
         sys.exit(subprocess.call([sys.executable, __file__, *argv], env=env))
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
     sys.path.insert(0, str(ROOT))
     from runtimes import cpu_pool
-    cpu_pool._pool = cpu_pool.Pool(1)
+    cpu_pool._pool = cpu_pool.Pool(args.threads)
     import numpy as np
     import torch
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     import dl
     import dl.nn.functional as F
     from dl.kernels import matmul as lib
@@ -120,11 +124,19 @@ def main():
         "mm4096": lambda: sgemm(4096),
     }
 
+    clock = time.thread_time if args.threads == 1 else time.perf_counter
+
+    def pause(fn):
+        """Before a sample on several threads: a pause, then one untimed call."""
+        if args.threads > 1:
+            time.sleep(0.2)
+            fn()
+
     def cpu_time(fn, reps):
-        t0 = time.thread_time()
+        t0 = clock()
         for _ in range(reps):
             fn()
-        return (time.thread_time() - t0) / reps
+        return (clock() - t0) / reps
 
     def paired(ours, peer, work):
         for _ in range(3):
@@ -133,11 +145,14 @@ def main():
         reps = max(1, int(0.02 / max(once, 1e-6)))  # ~20 ms a sample
         to, tp = [], []
         for _ in range(args.runs):
+            # the peers' idle threads spin ~100 ms after a call and would take a core
+            pause(ours)
             to.append(cpu_time(ours, reps))
+            pause(peer)
             tp.append(cpu_time(peer, reps))
         return statistics.median(to), statistics.median(tp)
 
-    print(f"isa={os.environ.get('CUBE_CPU_ISA', 'host')} "
+    print(f"isa={os.environ.get('CUBE_CPU_ISA', 'host')} threads={args.threads} "
           f"torch={torch.backends.cpu.get_cpu_capability()}", flush=True)
     with dl.no_grad():
         for name, make in shapes.items():
