@@ -243,7 +243,7 @@ def as_3d(x, axis: int):
     return strided(b, (outer, shape[axis], inner), (so, strides[axis], si))
 
 
-def _run_unit(rt, x, out, idx, op, scale=None):
+def run_unit(rt, x, out, idx, op, scale=None):
     outer, r, inner = x.shape
     lsz = 1
     if x.strides[2] == 1 and inner > 1 and not op.startswith("arg"):
@@ -285,8 +285,8 @@ def _run_chunked(rt, x, out, idx, op):
     first = "sum" if op == "mean" else op
     xs = strided(x, (outer * chunks, rows, inner),
                  (rows * x.strides[1], x.strides[1], x.strides[2]))
-    _run_unit(rt, xs, part, None, first)
-    _run_unit(rt, strided(part, (outer, chunks, inner), (chunks * inner, inner, 1)), out,
+    run_unit(rt, xs, part, None, first)
+    run_unit(rt, strided(part, (outer, chunks, inner), (chunks * inner, inner, 1)), out,
               None, op, scale=1.0 / r)
 
 
@@ -342,7 +342,7 @@ REDUCE = Tunable("reduce", [
               lambda rt, x, out, idx, op: not op.startswith("arg") and _split_line(rt, x) > 0),
     Candidate("chunked", _run_chunked, _cpu_first(95, 55),
               lambda rt, x, out, idx, op: _chunk_rows(x, op) > 0),
-    Candidate("unit", _run_unit, _cpu_first(90, 50)),
+    Candidate("unit", run_unit, _cpu_first(90, 50)),
     Candidate("shared_128", _run_shared(128), _cpu_first(10, 80),
               lambda rt, *a: rt.features.max_cube_dim >= 128),
     Candidate("shared_32", _run_shared(32), _cpu_first(5, 70)),

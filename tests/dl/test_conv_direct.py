@@ -152,6 +152,31 @@ def test_grad_weight_candidates(rt, name, case, monkeypatch):
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
 
 
+# (x shape, w shape, stride, padding): few channels, so the blocked weight gradient splits
+# the batch (an uneven last split at 11 images in 6 splits of 2)
+SPLIT_CASES = [((11, 3, 6, 7), (16, 3, 3, 3), 1, 1),
+               ((16, 1, 8, 8), (16, 1, 3, 3), 1, 1),
+               ((5, 2, 9, 9), (20, 2, 3, 3), 2, 1)]
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=str)
+def test_grad_weight_batch_splits(rt, case, monkeypatch):
+    """The blocked weight gradient summed in batch splits (`wgrad_splits`) and added up
+    equals torch's float64 gradient; the split count is the one the rule gives."""
+    xs, ws, s, p = case
+    monkeypatch.setattr(cd, "WGRAD_MIN_PIXELS", 1)
+    rng = np.random.default_rng(sum(xs) + 5)
+    x = rng.standard_normal(xs).astype(np.float32)
+    x64 = torch.tensor(x, dtype=torch.float64)
+    y = torch.nn.functional.conv2d(x64, torch.zeros(ws, dtype=torch.float64), None, s, p)
+    g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    assert cd.wgrad_splits(xs[1], xs[0], y.shape[2] * y.shape[3]) > 1
+    out = _run(C.CONV_GRAD_WEIGHT, "blocked", lambda: C.conv2d_grad_weight(
+        rt, rt.from_numpy(x), rt.from_numpy(g), None, ws, s, p, 1), monkeypatch)
+    ref = torch.nn.grad.conv2d_weight(x64, ws, torch.tensor(g, dtype=torch.float64), s, p)
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("cfg", [dict(padding=1), dict(stride=2, padding=1), dict()])
 def test_dl_conv2d_backward_through_blocked(dev, cfg, monkeypatch):
     """F.conv2d forward and backward with the blocked candidates chosen, against torch."""
