@@ -2,4 +2,4 @@
 from .function import Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .hooks import RemovableHandle, register_post_accumulate_grad_hook
-from .tape import GradFn, backward, needs_grad, record
+from .tape import GradFn, backward, needs_grad, record, saved_output

@@ -14,6 +14,7 @@ write and stamps the storage it writes).
 from __future__ import annotations
 
 from ..fusion import realise, writes
+from ..fusion.materialise import settled
 from ..tensor import Tensor
 
 # regenerate(x) -> bool: gives a view made by indexing or a shape op the history of its
@@ -86,8 +87,11 @@ def backward_of(fn, g):
     does not), so it runs with those storages made unreadable, its gradients computed
     inside; a read is PyTorch's error, not a gradient of the new values."""
     stale = {}
-    out = fn.out() if fn.out is not None else None  # gone: nothing can read it
-    for x in (out, *fn.operands):
+    out = fn.out() if fn.out is not None else None  # gone: only `saved` can read it
+    saved = fn.saved
+    if saved is not None:
+        settled(saved)  # the storage its node was computed into (then written), if any
+    for x in (out, saved, *fn.operands):
         if isinstance(x, Tensor) and writes.written_since(x, fn.at):
             stale[id(x._buf)] = x._buf
     if not stale:

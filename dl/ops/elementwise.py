@@ -12,6 +12,8 @@ records one lazy node (see dl/fusion); its gradient is written with the same ops
 backward chains fuse as well. Broadcast gradients are summed back with `sum_to`."""
 from __future__ import annotations
 
+import dis
+import functools
 import inspect
 import math
 import textwrap
@@ -21,7 +23,7 @@ import numpy as np
 from cube_ir.types import i32, with_elem
 
 from .. import dtypes
-from ..autograd import record
+from ..autograd import record, saved_output
 from ..autograd.tape import needs_grad
 from ..fusion import elementwise
 from ..fusion.emit_ops import emitter
@@ -39,6 +41,18 @@ __all__ = ["cast"]
 
 def _float_of(t: dtypes.DType) -> dtypes.DType:
     return t if t.is_float else F
+
+
+@functools.cache
+def _reads_output(grad) -> bool:
+    """Whether a declared gradient grad(g, ..., y) reads its last argument, the op's output
+    (which it then gets as `saved_output`'s alias: an object per op call, spared where the
+    gradient does not read it, as add's and mul's). A closure capturing it counts as a read."""
+    code = grad.__code__
+    name = code.co_varnames[code.co_argcount - 1]
+    return name in code.co_cellvars or any(
+        ins.opname.startswith("LOAD_FAST") and ins.argval == name
+        for ins in dis.get_instructions(code))
 
 
 def _unary_node(op, x: Tensor, dtype, attrs=()) -> Tensor:
@@ -90,7 +104,8 @@ def _unary(op, float_only: bool, grad=None, attrs=()):
         dt = _float_of(x.dtype) if float_only else x.dtype
         y = _unary_node(op, x, dt, attrs)
         if grad is not None and dt.is_float and needs_grad(x):
-            record(y, op, (x,), lambda g: (grad(g, x, y),))
+            ys = saved_output(y) if _reads_output(grad) else None
+            record(y, op, (x,), lambda g: (grad(g, x, ys),), saved=ys)
         return y
     fn.__name__ = op
     return fn
@@ -382,12 +397,13 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     y = elementwise(op, [a, b], ins, out)
     if grad is not None and out.is_float and needs_grad(a, b):
         tensors = (a if is_tensor(a) else None, b if is_tensor(b) else None)
+        ys = saved_output(y) if _reads_output(grad) else None
 
         def back(g):
-            ga, gb = grad(g, a, b, y)
+            ga, gb = grad(g, a, b, ys)
             return (None if tensors[0] is None or ga is None else sum_to(ga, a.shape),
                     None if tensors[1] is None or gb is None else sum_to(gb, b.shape))
-        record(y, op, tensors, back)
+        record(y, op, tensors, back, saved=ys)
     return y
 
 
@@ -968,7 +984,8 @@ _declare(lerp, "lerp")
 def _act(op: str, x: Tensor, params: tuple, grad) -> Tensor:
     dt = _float_of(x.dtype)
     y = elementwise(op, [x, *params], [dt.compute] * (1 + len(params)), dt)
-    return record(y, op, (x,), lambda g: (grad(g, x, y),))
+    ys = saved_output(y) if _reads_output(grad) else None
+    return record(y, op, (x,), lambda g: (grad(g, x, ys),), saved=ys)
 
 
 def _softplus_math(ir, x, beta, threshold):

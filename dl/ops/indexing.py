@@ -159,10 +159,15 @@ def write_back(x: Tensor, y: Tensor) -> None:
             nv._hist_at
         return
     lazy = y._buf is None
+    # the op's gradient closure reads y through an alias on y's node (`saved_output`): it
+    # is y's value as much as y is
+    saved = y._grad_fn.saved if lazy and y._grad_fn is not None else None
+    also = (saved,) if saved is not None and saved._node is y._node else ()
     with no_grad():
-        assign(x, y, internal=lazy)  # y is the caller's: computed in the write
+        assign(x, y, internal=lazy, also=also)  # y is the caller's: computed in the write
     if lazy:  # y's value is x's storage now (a gradient reading y reads it there)
-        y._buf, y._node, y._strides, y.offset = x._buf, None, x._strides, x.offset
+        for t in (y, *also):
+            t._buf, t._node, t._strides, t.offset = x._buf, None, x._strides, x.offset
     if y.requires_grad:
         x.requires_grad, x._grad_fn = True, y._grad_fn
         if lazy:  # the write made the op's output: it is not a later change of it

@@ -4,7 +4,7 @@ epilogue) on the kernel library's tuned matmul. Gradients are matmuls of transpo
 from __future__ import annotations
 
 from .. import dtypes, shapes
-from ..autograd import record
+from ..autograd import record, saved_output
 from ..autograd.tape import needs_grad
 from ..kernels import matmul as lib
 from ..kernels import plan
@@ -170,13 +170,15 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "no
     fused = act if (not grad or act in ("none", "relu")) else "none"
     y = mm_raw(x2, weight, bias, fused, tb=True)
     if grad:
+        ys = saved_output(y)
+
         def back(g):
-            gz = g if fused == "none" else g * (y.detach() > 0)
+            gz = g if fused == "none" else g * (ys > 0)
             gx = mm_raw(gz, weight) if x.requires_grad else None
             gw = mm_raw(gz, x2, ta=True) if weight.requires_grad else None
             gb = gz.sum(0) if bias is not None and bias.requires_grad else None
             return gx, gw, gb
-        record(y, "linear", (x2, weight, bias), back)
+        record(y, "linear", (x2, weight, bias), back, saved=ys)
     if fused != act:
         y = {"gelu": lambda t: t.gelu(), "tanh": lambda t: t.tanh()}[act](y)
     return y if nd == 2 else y.reshape(*x.shape[:-1], y.shape[-1])

@@ -8,7 +8,7 @@ that collapse into one."""
 from __future__ import annotations
 
 from .. import dtypes, shapes
-from ..autograd import record
+from ..autograd import record, saved_output
 from ..fusion import elementwise
 from ..fusion import fusion as fusion_setting
 from ..fusion.reduce import can_fuse, reduce_lazy
@@ -190,7 +190,9 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     dims = _dims(x, dim)
     y = _reduced(x, dims, "prod", keepdim)
     if x.dtype.is_float:
-        record(y, "prod", (x,), lambda g: (_prod_grad(g, x, y.detach(), dims),))
+        ys = saved_output(y)
+        record(y, "prod", (x,), lambda g: (_prod_grad(g, x, ys, dims),),
+               saved=ys)
     return y
 
 
@@ -211,11 +213,13 @@ def _amax(op: str):
         dims = _dims(x, dim)
         y = _reduced(x, dims, op, keepdim)
         if x.dtype.is_float:
+            ys = saved_output(y)
+
             def back(g):  # shared evenly between tied extremes, as PyTorch's amax
-                hit = (x == _expand_grad(y.detach(), x, dims)).to(x.dtype)
+                hit = (x == _expand_grad(ys, x, dims)).to(x.dtype)
                 cnt = sum(hit, dims, keepdim=True)
                 return (_expand_grad(g, x, dims) * hit / cnt,)
-            record(y, "a" + op, (x,), back)
+            record(y, "a" + op, (x,), back, saved=ys)
         return y
     fn.__name__ = "a" + op
     fn.__doc__ = (f"The {op}imum of x over `dim` (an int, a tuple, or None: all dims), in x's "

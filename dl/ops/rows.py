@@ -3,7 +3,7 @@ gradients written as lazy elementwise ops and fused reductions."""
 from __future__ import annotations
 
 from .. import dtypes, shapes
-from ..autograd import record
+from ..autograd import record, saved_output
 from ..autograd.tape import needs_grad
 from ..kernels import norm as lib_norm
 from ..kernels import softmax as lib_softmax
@@ -49,12 +49,14 @@ def _softmax(x: Tensor, dim: int, log: bool) -> Tensor:
     if y is None:
         y = _softmax_raw(x, d, log)
 
+    ys = saved_output(y)
+
     def back(g):
-        yd = y.detach()
+        yd = ys
         if log:
             return (g - yd.exp() * sum(g, d, keepdim=True),)
         return (yd * (g - sum(g * yd, d, keepdim=True)),)
-    return record(y, "log_softmax" if log else "softmax", (x,), back)
+    return record(y, "log_softmax" if log else "softmax", (x,), back, saved=ys)
 
 
 @register("softmax", method=True)

@@ -320,10 +320,12 @@ def setitem(x: Tensor, idx, value) -> None:
     x._hist_at = view._hist_at  # x's own write: its history (if any) stays its own
 
 
-def assign(dst: Tensor, value, internal: bool = False) -> Tensor:
+def assign(dst: Tensor, value, internal: bool = False, also: tuple = ()) -> Tensor:
     """Write `value` (a tensor broadcastable to dst, or a scalar) into dst's storage.
     internal: value is the caller's own (no one else reads it later), so a lazy value is
-    computed in the write even where it reads dst (`x += 1`: one kernel)."""
+    computed in the write even where it reads dst (`x += 1`: one kernel). also: more lazy
+    tensors on value's node that the caller points at dst's storage after the write (a
+    gradient closure's alias of value, `saved_output`)."""
     dst._materialise()
     if dst.numel() == 0:
         return dst
@@ -345,7 +347,7 @@ def assign(dst: Tensor, value, internal: bool = False) -> Tensor:
     else:
         lazy = elementwise("full", [value], [dst.dtype.compute], dst.dtype, device=dst.device,
                            shape=dst.shape)
-    before_write(dst, (lazy, value) if internal else (lazy,))
+    before_write(dst, (lazy, value, *also) if internal else (lazy,))
     write_into(lazy, dst)
     dst._hist_at = writes.count[0]
     return dst

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes, shapes
-from ..autograd import no_grad, record
+from ..autograd import no_grad, record, saved_output
 from ..kernels import hist as lib_hist
 from ..kernels import scan as lib_scan
 from ..kernels import sort as lib_sort
@@ -182,11 +182,12 @@ def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
     y, r = _scan(x, dim, "prod", dtype, name="cumprod")
     if y.dtype.is_float:
         d = r.d
+        ys = saved_output(y)
 
         def back(g):
-            xd, yd = x.detach(), y.detach()
-            if xd.dtype is not y.dtype:
-                xd = cast(xd, y.dtype)
+            xd, yd = x.detach(), ys
+            if xd.dtype is not yd.dtype:
+                xd = cast(xd, yd.dtype)
             zero = xd == 0
             nz = _scan(zero, d, "sum", None)[0]  # zeros up to and including i
             before = nz == 0
@@ -198,7 +199,7 @@ def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
             gz = _rev_cumsum(g * y1, d)
             gx = where(before, ga, where(first, gz, 0.0))
             return (cast(gx, x.dtype),)
-        record(y, "cumprod", (x,), back)
+        record(y, "cumprod", (x,), back, saved=ys)
     return y
 
 
@@ -213,15 +214,16 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
         raise TypeError(f"logcumsumexp takes float tensors, got {x.dtype}")
     y, r = _scan(x, dim, "logsumexp", None, name="logcumsumexp")
     d = r.d
+    ys = saved_output(y)
 
     def back(g):
-        xd, yd = x.detach(), y.detach()
+        xd, yd = x.detach(), ys
         gp = where(g > 0, g, 0.0).log() - yd
         gn = where(g < 0, -g, 0.0).log() - yd
         rp = _scan(gp, d, "logsumexp", None, rev=True)[0]
         rn = _scan(gn, d, "logsumexp", None, rev=True)[0]
         return (cast((rp + xd).exp() - (rn + xd).exp(), x.dtype),)
-    return record(y, "logcumsumexp", (x,), back)
+    return record(y, "logcumsumexp", (x,), back, saved=ys)
 
 
 # ---- sorting and selection ---------------------------------------------------------------
@@ -344,11 +346,13 @@ def median(x: Tensor, dim=None, keepdim: bool = False):
         with no_grad():
             v = median(reshape(x.detach(), -1), 0).values
         if x.dtype.is_float:
+            ys = saved_output(v)
+
             def back(g):  # shared evenly by the entries equal to the median (nan: the nans)
-                xd = x.detach()
-                hit = cast((xd == v) | (~(xd == xd) & ~(v == v)), x.dtype)
+                xd, vd = x.detach(), ys
+                hit = cast((xd == vd) | (~(xd == xd) & ~(vd == vd)), x.dtype)
                 return (g * hit / hit.sum(),)
-            record(v, "median", (x,), back)
+            record(v, "median", (x,), back, saved=ys)
         return v
     r = _Rows(x, dim, "median")
     if r.n == 0:
