@@ -5,7 +5,9 @@ fused graph for the input's gradient."""
 from __future__ import annotations
 
 from .. import dtypes, shapes
-from ..autograd import no_grad, record
+from ..autograd import record
+from ..fusion import elementwise
+from ..fusion.emit_ops import emitter
 from ..fusion.writes import before_writes
 from ..kernels import batchnorm as lib
 from ..kernels.view import strided
@@ -13,6 +15,38 @@ from ..tensor import Tensor
 from .libcall import copy, counted, result
 
 _F = (dtypes.float32, dtypes.float64)
+
+
+# The normalisation and the input's gradient are one lazy node each, not a chain of eager
+# ops (4 in the forward, 8 in the backward: ~5 us of Python each, every step); the fused
+# kernels compute the same expressions in the same order. attrs (has_w, has_b) say which
+# of the trailing weight and bias inputs are there (no `* 1` or `+ 0`: -0.0 stays -0.0).
+@emitter("bn_norm")
+def _norm_math(ctx, node, a):
+    """(x - mean) * invstd [* w] [+ b]."""
+    ir, (x, mean, invstd, *wb) = ctx.b, a
+    y = ir.mul(ir.sub(x, mean), invstd)
+    has_w, has_b = node.attrs
+    if has_w:
+        y = ir.mul(y, wb[0])
+    if has_b:
+        y = ir.add(y, wb[-1])
+    return y
+
+
+@emitter("bn_grad_input")
+def _grad_input_math(ctx, node, a):
+    """(g * m - sum(g) - (x - mean) * invstd * sum(g * xhat)) * invstd [* w] * (1 / m)."""
+    ir, (g, x, mean, invstd, sg, sgx, m, inv_m, *w) = ctx.b, a
+    t = ir.sub(ir.sub(ir.mul(g, m), sg), ir.mul(ir.mul(ir.sub(x, mean), invstd), sgx))
+    t = ir.mul(t, invstd)
+    if node.attrs[0]:
+        t = ir.mul(t, w[0])
+    return ir.mul(t, inv_m)
+
+
+def _node(op: str, inputs: list, dt, attrs: tuple) -> Tensor:
+    return elementwise(op, inputs, [dt.compute] * len(inputs), dt, attrs=attrs)
 
 
 def _as_ncs(t: Tensor):
@@ -68,12 +102,8 @@ def batch_norm_train(x: Tensor, running_mean, running_var, weight, bias, momentu
     mean, invstd = result(mean_b, dt, dev, shape), result(invstd_b, dt, dev, shape)
     w = _per_channel(weight, shape) if weight is not None else None
     b = _per_channel(bias, shape) if bias is not None else None
-    with no_grad():
-        y = (x.detach() - mean) * invstd
-        if w is not None:
-            y = y * w
-        if b is not None:
-            y = y + b
+    y = _node("bn_norm", [x.detach(), mean, invstd, *(t for t in (w, b) if t is not None)],
+              dt, (w is not None, b is not None))
 
     def back(g):
         m = x3.shape[0] * x3.shape[2]
@@ -85,11 +115,10 @@ def batch_norm_train(x: Tensor, running_mean, running_var, weight, bias, momentu
             # (g - mean(g) - xhat * mean(g * xhat)) * invstd * w, written so that every
             # per-channel operand is a leaf of the one fused graph (a lazy (1, C, 1, 1)
             # product would be computed on its own first)
-            gx = (g * float(m) - result(sg_b, dt, dev, shape) -
-                  (x.detach() - mean) * invstd * result(sgx_b, dt, dev, shape)) * invstd
-            if w is not None:
-                gx = gx * w
-            gx = gx * (1.0 / m)
+            gx = _node("bn_grad_input", [g, x.detach(), mean, invstd,
+                                         result(sg_b, dt, dev, shape),
+                                         result(sgx_b, dt, dev, shape), float(m), 1.0 / m,
+                                         *(() if w is None else (w,))], dt, (w is not None,))
         gw = sgx if weight is not None and weight.requires_grad else None
         gb = sg if bias is not None and bias.requires_grad else None
         return gx, gw, gb
