@@ -567,8 +567,8 @@ def grad_weight(rt, x, g, g_rows, out, cfg):
     geo = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")}
     groups = ocp // (nb * lsz)
     splits = wgrad_splits(c * groups, n, oh * ow)
-    per = cdiv(n, splits)
-    splits = cdiv(n, per)
+    per = max(1, cdiv(n, splits))
+    splits = max(1, cdiv(n, per))  # an empty batch: one split, all zeros
     kh, kw = cfg["KH"], cfg["KW"]
     part = out if splits == 1 else rt.empty((splits * oc, c, kh, kw), out.elem)
     conv_wgrad_blocked.launch(rt, cube_count=(c, groups, splits), cube_dim=1, x=x,

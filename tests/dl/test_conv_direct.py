@@ -177,6 +177,14 @@ def test_grad_weight_batch_splits(rt, case, monkeypatch):
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_grad_weight_of_an_empty_batch_is_zero(rt, monkeypatch):
+    """The blocked weight gradient of a size-0 batch: zeros, as torch's (no split)."""
+    x, g = np.zeros((0, 3, 6, 7), np.float32), np.zeros((0, 16, 6, 7), np.float32)
+    out = _run(C.CONV_GRAD_WEIGHT, "blocked", lambda: C.conv2d_grad_weight(
+        rt, rt.from_numpy(x), rt.from_numpy(g), None, (16, 3, 3, 3), 1, 1, 1), monkeypatch)
+    np.testing.assert_array_equal(out.numpy(), np.zeros((16, 3, 3, 3), np.float32))
+
+
 @pytest.mark.parametrize("cfg", [dict(padding=1), dict(stride=2, padding=1), dict()])
 def test_dl_conv2d_backward_through_blocked(dev, cfg, monkeypatch):
     """F.conv2d forward and backward with the blocked candidates chosen, against torch."""
