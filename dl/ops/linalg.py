@@ -13,7 +13,7 @@ from ..tensor import Tensor
 from .creation import zeros
 from .libcall import counted, operand, result
 from .reduce import sum_to
-from .registry import register
+from .registry import OPS, register
 
 _F = (dtypes.float32, dtypes.float64)
 
@@ -173,7 +173,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "no
         ys = saved_output(y)
 
         def back(g):
-            gz = g if fused == "none" else g * (ys > 0)
+            # relu's gradient: g where the output is positive, else 0 (not g * mask: an
+            # inf or nan g must not make nan where torch's gives 0)
+            gz = g if fused == "none" else OPS["where"](ys > 0, g, 0.0)
             gx = mm_raw(gz, weight) if x.requires_grad else None
             gw = mm_raw(gz, x2, ta=True) if weight.requires_grad else None
             gb = gz.sum(0) if bias is not None and bias.requires_grad else None

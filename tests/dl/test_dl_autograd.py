@@ -187,3 +187,31 @@ def test_data_assigned_to_an_indexed_view_leaves_its_base(dev):
         outs.append((h.detach().numpy(), v.detach().numpy()))
     for ours, theirs in zip(*outs, strict=True):
         np.testing.assert_allclose(ours, theirs)
+
+
+@pytest.mark.parametrize("form", ["relu", "linear_act_relu", "linear_then_relu_module"])
+def test_relu_gradient_of_a_non_finite_upstream_gradient_is_torchs(dev, form):
+    """ReLU's gradient is g where the output is positive and 0 elsewhere (torch's
+    threshold_backward), even where g is inf or nan: F.linear(..., act="relu") multiplied g
+    by the mask, so an inf or nan g gave nan where torch gives 0, and the matmul after it
+    spread the nan over the whole input gradient."""
+    x = np.array([[-1.0, 0.0, 2.0, -3.0], [0.5, -0.5, 1.5, 4.0]], np.float32)
+    w = np.eye(4, dtype=np.float32)[:3] + 0.25
+    g = np.array([[np.inf, np.nan, 1.0], [-np.inf, 2.0, np.nan]], np.float32)
+    tx, tw = (torch.tensor(a.astype(np.float64), requires_grad=True) for a in (x, w))
+    dx, dw = (dl.tensor(a, device=dev, requires_grad=True) for a in (x, w))
+    if form == "relu":
+        ty, dy = torch.relu(tx[:, :3]), dl.nn.functional.relu(dx[:, :3])
+    elif form == "linear_act_relu":
+        ty, dy = torch.relu(tx @ tw.T), dl.nn.functional.linear(dx, dw, act="relu")
+    else:
+        ty = torch.relu(tx @ tw.T)
+        dy = dl.nn.ReLU()(dl.nn.functional.linear(dx, dw))
+    ty.backward(torch.tensor(g.astype(np.float64)))
+    dy.backward(dl.tensor(g, device=dev))
+    for got, want in ((dx.grad, tx.grad), (dw.grad, tw.grad)):
+        if want is None:
+            continue
+        got, want = got.numpy().astype(np.float64), want.numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
