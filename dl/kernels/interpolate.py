@@ -106,21 +106,22 @@ def interp1d_backward(g: Array[F], out: Array[F], NI: Comptime[int], NO: Comptim
         acc = F(0)
         for k in range(K):
             o = start + i32(k)
+            # each tap of output o that reads ii adds its weight times g, as torch's scatter
+            # does (an inf or nan g reaches only the inputs o reads; a 0 weight times inf
+            # is nan there too); outputs reading other inputs add nothing
             if o < NO:
-                wgt = F(0)
                 if MODE == LINEAR:
                     s = linear_src(o, ls, F, ALIGN)
                     i0 = _lerp_taps(s, NI)
                     i1 = min(i0 + 1, NI - 1)
                     lam = s - F(i0)
                     if i0 == ii:
-                        wgt += 1 - lam
+                        acc += (1 - lam) * g[gb + u32(o) * B]
                     if i1 == ii:
-                        wgt += lam
+                        acc += lam * g[gb + u32(o) * B]
                 else:
                     if nearest_src(o, ns, NI, MODE == NEAREST_EXACT) == ii:
-                        wgt = F(1)
-                acc += wgt * g[gb + u32(o) * B]
+                        acc += g[gb + u32(o) * B]
         out[p] = acc
 
 
