@@ -33,6 +33,7 @@ The specs in use (the generated code's ABI differs per target; the description d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from . import ir
 from .types import Scalar
@@ -130,9 +131,10 @@ class Layout:
     def nbytes(self) -> int:
         return self.nslots * self.spec.slot_bytes
 
-    @property
+    @cached_property
     def buffers(self) -> tuple[ParamSlots, ...]:
-        """The array/tensor parameters, in buffer order."""
+        """The array/tensor parameters, in buffer order (every launch's buffer check reads
+        them)."""
         return tuple(s for s in self.params if s.buffer >= 0)
 
     def header_slot(self, name: str) -> int:

@@ -9,6 +9,9 @@ CuPy: `pip install 'cube-lang[cuda]'`, or `[hip]`) and never fails an import.
 """
 from __future__ import annotations
 
+import struct
+import threading
+
 import numpy as np
 
 from codegen.cfamily import CSource, emit_source
@@ -16,29 +19,57 @@ from cube_ir import ir
 
 from .args import Packer
 from .base import Executable, Features, Runtime
-from .buffer import Buffer, as_elem, as_shape, storage_array
+from .buffer import Buffer, as_elem, as_shape, row_major_strides, storage_array
 from .disk_cache import default_cache, make_key
 from .errors import BackendCompileError, LaunchError, RuntimeUnavailable
 
 try:
     import cupy as cp
+    from cupy.cuda import driver
     from cupy_backends.cuda.libs import nvrtc
 except Exception as e:  # pragma: no cover - depends on the machine
-    cp = nvrtc = None
+    cp = nvrtc = driver = None
     _IMPORT_ERROR = f"CuPy is not installed ({type(e).__name__}: {e})"
 
 GPU_ATOMICS = frozenset({"i32", "u32", "i64", "u64", "f32", "f64"})
 
 
 class DeviceBuffer(Buffer):
-    """A CuPy byte array viewed with the buffer's element type."""
+    """Device memory from CuPy's pool, viewed with the buffer's element type. `data`, a CuPy
+    byte array over the allocation, is made when first read (copies, DLPack): an eager op's
+    output needs only the memory and its address, and making the array cost several us."""
 
     def __init__(self, rt, shape, elem, data=None):
         super().__init__(rt, shape, elem)
-        self.data = data if data is not None else cp.empty(max(self.nbytes, 1), np.uint8)
+        if data is None:
+            self._alloc = max(self.nbytes, 1)
+            self.mem = cp.cuda.alloc(self._alloc)
+        else:
+            self.__dict__["data"] = data
+            self._alloc, self.mem = data.nbytes, data.data
         # the device address names the memory: dl's dispatch plans tell operands and
         # allocations apart by it (views copy it with the rest of the buffer)
-        self.ptr = self.data.data.ptr
+        self.ptr = self.mem.ptr
+
+    @classmethod
+    def _exact(cls, rt, shape: tuple, n: int, elem) -> DeviceBuffer:
+        """A new contiguous buffer of n elements (shape a tuple of ints): what __init__
+        makes, without its conversions (a dispatch plan's replay allocates here)."""
+        self = object.__new__(cls)
+        dt = elem.np
+        self.rt, self.shape, self.elem, self.dtype, self.size = rt, shape, elem, dt, n
+        self.strides = row_major_strides(shape)
+        self._alloc = max(n * dt.itemsize, 1)
+        self.mem = cp.cuda.alloc(self._alloc)
+        self.ptr = self.mem.ptr
+        return self
+
+    def __getattr__(self, name: str):
+        if name != "data":
+            raise AttributeError(name)
+        data = cp.ndarray((self._alloc,), np.uint8, memptr=self.mem)
+        self.__dict__["data"] = data  # views made later share it
+        return data
 
     def _host_flat(self) -> tuple[np.ndarray, bool]:
         self.rt.stream.synchronize()
@@ -109,6 +140,9 @@ class CudaRuntime(Runtime):
         shape = as_shape(shape)
         return DeviceBuffer(self, shape, as_elem(dtype))
 
+    def empty_exact(self, shape: tuple, n: int, elem) -> DeviceBuffer:
+        return DeviceBuffer._exact(self, shape, n, elem)
+
     # ---- kernels -----------------------------------------------------------------------
     def generate(self, kernel: ir.Kernel) -> str:
         return emit_source(kernel, self.target).text
@@ -152,22 +186,43 @@ class CudaRuntime(Runtime):
 
 
 class DeviceExecutable(Executable):
+    """A compiled kernel. `launch` writes the buffers' addresses and the argument block into
+    this kernel's own parameter block, whose kernelParams array (the address of each
+    parameter) is fixed, and calls the driver's cuLaunchKernel (hipModuleLaunchKernel),
+    which copies the values. CuPy's `Function.__call__` inspected every argument's type
+    on each launch, and a fresh NumPy block per launch cost as much: together the larger
+    part of an eager op's launch time."""
+
     def __init__(self, rt: CudaRuntime, kernel: ir.Kernel, src: CSource, module):
         self.rt, self.kernel, self.source = rt, kernel, src.text
         self._module = module  # keeps the function alive
         self.fn = module.get_function(src.entry)
+        self._fptr = self.fn.ptr
         self.layout = src.layout
         self.packer = Packer(src.layout, kernel.name)
-        # cube_args by value: a NumPy structured scalar of the block's bytes
-        self._args_t = np.dtype([("s", np.uint64, (src.layout.nslots,))])
+        nbuf, nslots = src.layout.nbuf, src.layout.nslots
+        end = nbuf + nslots
+        # [buffer addresses][cube_args words][kernelParams: address of each of them]
+        self._block = block = np.zeros(end + nbuf + 1, np.uint64)
+        base = block.__array_interface__["data"][0]
+        block[end:] = [base + 8 * i for i in range(nbuf + 1)]
+        self._params = base + 8 * end
+        self._mem = memoryview(block).cast("B")
+        self._put_ptrs = struct.Struct(f"<{nbuf}Q").pack_into
+        self._args_at = slice(8 * nbuf, 8 * end)
+        self._lock = threading.Lock()  # one block: launches from two threads take turns
 
     def launch(self, cube_count, cube_dim, args) -> None:
         blob, bufs = self.packer.pack(args)
         self.packer.check_buffers(bufs, DeviceBuffer, self.rt)
-        packed = np.frombuffer(blob, self._args_t)[0]
         try:
-            self.fn(tuple(cube_count), tuple(cube_dim), (*(b.data for b in bufs), packed),
-                    stream=self.rt.stream)
+            cx, cy, cz = cube_count if len(cube_count) == 3 else (*cube_count, 1, 1)[:3]
+            dx, dy, dz = cube_dim if len(cube_dim) == 3 else (*cube_dim, 1, 1)[:3]
+            with self._lock:
+                self._put_ptrs(self._mem, 0, *[b.ptr for b in bufs])
+                self._mem[self._args_at] = blob
+                driver.launchKernel(self._fptr, cx, cy, cz, dx, dy, dz, 0, self.rt.stream.ptr,
+                                    self._params, 0)
         except Exception as e:
             raise LaunchError(f"launch of {self.kernel.name} failed on {self.rt.name}: "
                               f"{type(e).__name__}: {e}") from None
