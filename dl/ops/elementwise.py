@@ -99,8 +99,10 @@ def _declare(fn, name: str, **exposed):
     return fn
 
 
-def _unary(op, float_only: bool, grad=None, attrs=()):
+def _unary(op, float_only: bool, grad=None, attrs=(), no_bool: str | None = None):
     def fn(x: Tensor) -> Tensor:
+        if no_bool is not None and x.dtype is dtypes.bool_:
+            raise DTypeError(f"{op} is not implemented for bool tensors{no_bool}")
         dt = _float_of(x.dtype) if float_only else x.dtype
         y = _unary_node(op, x, dt, attrs)
         if grad is not None and dt.is_float and needs_grad(x):
@@ -111,15 +113,18 @@ def _unary(op, float_only: bool, grad=None, attrs=()):
     return fn
 
 
-def unary(float_only: bool = True, grad=None, rounding: bool = False, dunder=None):
+def unary(float_only: bool = True, grad=None, rounding: bool = False, dunder=None,
+          no_bool: str | None = None):
     """Declares the unary elementwise op named as the decorated math function.
     float_only: integer inputs give float32 (`exp`); otherwise the input's type (`abs`).
     grad(g, x, y): the input's gradient (float results only; None: not differentiable).
-    rounding: integer inputs are returned as a copy (`floor`). dunder: its operator."""
+    rounding: integer inputs are returned as a copy (`floor`). dunder: its operator.
+    no_bool: a bool input is refused (a DTypeError, as PyTorch's), this text ending the
+    message; the math has no bool form."""
     def wrap(math_fn):
         name = math_fn.__name__
         _emits(name, math_fn)
-        f = _unary(name, float_only, grad)
+        f = _unary(name, float_only, grad, no_bool=no_bool)
         if rounding:
             def fn(x):
                 return f(x) if x.dtype.is_float else x.clone()
@@ -127,6 +132,8 @@ def unary(float_only: bool = True, grad=None, rounding: bool = False, dunder=Non
             fn = f
         notes = ["Integer and bool tensors give float32; others keep their dtype."
                  if float_only else "The result keeps the input's dtype."]
+        if no_bool is not None:
+            notes.append("A bool tensor is refused, as in PyTorch.")
         if rounding:
             notes.append("An integer tensor is returned as a copy.")
         notes.append("Not differentiable." if grad is None else "Its gradient is 0."
@@ -163,13 +170,14 @@ def _silu_grad(g, x, y):
 
 
 # ---- unary ---------------------------------------------------------------------------------
-@unary(float_only=False, grad=lambda g, x, y: -g, dunder="__neg__")
+@unary(float_only=False, grad=lambda g, x, y: -g, dunder="__neg__",
+       no_bool=" (to invert a mask, use ~ or logical_not())")
 def neg(ir, x):
     """Negation, -x, elementwise."""
     return ir.unary("neg", x)
 
 
-@unary(float_only=False, grad=lambda g, x, y: g * sign(x), dunder="__abs__")
+@unary(float_only=False, grad=lambda g, x, y: g * sign(x), dunder="__abs__", no_bool="")
 def abs(ir, x):  # noqa: A001
     """Absolute value, elementwise. Its gradient is sign(x) (0 at 0, as PyTorch's)."""
     return ir.unary("abs", x)
@@ -235,7 +243,7 @@ def sigmoid(ir, x):
     return ir.div(1.0, ir.add(1.0, ir.unary("exp", ir.unary("neg", x))))
 
 
-@unary(float_only=False, grad=lambda g, x, y: where(y > 0, g, 0.0))
+@unary(float_only=False, grad=lambda g, x, y: where(y > 0, g, 0.0), no_bool="")
 def relu(ir, x):
     """max(x, 0), elementwise: nan and -0.0 pass through, as PyTorch's. Its gradient is 0
     at x = 0, as PyTorch's."""

@@ -161,6 +161,11 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     return y
 
 
+def _float_input(x: Tensor, op: str) -> None:
+    if not x.dtype.is_float:
+        raise TypeError(f"{op}() needs a float tensor, got {x.dtype} (use .float())")
+
+
 @register("mean", method=True)
 def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """The mean of x over `dim` (an int, a tuple, or None: all dims).
@@ -169,8 +174,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     of no elements is nan. Differentiable. Also `t.mean()`."""
     if dtype is not None:
         x = x.to(dtype)
-    if not x.dtype.is_float:
-        raise TypeError(f"mean() needs a float tensor, got {x.dtype} (use .float())")
+    _float_input(x, "mean")
     dims = _dims(x, dim)
     n = shapes.numel(x.shape[d] for d in dims)
     y = _reduced(x, dims, "mean", keepdim)
@@ -311,9 +315,11 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
     Divides by n - correction (1: the unbiased estimate, PyTorch's default; `unbiased`
     overrides it as in older PyTorch); nan where n <= correction. Two passes, both fused
     reductions: the mean, then the squares of (x - mean) summed on read. Differentiable
-    through those ops. Also `t.var()`."""
+    through those ops. Float tensors only (a TypeError naming var, or std, otherwise).
+    Also `t.var()`."""
     if unbiased is not None:
         correction = int(unbiased)
+    _float_input(x, "var")
     dims = _dims(x, dim)
     n = shapes.numel(x.shape[d] for d in dims)
     d = x - mean(x, dims, keepdim=True)
@@ -326,6 +332,7 @@ def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     """The standard deviation of x over `dim`: sqrt(var(x, ...)), with var's
     arguments. Differentiable. Also `t.std()`."""
+    _float_input(x, "std")
     return var(x, dim, keepdim, correction, unbiased).sqrt()
 
 

@@ -63,6 +63,54 @@ def test_unary_on_every_runtime(dev, name):
     close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_on_bool(dev, name):
+    """A bool input: neg, abs and relu, which have no bool form, are refused at the op with
+    a DTypeError as PyTorch refuses them (before, neg and abs raised an internal IR error
+    from the fused kernel's compile when the value was computed, and relu one of the SPIR-V
+    target's on wgpu-spirv); the others compute on 0/1 (PyTorch's result where it takes
+    bools, its float result on 0/1 where it refuses them)."""
+    f, tf, _ = UNARY[name]
+    a = np.array([[True, False, True], [False, False, True]])
+    x = dl.tensor(a, device=dev)
+    if name in ("neg", "abs", "relu"):
+        with pytest.raises(RuntimeError):
+            tf(torch.tensor(a))
+        with pytest.raises(RuntimeError, match=f"{name} is not implemented for bool tensors"):
+            f(x)  # at the op, not when the lazy value is computed
+        return
+    ref = tf(torch.tensor(a.astype(np.float32))).numpy()
+    np.testing.assert_allclose(f(x).numpy().astype(np.float64), ref, rtol=2e-6, atol=1e-7)
+
+
+def test_neg_and_abs_of_bool_refused_in_every_form():
+    from dl import abs as dl_abs
+    from dl import neg
+    b = dl.tensor(np.array([True, False]))
+    forms = {"neg": [lambda: -b, lambda: neg(b), lambda: b.neg(), lambda: b.neg_()],
+             "abs": [lambda: abs(b), lambda: dl_abs(b), lambda: b.abs(), lambda: b.abs_()]}
+    for name, fs in forms.items():
+        for f in fs:
+            with pytest.raises(dl.ops.elementwise.DTypeError,
+                               match=f"{name} is not implemented for bool tensors"):
+                f()
+    assert b.numpy().tolist() == [True, False]  # the refused in-place forms wrote nothing
+    i = dl.tensor(np.array([3, -4], np.int32))
+    assert (-i).numpy().tolist() == [-3, 4] and abs(i).numpy().tolist() == [3, 4]
+    assert (-i).dtype is dl.int32
+
+
+@pytest.mark.parametrize("op", ["mean", "var", "std"])
+def test_integer_statistics_refused_naming_the_op(op):
+    x = dl.tensor(np.array([1, 2, 3], np.int32))
+    with pytest.raises(RuntimeError):
+        getattr(torch.tensor([1, 2, 3], dtype=torch.int32), op)()
+    with pytest.raises(TypeError, match=rf"^{op}\(\) needs a float tensor, got dl.int32"):
+        getattr(x, op)()
+    ref = getattr(torch.tensor([1.0, 2.0, 3.0]), op)().item()
+    assert abs(getattr(x.float(), op)().item() - ref) < 1e-6
+
+
 BROADCAST = [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 1, 4), (3, 1)),
              ((), (2, 3)), ((2, 3), ()), ((), ()), ((0, 3), (1, 3)), ((1,), (5, 1, 1)),
              ((4, 1, 2), (4, 3, 1))]
