@@ -650,6 +650,8 @@ _declare(where, "where")
 
 def _clamp_side(op, x, bound, keep):
     out = result_type(x, bound)
+    if out is dtypes.bool_:  # max/min of bools (or/and): SPIR-V has no ordered bool compare
+        return (maximum if op == "clamp_min" else minimum)(x, bound)
     y = elementwise(op, [x, bound], [out.compute, out.compute], out)
     if out.is_float:
         tb = bound if is_tensor(bound) else None
@@ -662,16 +664,16 @@ def _clamp_side(op, x, bound, keep):
 def clamp_min(x, min):  # noqa: A002
     """max(x, min), elementwise; min is a tensor (broadcast) or a Python scalar.
 
-    The result has the promoted dtype of x and min. The gradient goes to x where x >= min,
-    else to a tensor min. Lazy (fuses). Also `t.clamp_min(min)`."""
+    The result has the promoted dtype of x and min (bools: x or min). The gradient goes to
+    x where x >= min, else to a tensor min. Lazy (fuses). Also `t.clamp_min(min)`."""
     return _clamp_side("clamp_min", x, min, ge)
 
 
 def clamp_max(x, max):  # noqa: A002
     """min(x, max), elementwise; max is a tensor (broadcast) or a Python scalar.
 
-    The result has the promoted dtype of x and max. The gradient goes to x where x <= max,
-    else to a tensor max. Lazy (fuses). Also `t.clamp_max(max)`."""
+    The result has the promoted dtype of x and max (bools: x and max). The gradient goes to
+    x where x <= max, else to a tensor max. Lazy (fuses). Also `t.clamp_max(max)`."""
     return _clamp_side("clamp_max", x, max, le)
 
 

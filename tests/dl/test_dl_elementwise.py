@@ -100,6 +100,23 @@ def test_neg_and_abs_of_bool_refused_in_every_form():
     assert (-i).dtype is dl.int32
 
 
+def test_clamp_of_bools(dev):
+    """clamp on bool tensors is max/min of bools, x or lo, then and hi (its select of an
+    ordered compare was a SPIR-V target error on wgpu-spirv); clamp_min/clamp_max against
+    PyTorch's, clamp (which PyTorch refuses for bools) against NumPy's."""
+    x, lo, hi = (np.array(v) for v in ([True, True, False, False], [True, False, True, False],
+                                        [False, True, True, False]))
+    dx, dlo, dhi = (dl.tensor(a, device=dev) for a in (x, lo, hi))
+    tx, tlo, thi = (torch.tensor(a) for a in (x, lo, hi))
+    for got, ref in ((dl.clamp_min(dx, dlo), torch.clamp_min(tx, tlo)),
+                     (dx.clamp_max(dhi), torch.clamp_max(tx, thi))):
+        assert got.dtype is dl.bool_ and got.numpy().tolist() == ref.numpy().tolist()
+    got = dl.clamp(dx, dlo, dhi)
+    assert got.dtype is dl.bool_
+    assert got.numpy().tolist() == np.minimum(np.maximum(x, lo), hi).tolist()
+    assert dl.clamp(dx, True, False).numpy().tolist() == [False] * 4  # min > max: max
+
+
 @pytest.mark.parametrize("op", ["mean", "var", "std"])
 def test_integer_statistics_refused_naming_the_op(op):
     x = dl.tensor(np.array([1, 2, 3], np.int32))
