@@ -101,9 +101,16 @@ def _binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
         bt = em.t(_bt(t))
         if e.is_bool:
             name = {"eq": "LogicalEqual", "ne": "LogicalNotEqual"}.get(o)
-            if name is None:
-                raise Unsupported(f"{o} on bool is not supported by the spirv target")
-            return m.op(name, bt, a, b)
+            if name is not None:
+                return m.op(name, bt, a, b)
+            # SPIR-V orders no bools; False < True, as Python and the other targets:
+            # a < b is !a and b, a <= b is !a or b, a > b is a and !b, a >= b is a or !b
+            join = "LogicalAnd" if o in ("lt", "gt") else "LogicalOr"
+            if o in ("lt", "le"):
+                a = m.op("LogicalNot", bt, a)
+            else:
+                b = m.op("LogicalNot", bt, b)
+            return logical(em, join, t, a, b)
         return m.op((FCMP if e.is_float else SCMP if e.is_signed else UCMP)[o], bt, a, b)
     if e.is_bool:
         name = {"and": "LogicalAnd", "or": "LogicalOr", "min": "LogicalAnd",

@@ -101,8 +101,8 @@ def _declare(fn, name: str, **exposed):
 
 def _unary(op, float_only: bool, grad=None, attrs=(), no_bool: str | None = None):
     def fn(x: Tensor) -> Tensor:
-        if no_bool is not None and x.dtype is dtypes.bool_:
-            raise DTypeError(f"{op} is not implemented for bool tensors{no_bool}")
+        if no_bool is not None:
+            check_dtype(op, x.dtype, "no_bool", no_bool)
         dt = _float_of(x.dtype) if float_only else x.dtype
         y = _unary_node(op, x, dt, attrs)
         if grad is not None and dt.is_float and needs_grad(x):
@@ -343,9 +343,9 @@ class DTypeError(TypeError, RuntimeError):
     """An op given a dtype it does not take (a TypeError, and a RuntimeError as PyTorch's)."""
 
 
-def check_dtype(op: str, dt: dtypes.DType, accepts: str | None) -> None:
+def check_dtype(op: str, dt: dtypes.DType, accepts: str | None, hint: str = "") -> None:
     """Raise DTypeError naming op and dtype where `accepts` refuses dt: "no_bool" (numbers),
-    "int" (integers and bools), "float" (floats only)."""
+    "int" (integers and bools), "float" (floats only); hint ends the message."""
     if accepts is None:
         return
     bad = (accepts == "no_bool" and dt is dtypes.bool_) or \
@@ -353,7 +353,7 @@ def check_dtype(op: str, dt: dtypes.DType, accepts: str | None) -> None:
     if bad:
         raise DTypeError(f"{op} is not implemented for {dt.name} tensors"
                          + (" (integer and bool tensors only)" if accepts == "int" else
-                            " (float tensors only)" if accepts == "float" else ""))
+                            " (float tensors only)" if accepts == "float" else "") + hint)
 
 
 def _kind_types(kind: str, pt: dtypes.DType) -> tuple:
@@ -650,8 +650,6 @@ _declare(where, "where")
 
 def _clamp_side(op, x, bound, keep):
     out = result_type(x, bound)
-    if out is dtypes.bool_:  # max/min of bools (or/and): SPIR-V has no ordered bool compare
-        return (maximum if op == "clamp_min" else minimum)(x, bound)
     y = elementwise(op, [x, bound], [out.compute, out.compute], out)
     if out.is_float:
         tb = bound if is_tensor(bound) else None

@@ -766,3 +766,52 @@ def test_name_carried_by_runtime_loop(rt, n):
     out = rt.from_numpy(np.zeros(1, np.float32))
     carried.launch(rt, cube_count=1, cube_dim=1, x=rt.from_numpy(x), out=out, n=n)
     assert out.numpy()[0] == np.float32(2 * 2**n + 1.5 * 2 + 2.0)
+
+
+@cube(launch=True)
+def _bool_order(a: Array[cb.u32], b: Array[cb.u32], out: Array[cb.u32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        x, y = a[i] != 0, b[i] != 0  # bools, as a user's masks are
+        r = cb.u32(0)
+        if x < y:
+            r += 1
+        if x <= y:
+            r += 2
+        if x > y:
+            r += 4
+        if x >= y:
+            r += 8
+        out[i] = r
+
+
+@cube(launch=True)
+def _bool_order_lines(a: Array[Line[cb.u32]], b: Array[Line[cb.u32]],
+                      out: Array[Line[cb.u32]]):
+    L = cb.comptime(a.line_size())
+    i = ABSOLUTE_POS
+    if i < a.len():
+        zero = Line[cb.u32, L](0)
+        x = a[i] != zero
+        y = b[i] != zero
+        one = Line[cb.u32, L](1)
+        out[i] = cb.select(x < y, one, zero) + cb.select(x <= y, one, zero) * 2 + \
+            cb.select(x > y, one, zero) * 4 + cb.select(x >= y, one, zero) * 8
+
+
+@pytest.mark.parametrize("line", [1, 4])
+def test_ordered_compares_of_bools(rt, line):
+    """Bools order False < True as in Python, on every target (SPIR-V has no ordered bool
+    compare: its emitter refused `<` on bools, an error on wgpu-spirv only)."""
+    a = np.array([0, 0, 1, 1, 1, 0, 0, 1], np.uint32)
+    b = np.array([0, 1, 0, 1, 1, 1, 0, 0], np.uint32)
+    want = [sum(w for w, c in ((1, x < y), (2, x <= y), (4, x > y), (8, x >= y)) if c)
+            for x, y in zip(a.astype(bool).tolist(), b.astype(bool).tolist())]
+    out = rt.empty((8,), np.uint32)
+    da, db = rt.from_numpy(a), rt.from_numpy(b)
+    if line == 1:
+        _bool_order.launch(rt, cube_count=1, cube_dim=8, a=da, b=db, out=out)
+    else:
+        _bool_order_lines.launch(rt, cube_count=1, cube_dim=2, a=da.lines(4), b=db.lines(4),
+                                 out=out.lines(4))
+    assert out.numpy().tolist() == want
