@@ -42,11 +42,14 @@ class DeviceBuffer(Buffer):
     def __init__(self, rt, shape, elem, data=None):
         super().__init__(rt, shape, elem)
         if data is None:
-            self._alloc = max(self.nbytes, 1)
-            self.mem = cp.cuda.alloc(self._alloc)
+            self._allocate(self.nbytes)
         else:
             self.__dict__["data"] = data
-            self._alloc, self.mem = data.nbytes, data.data
+            self._alloc, self.mem, self.ptr = data.nbytes, data.data, data.data.ptr
+
+    def _allocate(self, nbytes: int) -> None:
+        self._alloc = max(nbytes, 1)
+        self.mem = cp.cuda.alloc(self._alloc)
         # the device address names the memory: dl's dispatch plans tell operands and
         # allocations apart by it (views copy it with the rest of the buffer)
         self.ptr = self.mem.ptr
@@ -59,9 +62,7 @@ class DeviceBuffer(Buffer):
         dt = elem.np
         self.rt, self.shape, self.elem, self.dtype, self.size = rt, shape, elem, dt, n
         self.strides = row_major_strides(shape)
-        self._alloc = max(n * dt.itemsize, 1)
-        self.mem = cp.cuda.alloc(self._alloc)
-        self.ptr = self.mem.ptr
+        self._allocate(n * dt.itemsize)
         return self
 
     def __getattr__(self, name: str):
