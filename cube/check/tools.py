@@ -181,7 +181,8 @@ def hip(sources: list[tuple[str, str]], arch: str, workdir: Path) -> Run:
     src = workdir / f"kernels_{arch}.hip"
     src.write_text(unit.text)
     r = run_all([[find_tool("hipcc"), "--genco", f"--offload-arch={arch}", "-x", "hip",
-                  str(src), "-o", str(workdir / f"{arch}.co")]], {"HIP_PLATFORM": "amd"})[0]
+                  str(src), "-o", str(workdir / f"{arch}.co")]],
+                {"HIP_PLATFORM": "amd", "TMPDIR": str(workdir)})[0]  # hipcc leaves dirs there
     if r.returncode != 0:
         return Run(False, _pin(unit, src, output(r)), f"hipcc {arch}:\n{output(r)}")
     return Run(True)
