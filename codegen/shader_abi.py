@@ -44,4 +44,5 @@ F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma".split()) 
 LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
                                 "ABSOLUTE_POS_Z"}, halves={"bf16": ALL, "f16": F16_VIA_F32},
                     narrow=NARROW,  # 8/16-bit ints live in i32/u32 registers
-                    packed=is_packed)
+                    packed=is_packed,
+                    assumes_finite=True)  # WGSL allows it; naga declares no float controls

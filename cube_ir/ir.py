@@ -12,7 +12,10 @@ Semantics every backend and the interpreter share:
   bit width.
 - `Binary`, `Ternary` and `Select` operands all have one type (the dst's type; for comparisons
   the dst is bool-shaped): the builder inserts the `Cast`s (widening, scalar->line splats).
-- comparisons yield `bool` (or a line of bool for lines).
+- comparisons yield `bool` (or a line of bool for lines). Float comparisons are IEEE's: false
+  when an operand is NaN, except `ne`, which is true. Float `min`/`max` (and `clamp`, which is
+  min(max(a, lo), hi)) return the other operand of a NaN, as C's fmin/fmax. Targets whose
+  compilers may assume finite floats get these spelled in bit tests (passes.float_compares).
 - `Cast` from a scalar to a line splats; float->int truncates toward zero (saturating is not
   promised); int->bool and float->bool are `!= 0`.
 - `Load`/`Store`/`Atomic` index a memory in units of its element type (a line for line arrays).

@@ -328,6 +328,9 @@ def emit_op(em: Emitter, op) -> None:
                              em.val_as(b, d.type)))
         case ir.Cast(dst=d, a=a):
             em.write(d, cast(em, a.type, d.type, em.val(a)))
+        case ir.Bitcast(dst=d, a=a) if wide(d.type):  # a long line is an array: per lane
+            em.write(d, lanewise(em, d.type, lambda x: m.op("Bitcast", em.t(d.type.elem), x),
+                                 (a.type, em.val(a))))
         case ir.Bitcast(dst=d, a=a):
             em.write(d, m.op("Bitcast", em.t(d.type), em.val(a)))
         case ir.Extract(dst=d, vec=v, lane=n):

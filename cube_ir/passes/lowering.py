@@ -11,6 +11,9 @@ print. In order:
     builtins   derived positions from the per-axis ones (passes.builtins)
     planes     plane ops with plane size 1 are their own value (passes.planes)
     meta       shape/stride reads down to constant-dimension slot reads (passes.meta)
+    floats     float compares, min, max and clamp with their NaN/infinity cases as bit
+               tests, for targets whose compilers may assume finite floats
+               (passes.float_compares)
     halves     f16/bf16 arithmetic the target lacks in f32, rounded once (passes.legalise)
     narrow     8/16-bit int arithmetic that can leave its range in i32/u32, cast back (wraps)
     packing    buffers of types the target cannot address as u32 words (passes.packing)
@@ -30,6 +33,7 @@ from ..verify import verify
 from .builtins import PRIMITIVE, lower_builtins
 from .cas_loops import Native, lower_rmw_atomics
 from .clone import clone_kernel
+from .float_compares import exact_float_compares
 from .legalise import promote_halves, promote_narrow_ints
 from .local_atomics import lower_local_atomics
 from .meta import lower_meta
@@ -59,6 +63,9 @@ class Lowering:
     narrow: frozenset[str] = frozenset()
     # element types whose buffers it reads and writes as u32 words (None: it addresses all)
     packed: Callable[[Scalar], bool] | None = None
+    # its compiler may assume floats are never NaN or infinite (WGSL; SPIR-V through naga to
+    # Vulkan): compares and min/max get their non-finite cases spelled in integer tests
+    assumes_finite: bool = False
 
 
 PER_AXIS = PRIMITIVE | frozenset(f"CUBE_DIM_{a}" for a in _AXES)
@@ -69,6 +76,7 @@ PASSES = (
     ("builtins", lambda k, low: lower_builtins(k, low.builtins)),
     ("planes", lambda k, low: fold_unit_planes(k)),
     ("meta", lambda k, low: lower_meta(k)),
+    ("floats", lambda k, low: low.assumes_finite and exact_float_compares(k)),
     ("halves", lambda k, low: promote_halves(k, low.halves)),
     ("narrow", lambda k, low: promote_narrow_ints(k, low.narrow)),
     ("packing", lambda k, low: pack_storage(k, low.packed)),

@@ -446,3 +446,71 @@ def test_packed_storage_keeps_every_value():
     for x, w in zip(before[:5], words):  # the same bytes
         np.testing.assert_array_equal(w.view(np.uint8)[:x.nbytes], x.view(np.uint8))
     np.testing.assert_array_equal(out, before[5])
+
+
+# ---- exact float compares (passes.float_compares) -------------------------------------------
+
+def _float_ops_kernel(t):
+    """Every compare (against each other, itself, a finite constant and both infinities),
+    min, max and clamp of a[i] and b[i], built in IR (the frontend spells Python's min/max
+    as selects; the IR's are C's fmin/fmax)."""
+    import math
+
+    from cube_ir.builder import Builder
+    from cube_ir.types import with_elem
+    b = Builder("floats")
+    a_, b_ = b.array("a", t), b.array("b", t)
+    bits, vals = b.array("bits", with_elem(t, u32)), b.array("vals", t)
+    i = b.builtin("ABSOLUTE_POS")
+    x, y = b.emit_load(a_, i), b.emit_load(b_, i)
+    tests = [(o, p, q) for o in sorted(ir.COMPARE_OPS)
+             for p, q in ((x, y), (x, x), (x, 0.5), (1.5, y), (x, math.inf),
+                          (x, -math.inf), (-math.inf, y), (math.inf, y))]
+    one, zero = ir.Const(1, with_elem(t, u32)), ir.Const(0, with_elem(t, u32))
+    for k, (o, p, q) in enumerate(tests):
+        p = p if isinstance(p, ir.Var) else ir.Const(p, t)
+        q = q if isinstance(q, ir.Var) else ir.Const(q, t)
+        b.store(bits, b.add(b.mul(i, len(tests)), k), b.select(b.binary(o, p, q), one, zero))
+    results = [b.binary("min", x, y), b.binary("max", x, y), b.binary("min", x, 0.5),
+               b.binary("max", -1.0, y), b.ternary("clamp", x, ir.Const(-1.0, t), y),
+               b.ternary("clamp", x, y, ir.Const(2.0, t))]
+    for k, r in enumerate(results):
+        b.store(vals, b.add(b.mul(i, len(results)), k), r)
+    return b.finish(), len(tests), len(results)
+
+
+@pytest.mark.parametrize("t", ["f32", "f32x4", "f16", "f64"])
+def test_float_compares_pass_keeps_every_value(t):
+    """NaN, infinities and signed zeros through every compare, min, max and clamp: the
+    interpreter gives the same results after the pass (which spells clamp as max and min,
+    and tests bits)."""
+    from cube_ir.passes.float_compares import exact_float_compares
+    from cube_ir.types import SCALARS, vec
+    elem = SCALARS[t[:3]]
+    typ = vec(elem, 4) if t.endswith("x4") else elem
+    k, n_tests, n_vals = _float_ops_kernel(typ)
+    vals = [np.nan, 1.0, -1.5, np.inf, -np.inf, 0.0, -0.0, 0.5, 2.0, -2.0]
+    a = np.array([p for p in vals for q in vals], elem.np)
+    bb = np.array([q for p in vals for q in vals], elem.np)
+    lanes = typ.lanes
+    units = a.size // lanes
+    args = [a, bb, np.zeros(a.size * n_tests, np.uint32), np.zeros(a.size * n_vals, elem.np)]
+    before = _run(k, args, 1, units)
+    # plain Python for the scalar compares (x OP y is the first test of each op)
+    if lanes == 1:
+        got = before[2].reshape(-1, n_tests)
+        ops = sorted(ir.COMPARE_OPS)
+        for j, (p, q) in enumerate(zip(a.tolist(), bb.tolist())):
+            for n, o in enumerate(ops):
+                want = {"eq": p == q, "ne": p != q, "lt": p < q, "le": p <= q, "gt": p > q,
+                        "ge": p >= q}[o]
+                assert got[j, n * 8] == want, (o, p, q)
+    lowered = clone_kernel(k)
+    assert exact_float_compares(lowered)
+    verify(lowered)
+    assert not [op for op in ir.walk(lowered.body) if isinstance(op, ir.Ternary)]
+    assert [op for op in ir.walk(lowered.body) if isinstance(op, ir.Bitcast)]
+    after = _run(lowered, args, 1, units)
+    np.testing.assert_array_equal(after[2], before[2])
+    np.testing.assert_array_equal(np.signbit(after[3]), np.signbit(before[3]))
+    np.testing.assert_array_equal(after[3], before[3])
