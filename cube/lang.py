@@ -207,8 +207,29 @@ def clamp(x, lo, hi):
     """min(max(x, lo), hi): x limited to [lo, hi].
 
     Used inside `@cube` kernels, per unit. Ints or floats, scalars or lines; the operands are
-    promoted to one type as in arithmetic (literals take the other operands' type)."""
+    promoted to one type as in arithmetic (literals take the other operands' type). A NaN x
+    gives NaN (Python's max and min keep a NaN that comes first)."""
     return min(max(x, lo), hi)
+
+
+def isnan(x):
+    """True where x is NaN (also `math.isnan` in kernels).
+
+    Used inside `@cube` kernels, per unit, on floats (scalars or lines: a line of bool); an
+    int is never NaN. Exact on every target, including those whose compilers may assume
+    finite floats (WGSL, SPIR-V: tested on the bits there)."""
+    return math.isnan(x)
+
+
+def isinf(x):
+    """True where x is +inf or -inf (also `math.isinf` in kernels); as `isnan`."""
+    return math.isinf(x)
+
+
+def isfinite(x):
+    """True where x is neither NaN nor infinite (also `math.isfinite` in kernels); as
+    `isnan`."""
+    return math.isfinite(x)
 
 
 def select(cond, a, b):
@@ -235,7 +256,9 @@ def min(a, b):  # noqa: A001
 
     Used inside `@cube` kernels, per unit. Operands are promoted as in arithmetic (a signed
     with an unsigned int, or an int with a float, is an error); lines compare lane by lane.
-    With more than two values they are folded left to right."""
+    With more than two values they are folded left to right. As Python's: `b if b < a else
+    a`, so a NaN is kept when it comes first (`min(nan, 1.0)` is nan, `min(1.0, nan)` is 1.0)
+    and the first of equal values wins (`min(0.0, -0.0)` is 0.0)."""
     return builtins_min(a, b)
 
 
@@ -244,7 +267,8 @@ def max(a, b):  # noqa: A001
 
     Used inside `@cube` kernels, per unit. Operands are promoted as in arithmetic (a signed
     with an unsigned int, or an int with a float, is an error); lines compare lane by lane.
-    With more than two values they are folded left to right."""
+    With more than two values they are folded left to right. As Python's: `b if b > a else
+    a` (a NaN is kept when it comes first)."""
     return builtins_max(a, b)
 
 

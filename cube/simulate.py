@@ -91,7 +91,8 @@ Python, where it defines kernel semantics this follows them with NumPy types)
 - Math (`cb.sqrt`, `math.exp`, ...): NumPy in the argument's dtype; `erf` through `math.erf` in
   f64 rounded to the dtype; `round` is round-half-to-even (`np.rint`); `rsqrt` is 1/sqrt;
   `fma` is computed in f64 and rounded once; `min`/`max`/`clamp`/`select` pair their operands
-  like the kernel (a Python literal takes the other side's type) and return NumPy values.
+  like the kernel (a Python literal takes the other side's type) and return NumPy values;
+  min/max are Python's on each lane (`b if b < a else a`: a NaN first is kept).
   Float-only functions on an int raise (docs: "needs a float argument").
 - Tensors: an n-D C-contiguous NumPy array; `t.shape(d)`/`t.stride(d)` are u32 in scalar
   elements (an out-of-range dimension gives 0 when d is a runtime value), `t.rank()` is a
@@ -572,17 +573,39 @@ def _abs(x):
 
 
 def _minmax(name, npfn, pyfn):
-    def f(a, b):
+    def two(a, b):
         if _is_py_number(a) and _is_py_number(b):
             return pyfn(a, b)
         x, y = _pair(a, b)
         return _scalarise(npfn(x, y))
+
+    def f(a, b, *more):  # more than two: folded left to right, as the kernel's
+        acc = two(a, b)
+        for v in more:
+            acc = two(acc, v)
+        return acc
     f.__name__ = name
     return f
 
 
-_min = _minmax("min", np.minimum, builtins.min)
-_max = _minmax("max", np.maximum, builtins.max)
+# Python's min/max on each lane: the second operand only where it is strictly smaller
+# (larger), so a NaN or a signed zero that comes first is kept, as the kernel's
+_min = _minmax("min", lambda x, y: np.where(y < x, y, x), builtins.min)
+_max = _minmax("max", lambda x, y: np.where(y > x, y, x), builtins.max)
+
+
+def _nonfinite(name):
+    pyfn, npfn = getattr(math, name), getattr(np, name)
+
+    def f(x):
+        if _is_py_number(x):
+            return pyfn(x)
+        a = np.asarray(x)
+        if a.dtype.kind == "b":
+            raise TypeError(f"{name} needs a number, got bool")
+        return _scalarise(npfn(a))
+    f.__name__ = name
+    return f
 
 
 def _py_minmax(pyfn, simfn):
@@ -771,6 +794,8 @@ _SIM_FUNCS: dict[str, typing.Callable] = {
     "erf": _math1("erf", _erf), "floor": _math1("floor", np.floor),
     "ceil": _math1("ceil", np.ceil), "round": _math1("round", np.rint),
     "abs": _abs, "min": _min, "max": _max, "pow": _pow, "fma": _fma, "clamp": _clamp,
+    "isnan": _nonfinite("isnan"), "isinf": _nonfinite("isinf"),
+    "isfinite": _nonfinite("isfinite"),
     "select": _select, "cast": _cast, "comptime": lambda v: v, "range": _range,
     "LocalArray": _local_array, "SharedMemory": _unsupported("SharedMemory"),
     "sync_cube": _unsupported("sync_cube"),
@@ -785,7 +810,7 @@ _BY_ID: dict[int, typing.Callable] = {}
 for _name, _fn in _SIM_FUNCS.items():
     _BY_ID[id(getattr(lang, _name))] = _fn
 for _name in ("sqrt", "exp", "log", "log1p", "sin", "cos", "tanh", "erf", "floor", "ceil",
-              "pow"):
+              "pow", "isnan", "isinf", "isfinite"):
     _BY_ID[id(getattr(math, _name))] = _SIM_FUNCS[_name]
 _BY_ID[id(math.fabs)] = _abs
 

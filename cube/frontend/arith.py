@@ -2,6 +2,7 @@
 values emit IR through the builder, and literals take the type of the other operand."""
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -169,7 +170,9 @@ def binop(b: Builder, op: str, x, y):
     if op in ("shl", "shr"):
         if not e.is_int:
             raise ArithError(f"shift is not defined on {t}")
-        return b.binary(op, x, y)
+        if isinstance(y, ir.Const) and y.value < 0:
+            raise ArithError(f"negative shift count {y.value} (Python raises ValueError)")
+        return b.shift(op, x, y)  # Python's meaning: a count >= the width shifts all out
     if op in ir.COMPARE_OPS or op in ("add", "sub", "mul", "min", "max"):
         if e.is_bool and op in ("add", "sub", "mul"):
             raise ArithError(f"arithmetic '{op}' is not defined on bool; cast to an int first")
@@ -301,12 +304,33 @@ def math1(b: Builder, op: str, x):
 
 
 def minmax(b: Builder, op: str, x, y):
+    """Python's min(x, y) / max(x, y): y if y < x (y > x) else x. For floats that is what
+    decides a NaN (min(nan, 1.0) is nan, min(1.0, nan) is 1.0) and a signed zero (the first
+    of equal values), so floats are a compare and a select (one minps/maxps on x86); ints
+    are the IR's min/max."""
     if not is_runtime(x) and not is_runtime(y):
         if not (is_number(x) and is_number(y)):
             raise ArithError(refuse(op, x, y))
         return (min if op == "min" else max)(x, y)
     x, y, t = pair(b, x, y)
+    if t.elem.is_float:
+        return b.select(b.binary("lt" if op == "min" else "gt", y, x), y, x)
     return b.binary(op, x, y)
+
+
+def nonfinite_test(b: Builder, op: str, x):
+    """math.isnan / isinf / isfinite of a runtime float (ints: never nan or inf)."""
+    x = as_runtime(b, x)
+    if not x.type.elem.is_float:
+        if x.type.elem.is_bool:
+            raise ArithError(f"{op} needs a number, got {x.type}")
+        if x.type.lanes == 1:
+            return op == "isfinite"  # decided, as Python decides it
+        return b.const(op == "isfinite", with_elem(x.type, boolean))
+    if op == "isnan":
+        return b.binary("ne", x, x)
+    mag = b.unary("abs", x)
+    return b.binary("eq" if op == "isinf" else "lt", mag, b.const(math.inf, x.type))
 
 
 def cast(b: Builder, x, t: Type):

@@ -80,6 +80,20 @@ _register((lang.min, builtins.min), _minmax("min"))
 _register((lang.max, builtins.max), _minmax("max"))
 
 
+def _nonfinite(op, pyfn):
+    def handler(tr, args, kwargs, node):
+        _nargs(tr, args, kwargs, node, 1, op)
+        if _all_comptime(args):
+            return pyfn(*args)
+        from . import arith
+        return arith.nonfinite_test(tr.b, op, args[0])
+    return handler
+
+
+for _op in ("isnan", "isinf", "isfinite"):
+    _register((getattr(lang, _op), getattr(math, _op)), _nonfinite(_op, getattr(math, _op)))
+
+
 def _pow(tr, args, kwargs, node):
     _nargs(tr, args, kwargs, node, 2, "pow")
     from . import arith
@@ -102,6 +116,8 @@ def _ternary(op):
         x, y, _ = arith.pair(tr.b, vals[0], vals[1])
         x, z, _ = arith.pair(tr.b, x, vals[2])
         y, z, _ = arith.pair(tr.b, y, z)
+        if op == "clamp" and x.type.elem.is_float:  # min(max(x, lo), hi), as Python's
+            return arith.minmax(tr.b, "min", arith.minmax(tr.b, "max", x, y), z)
         return tr.b.ternary(op, x, y, z)
     return handler
 

@@ -132,7 +132,19 @@ MATH2 = {
     "select": ("{X}(x[i] > y[i], x[i], y[i] * 2.0)", lambda x, y: np.where(x > y, x, y * 2)),
     "cast": ("_f32({X}(x[i] * 3.0, _i32))", lambda x, y: np.trunc(
         (x * np.float32(3)).astype(np.float64))),
+    # x * 1e30 * 1e30 overflows f32 to inf; inf - inf is nan
+    "isnan": ("_f32(1.0) if {X}(x[i] * 1e30 * 1e30 - y[i] * 1e30 * 1e30) else _f32(0.5)",
+              lambda x, y: np.where(np.isnan(_big(x) - _big(y)), 1.0, 0.5)),
+    "isinf": ("_f32(1.0) if {X}(x[i] * 1e30 * 1e30) else _f32(0.5)",
+              lambda x, y: np.where(np.isinf(_big(x)), 1.0, 0.5)),
+    "isfinite": ("_f32(1.0) if {X}(x[i] * 1e30 * 1e30) else _f32(0.5)",
+                 lambda x, y: np.where(np.isfinite(_big(x)), 1.0, 0.5)),
 }
+
+
+def _big(v):
+    with np.errstate(all="ignore"):
+        return v.astype(np.float32) * np.float32(1e30) * np.float32(1e30)
 
 
 def _math_ref(table, two):

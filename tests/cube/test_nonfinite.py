@@ -1,0 +1,180 @@
+"""NaN, infinities and signed zeros in kernels mean what they mean in Python, on every runtime:
+comparisons (IEEE: false with a NaN, `!=` true), `math.isnan`/`isinf`/`isfinite` (and the
+`cb.` forms), Python's min/max/clamp (`b if b < a else a`: a NaN or zero that comes first
+is kept). WGSL and Vulkan let a compiler assume floats are finite (lavapipe folded `x != x`
+to false); the shader targets spell these cases in bit tests (passes.float_compares).
+
+The reference is plain Python on the same f32 values (every value here is exact in f32)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import cube as cb
+from cube import ABSOLUTE_POS, Array, Line, cube, f32, u32
+
+VALUES = [math.nan, 1.0, -1.5, math.inf, -math.inf, 0.0, -0.0, 0.5, 2.0 ** 127, -2.0]
+PAIRS = [(x, y) for x in VALUES for y in VALUES]
+
+# Python's predicates, in the order the kernels set their bits
+PREDICATES = [
+    lambda x, y: x == y, lambda x, y: x != y, lambda x, y: x < y, lambda x, y: x <= y,
+    lambda x, y: x > y, lambda x, y: x >= y, lambda x, y: x != x, lambda x, y: x == x,
+    lambda x, y: x < x, lambda x, y: x >= x, lambda x, y: math.isnan(x),
+    lambda x, y: math.isinf(x), lambda x, y: math.isfinite(x),
+    lambda x, y: x < math.inf, lambda x, y: x <= math.inf, lambda x, y: x == math.inf,
+    lambda x, y: x > -math.inf, lambda x, y: x != -math.inf, lambda x, y: -math.inf >= x,
+    lambda x, y: x > 0.5, lambda x, y: not (x < y),
+]
+
+
+def _py_bits(x: float, y: float) -> int:
+    r = 0
+    for k, p in enumerate(PREDICATES):
+        if p(x, y):
+            r |= 1 << k
+    return r
+
+
+@cube(launch=True)
+def _compares(a: Array[f32], b: Array[f32], out: Array[u32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        x = a[i]
+        y = b[i]
+        c = (x == y, x != y, x < y, x <= y, x > y, x >= y, x != x, x == x, x < x, x >= x,
+             math.isnan(x), cb.isinf(x), math.isfinite(x), x < math.inf, x <= math.inf,
+             x == math.inf, x > -math.inf, x != -math.inf, -math.inf >= x, x > 0.5,
+             not (x < y))
+        r = u32(0)
+        for k in cb.range(len(c), unroll=True):
+            if c[k]:
+                r |= u32(1 << k)
+        out[i] = r
+
+
+@cube(launch=True)
+def _compares_lines(a: Array[Line[f32]], b: Array[Line[f32]], out: Array[Line[u32]]):
+    L = cb.comptime(a.line_size())
+    i = ABSOLUTE_POS
+    if i < a.len():
+        x = a[i]
+        y = b[i]
+        c = (x == y, x != y, x < y, x <= y, x > y, x >= y, x != x, x == x, x < x, x >= x,
+             cb.isnan(x), math.isinf(x), cb.isfinite(x))
+        one = Line[u32, L](1)
+        zero = Line[u32, L](0)
+        r = zero
+        for k in cb.range(len(c), unroll=True):
+            r = r | cb.select(c[k], one * u32(1 << k), zero)
+        out[i] = r
+
+
+def _inputs():
+    a = np.array([x for x, _ in PAIRS], np.float32)
+    b = np.array([y for _, y in PAIRS], np.float32)
+    return a, b
+
+
+def test_comparisons_and_tests_of_nan_inf_and_zeros(rt):
+    a, b = _inputs()
+    out = rt.empty((a.size,), np.uint32)
+    _compares.launch(rt, cube_count=(a.size + 31) // 32, cube_dim=32, a=rt.from_numpy(a),
+                     b=rt.from_numpy(b), out=out)
+    got = out.numpy()
+    bad = [(x, y, bin(int(g)), bin(_py_bits(x, y))) for (x, y), g in zip(PAIRS, got)
+           if int(g) != _py_bits(x, y)]
+    assert not bad, f"{rt.name}: (x, y, got, Python) {bad[:6]}"
+
+
+@pytest.mark.parametrize("line", [4, 16])
+def test_line_comparisons_and_tests_of_nan_inf_and_zeros(rt, line):
+    a, b = _inputs()
+    n = -(-a.size // line) * line
+    a, b = np.resize(a, n), np.resize(b, n)
+    out = rt.empty((n,), np.uint32)
+    _compares_lines.launch(rt, cube_count=1, cube_dim=n // line,
+                           a=rt.from_numpy(a).lines(line), b=rt.from_numpy(b).lines(line),
+                           out=out.lines(line))
+    want = [_py_bits(float(x), float(y)) & ((1 << 13) - 1) for x, y in zip(a, b)]
+    got = out.numpy().tolist()
+    bad = [(float(x), float(y), g, w) for x, y, g, w in zip(a, b, got, want) if g != w]
+    assert not bad, f"{rt.name}, lines of {line}: (x, y, got, Python) {bad[:6]}"
+
+
+@cube(launch=True)
+def _minmax(a: Array[f32], b: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        x = a[i]
+        y = b[i]
+        k = i * 6
+        out[k] = min(x, y)
+        out[k + 1] = max(x, y)
+        out[k + 2] = cb.min(y, x, 0.5)
+        out[k + 3] = cb.max(x, -1.0, y)
+        out[k + 4] = cb.clamp(x, -1.0, y)
+        out[k + 5] = cb.clamp(x, -0.0, 0.0)
+
+
+def _py_clamp(x, lo, hi):
+    return min(max(x, lo), hi)
+
+
+def test_min_max_clamp_are_pythons(rt):
+    """min(nan, 1.0) is nan but min(1.0, nan) is 1.0; min(0.0, -0.0) is 0.0: Python's."""
+    a, b = _inputs()
+    out = rt.empty((a.size * 6,), np.float32)
+    _minmax.launch(rt, cube_count=(a.size + 31) // 32, cube_dim=32, a=rt.from_numpy(a),
+                   b=rt.from_numpy(b), out=out)
+    got = out.numpy().reshape(-1, 6)
+    for (x, y), g in zip(PAIRS, got):
+        want = [min(x, y), max(x, y), min(y, x, 0.5), max(x, -1.0, y), _py_clamp(x, -1.0, y),
+                _py_clamp(x, -0.0, 0.0)]
+        for k, (gv, wv) in enumerate(zip(g.tolist(), want)):
+            same = (math.isnan(gv) and math.isnan(wv)) or (
+                gv == wv and math.copysign(1, gv) == math.copysign(1, wv))
+            assert same, f"{rt.name}: output {k} of (x={x}, y={y}): {gv}, Python {wv}"
+
+
+def test_simulator_agrees_with_python():
+    """cube.simulate, the Python-semantics oracle of the fuzz tests, on the same kernels."""
+    from cube.simulate import simulate
+    a, b = _inputs()
+    out = np.zeros(a.size, np.uint32)
+    simulate(_compares, (a.size + 31) // 32, 32, a=a, b=b, out=out)
+    assert out.tolist() == [_py_bits(x, y) for x, y in PAIRS]
+    mm = np.zeros(a.size * 6, np.float32)
+    simulate(_minmax, (a.size + 31) // 32, 32, a=a, b=b, out=mm)
+    want = [v for x, y in PAIRS for v in (min(x, y), max(x, y), min(y, x, 0.5),
+                                          max(x, -1.0, y), _py_clamp(x, -1.0, y),
+                                          _py_clamp(x, -0.0, 0.0))]
+    np.testing.assert_array_equal(np.signbit(mm), np.signbit(np.float32(want)))
+    np.testing.assert_array_equal(mm, np.float32(want))
+
+
+def test_isnan_of_ints_and_bools():
+    """An int is never nan (decided at compile time, as in Python); a bool is refused."""
+    @cube(launch=True)
+    def k(a: Array[cb.i32], out: Array[u32]):
+        i = ABSOLUTE_POS
+        if i < a.len():
+            out[i] = u32(1) if math.isnan(a[i]) or not cb.isfinite(a[i]) else u32(0)
+
+    rt = cb.runtime("interp")
+    out = rt.empty((4,), np.uint32)
+    k.launch(rt, cube_count=1, cube_dim=4, a=rt.from_numpy(np.arange(4, dtype=np.int32)),
+             out=out)
+    assert out.numpy().tolist() == [0, 0, 0, 0]
+
+    @cube(launch=True)
+    def kb(a: Array[cb.i32], out: Array[u32]):
+        i = ABSOLUTE_POS
+        if i < a.len():
+            out[i] = u32(1) if math.isnan(a[i] > 0) else u32(0)
+
+    with pytest.raises(cb.CompileError, match=r"isnan needs a number.*\n.*math\.isnan"):
+        kb.launch(rt, cube_count=1, cube_dim=4, a=rt.from_numpy(np.arange(4, dtype=np.int32)),
+                  out=out)
