@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from . import ir
 from .ir import Block, Const, Kernel, LocalArray, Param, SharedArray, Value, Var
-from .types import Type, boolean, f32, i32, promote, u32, vec, with_elem
+from .types import SCALARS, Type, boolean, f32, i32, promote, u32, vec, with_elem
 
 
 class Builder:
@@ -124,6 +124,29 @@ class Builder:
         dst = self.var(t)
         self.emit(ir.Binary(dst, op, a, b))
         return dst
+
+    def shift(self, op: str, a, b) -> Value:
+        """a << b (op "shl") or a >> b ("shr") as Python, NumPy and PyTorch define them on a
+        fixed-width int: a count of the width or more, or a negative one (read as unsigned),
+        shifts every bit out, giving 0, or the sign for a signed right shift. The IR's
+        shl/shr take the count modulo the width (one instruction everywhere); a count that is
+        not a constant adds a compare and a select. A constant negative count is the caller's
+        to refuse (Python raises)."""
+        a, b = self._pair(a, b)
+        t = promote(a.type, b.type)
+        a, b = self.to_type(a, t), self.to_type(b, t)
+        width, signed = t.elem.bits, t.elem.is_signed
+        if isinstance(b, Const):
+            if 0 <= b.value < width:
+                return self.binary(op, a, b)
+            if op == "shr" and signed:
+                return self.binary("shr", a, self.const(width - 1, t))
+            return self.const(0, t)
+        count = self.to_type(b, with_elem(t, SCALARS[f"u{width}"])) if signed else b
+        inside = self.binary("lt", count, self.const(width, count.type))
+        if op == "shr" and signed:  # the sign fills every bit: a >> (width - 1)
+            return self.binary("shr", a, self.select(inside, b, self.const(width - 1, t)))
+        return self.select(inside, self.binary(op, a, b), self.const(0, t))
 
     def ternary(self, op: str, a, b, c) -> Var:
         ref = next((x.type for x in (a, b, c) if isinstance(x, (Var, Const))), f32)

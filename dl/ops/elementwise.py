@@ -873,14 +873,16 @@ def bitwise_xor(ir, x, y):
 
 @binary("arith", dunder="__lshift__", rdunder="__rlshift__", accepts="int")
 def bitwise_left_shift(ir, x, y):
-    """a shifted left by b bits (integers; shifts of 0 to the type's width - 1): `a << b`."""
-    return ir.binary("shl", x, y)
+    """a shifted left by b bits (integers): `a << b`. A count of the type's width or more,
+    or a negative one, gives 0, as PyTorch's."""
+    return ir.shift("shl", x, y)
 
 
 @binary("arith", dunder="__rshift__", rdunder="__rrshift__", accepts="int")
 def bitwise_right_shift(ir, x, y):
-    """a shifted right by b bits, arithmetic (the sign fills in), as PyTorch: `a >> b`."""
-    return ir.binary("shr", x, y)
+    """a shifted right by b bits, arithmetic (the sign fills in), as PyTorch: `a >> b`. A
+    count of the type's width or more, or a negative one, leaves only the sign (0 or -1)."""
+    return ir.shift("shr", x, y)
 
 
 def bitwise_not(x: Tensor) -> Tensor:
