@@ -160,19 +160,41 @@ def _binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
 
 
 def _fpow(em: Emitter, t: Type, a: int, b: int) -> int:
-    """pow with NumPy's real results: |x|^y, negated for odd integer y, NaN for x < 0 and
-    a non-integer y, 1 for y = 0."""
+    """pow with NumPy's real results, as the WGSL prelude's: |x|^y (inf for a zero base and
+    a negative y, where GLSL's Pow is undefined), negated for a negative base (-0 included)
+    and an odd integer y, NaN for a finite x < 0 and a non-integer y or a NaN operand, 1 for
+    y = 0, x = 1 (a NaN other operand included) and x = -1 with an infinite y."""
     m, rt, bt = em.m, em.t(t), em.t(_bt(t))
-    r = em.ext(t, "Pow", em.ext(t, "FAbs", a), b)
+    ut = with_elem(t, u32)
+    ax = em.ext(t, "FAbs", a)
+    r = em.ext(t, "Pow", ax, b)
+    zero_neg = logical(em, "LogicalAnd", _bt(t), m.op("FOrdEqual", bt, ax, em.c(0.0, t)),
+                       m.op("FOrdLessThan", bt, b, em.c(0.0, t)))
+    r = m.op("Select", rt, zero_neg, em.c(float("inf"), t), r)
     yint = m.op("FOrdEqual", bt, b, em.ext(t, "Trunc", b))
     half = em.ext(t, "Trunc", m.op("FMul", rt, b, em.c(0.5, t)))
     odd = m.op("FOrdEqual", bt, em.ext(t, "FAbs", m.op("FSub", rt, b, m.op(
         "FMul", rt, half, em.c(2.0, t)))), em.c(1.0, t))
     odd = logical(em, "LogicalAnd", _bt(t), yint, odd)
-    neg = m.op("Select", rt, yint, m.op("Select", rt, odd, m.op("FNegate", rt, r), r),
-               em.c(float("nan"), t))
-    res = m.op("Select", rt, m.op("FOrdLessThan", bt, a, em.c(0.0, t)), neg, r)
-    return m.op("Select", rt, m.op("FOrdEqual", bt, b, em.c(0.0, t)), em.c(1.0, t), res)
+    bits = m.op("Bitcast", em.t(ut), a)
+    sign = m.op("IEqual", bt, m.op("ShiftRightLogical", em.t(ut), bits, em.c(31, ut)),
+                em.c(1, ut))
+    res = m.op("Select", rt, logical(em, "LogicalAnd", _bt(t), sign, odd),
+               m.op("FNegate", rt, r), r)
+    bad = logical(em, "LogicalAnd", _bt(t), m.op("FOrdLessThan", bt, a, em.c(0.0, t)),
+                  m.op("LogicalNot", bt, yint))
+    bad = logical(em, "LogicalAnd", _bt(t), bad,
+                  m.op("INotEqual", bt, bits, em.c(0xFF800000, ut)))  # not -inf
+    res = m.op("Select", rt, bad, em.c(float("nan"), t), res)
+    nan = logical(em, "LogicalOr", _bt(t), m.op("IsNan", bt, a), m.op("IsNan", bt, b))
+    res = m.op("Select", rt, nan, m.op("FAdd", rt, a, b), res)  # the driver's Pow may not
+    one = logical(em, "LogicalOr", _bt(t), m.op("FOrdEqual", bt, b, em.c(0.0, t)),
+                  m.op("FOrdEqual", bt, a, em.c(1.0, t)))
+    ybits = m.op("BitwiseAnd", em.t(ut), m.op("Bitcast", em.t(ut), b), em.c(0x7FFFFFFF, ut))
+    one_inf = logical(em, "LogicalAnd", _bt(t), m.op("FOrdEqual", bt, ax, em.c(1.0, t)),
+                      m.op("IEqual", bt, ybits, em.c(0x7F800000, ut)))
+    one = logical(em, "LogicalOr", _bt(t), one, one_inf)  # (-1)^(+-inf) is 1
+    return m.op("Select", rt, one, em.c(1.0, t), res)  # pow(x, 0) and pow(1, y): 1, nan too
 
 
 def unary(em: Emitter, o: str, t: Type, a: int) -> int:
@@ -226,7 +248,9 @@ def _unary(em: Emitter, o: str, t: Type, a: int) -> int:
         u = m.op("FAdd", rt, em.c(1.0, t), a)
         d = m.op("FSub", rt, u, em.c(1.0, t))
         r = m.op("FDiv", rt, m.op("FMul", rt, em.ext(t, "Log", u), a), d)
-        return m.op("Select", rt, m.op("FOrdEqual", bt, d, em.c(0.0, t)), a, r)
+        r = m.op("Select", rt, m.op("FOrdEqual", bt, d, em.c(0.0, t)), a, r)
+        # log1p(inf) is inf (the correction is inf / inf), as the WGSL prelude's
+        return m.op("Select", rt, m.op("FOrdEqual", bt, a, em.c(float("inf"), t)), a, r)
     if o == "erf":
         return _erf(em, t, a)
     raise Unsupported(f"unary {o}")

@@ -96,15 +96,20 @@ ERF = """fn cube_erf{S}(x: T) -> T {
 }""".replace("POLY_ERF", _poly("s", [-5.96761703e-4, 4.99119423e-3, -2.67681349e-2,
                                        1.12819925e-1, -3.76125336e-1, 1.28379166e-1]))
 
-# pow as numpy does it for real results: negative bases need an integer exponent
+# pow as numpy does it for real results: negative bases need an integer exponent (-inf
+# does not: (-inf)^0.5 is inf); an odd exponent keeps the base's sign, -0 included
+# ((-0)^-1 is -inf); a NaN operand gives NaN unless y is 0 or x is 1 (then 1), as is
+# (-1)^(+-inf)
 POW = """fn cube_pow{S}(x: T, y: T) -> T {
     let r = cube_exp{S}(y * cube_log{S}(abs(x)));
     let yint = y == trunc(y);
     let odd = yint & (abs(y - T(2.0) * trunc(y * T(0.5))) == T(1.0));
-    var n = select(T(NAN), select(r, -r, odd), yint);
-    var res = select(r, n, x < T(0.0));
-    res = select(res, T(1.0), (y == T(0.0)) | (x == T(1.0)));
-    return select(res, x + y, cube_isnan{S}(x) | cube_isnan{S}(y));
+    let neg = (bitcast<U>(x) >> U(31u)) == U(1u);
+    var res = select(r, -r, neg & odd);
+    res = select(res, T(NAN), (x < T(0.0)) & !yint & (bitcast<U>(x) != U(0xff800000u)));
+    res = select(res, x + y, cube_isnan{S}(x) | cube_isnan{S}(y));
+    let one_inf = (abs(x) == T(1.0)) & ((bitcast<U>(y) & U(0x7fffffffu)) == U(0x7f800000u));
+    return select(res, T(1.0), (y == T(0.0)) | (x == T(1.0)) | one_inf);
 }"""
 
 BF16 = """fn cube_bf16{S}(x: T) -> T {

@@ -1,4 +1,4 @@
-"""Float comparisons, min, max and clamp that keep their IEEE meaning on targets whose
+"""Float comparisons, min, max, clamp and rem that keep their IEEE meaning on targets whose
 compilers may assume no NaN or infinity.
 
 WGSL lets an implementation assume floats are finite, and Vulkan lets a driver do the same
@@ -13,10 +13,12 @@ cases with integer tests on the bits, which no assumption about floats can fold:
     a OP b          (a OP b) and not isnan(a) and not isnan(b)   OP in eq lt le gt ge
     a ne b          (a ne b) or isnan(a) or isnan(b)
     x OP x          not isnan(x) (eq le ge), isnan(x) (ne), false (lt gt)
+    bool(x)         x != 0, as above (a NaN is true)
     x OP inf        the bits of x against the infinity's (x == inf: bits(x) == 0x7f800000;
                     x < inf: not isnan(x) and bits(x) != 0x7f800000; ...)
     min(a, b)       select(isnan(a), b, select(isnan(b), a, min(a, b)))  (max alike)
     clamp(x, l, h)  min(max(x, l), h), each as above
+    rem(a, b)       a where b is infinite and a finite (fmod; WGSL's `%` gives NaN there)
 
 A finite constant operand needs no test. Half types are widened to f32 (exactly) for the bit
 tests. What stays unprotected: arithmetic the compiler may simplify assuming finite values
@@ -59,6 +61,10 @@ def _rewrite(op, alloc: VarAlloc):
             s = _Spell(alloc, op.loc)
             s.minmax(op.dst, o, op.a, op.b)
             return s.ops
+        case ir.Binary(op="rem") if _is_float(op.dst):
+            return _Spell(alloc, op.loc).rem(op.dst, op.a, op.b)
+        case ir.Cast(dst=d, a=a) if d.type.elem.is_bool and _is_float(a):  # a != 0
+            return _Spell(alloc, op.loc).compare(d, "ne", a, Const(0.0, a.type))
         case ir.Ternary(op="clamp") if _is_float(op.dst):
             s = _Spell(alloc, op.loc)
             lo = alloc.new(op.dst.type, "clamp_lo")
@@ -155,6 +161,23 @@ class _Spell:
         if isinstance(r, bool):
             r = Const(r, dst.type if dst.type.elem == boolean else with_elem(dst.type, boolean))
         self.emit(ir.Assign(dst, r, self.loc))
+
+    def rem(self, dst: Var, a, b) -> list:
+        """fmod(a, b) is a for a finite a and an infinite b; WGSL defines its float `%` as
+        a - b * trunc(a / b), which gives NaN there (inf * 0)."""
+        r = self.binary("rem", a, b, dst.type)
+        if not (isinstance(b, Const) and not math.isinf(b.value)):
+            bt = with_elem(dst.type, boolean)
+            bb, ba = self.bits(b), self.bits(a)
+            mag, inf, _ = self._masks(bb)
+            b_inf = self.binary("eq", self.binary("and", bb, Const(mag, bb.type), bb.type),
+                                Const(inf, bb.type), bt)
+            a_fin = self.binary("ne", self.binary("and", ba, Const(inf, ba.type), ba.type),
+                                Const(inf, ba.type), bt)
+            keep = self.binary("and", b_inf, a_fin, bt)
+            r = self.emit(ir.Select(self._new(dst.type, "rem"), keep, a, r, self.loc))
+        self.emit(ir.Assign(dst, r, self.loc))
+        return self.ops
 
     def minmax(self, dst: Var, o: str, a, b) -> None:
         """dst = o(a, b) with C's fmin/fmax meaning: a NaN operand gives the other."""
