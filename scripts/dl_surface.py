@@ -126,6 +126,8 @@ def _table_stats():
             cases += len(info.dtypes)
             if info.note:
                 notes.append((info.name, name, info.note))
+            if info.shader_edges:
+                notes.append((info.name, name, f"wgpu, wgpu-spirv: {info.shader_edges}"))
     return per, samples, cases, notes
 
 

@@ -50,6 +50,12 @@ def _away(shape, seed=0, lo=0.25, hi=2.0):
     return arr(shape, seed, lo, hi) * np.where(barr(shape, seed + 9), 1.0, -1.0)
 
 
+# the edge pairs hold fmod(1, 1e-30): WGSL defines a float % as a - b * trunc(a / b), which
+# is not exact once a / b passes 2**24 (fmod is)
+_SHADER_FMOD = ("WGSL/SPIR-V float % is a - b * trunc(a / b), which is wrong once a / b "
+                "passes 2**24 (fmod(1, 1e-30) is 0, fmod(1e30, 1e-30) -inf)")
+
+
 def _binary_samples(b_away: bool = False, edge: bool = True, scalar=2.5):
     """The shared samples of a binary float op: typical, broadcast, non-contiguous, size 0,
     size 1, a scalar operand and (interp only) every pair of edge values."""
@@ -229,6 +235,7 @@ OPS = [
     OpInfo("remainder", op=lambda a, b: dl.remainder(a, b),
            ref=lambda a, b: torch.remainder(a, b), dtypes=ALL_FLOATS, signed_zero=True,
            samples=_binary_samples(b_away=True), tol={dl.float32: (1e-5, 1e-5)},
+           shader_edges=_SHADER_FMOD,
            note="an integer remainder, fmod or floor_divide by 0 gives 0 (PyTorch raises; "
            "raising would need a host synchronisation per op)"),
     OpInfo("remainder_op", op=lambda a, b: (a % b, 7.5 % b, a % -2),
@@ -239,6 +246,7 @@ OPS = [
            samples=lambda: _int_pairs() + _int64_pairs()),
     OpInfo("fmod", op=lambda a, b: dl.fmod(a, b), ref=lambda a, b: torch.fmod(a, b),
            dtypes=ALL_FLOATS, signed_zero=True, samples=_binary_samples(b_away=True),
+           shader_edges=_SHADER_FMOD,
            tol={dl.float32: (1e-5, 1e-5)}),
     OpInfo("fmod_int", op=lambda a, b: dl.fmod(a, b), ref=lambda a, b: torch.fmod(a, b),
            dtypes=(dl.float32,), grad=False, samples=lambda: _int_pairs()[:3]),
