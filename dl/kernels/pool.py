@@ -81,6 +81,13 @@ def u32_(v):
 
 
 @cube
+def _max_nan(acc, v):
+    """max(acc, v) as PyTorch's max pool takes it: a NaN tap makes the window's max NaN
+    (Python's max keeps only a NaN that comes first)."""
+    return cb.select((v > acc) | cb.isnan(v), v, acc)  # lane by lane for lines
+
+
+@cube
 def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Comptime[int],
             DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool],
             COUNT_PAD: Comptime[bool]):
@@ -95,7 +102,7 @@ def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Co
             if h >= 0 and h < hn and w >= 0 and w < wn:
                 v = x[xb + u32_(h) * xs1 + u32_(w) * xs2]
                 if MAX:
-                    acc = max(acc, v)
+                    acc = _max_nan(acc, v)
                 else:
                     acc += v
                 cnt += 1
@@ -133,7 +140,7 @@ def _taps(x, xb, xs1, xs2, h0, w, hn, ident, KH: Comptime[int], KW: Comptime[int
             if HEDGE:
                 v = cb.select(h0 + kh * DH >= 0 and h0 + kh * DH < hn, v, ident)
             if MAX:
-                acc = max(acc, v)
+                acc = _max_nan(acc, v)
             else:
                 acc += v
     return acc
@@ -187,14 +194,14 @@ def _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, own, ident,
                 v = x[xb + u32_(h) * xs1 + (wlo + t * G) * xs2]
                 if HEDGE:
                     v = cb.select(h0 + kh * DH >= 0 and h0 + kh * DH < hn, v, ident)
-                acc = max(acc, v)
+                acc = _max_nan(acc, v)
             tmp[jlo + t] = acc
         for j in range(jhi, ncol):
             tmp[j] = ident
         for i in range(cnt):
             acc = ident
             for kw in cb.range(KW, unroll=True):
-                acc = max(acc, tmp[i * (SW // G) + kw * (DW // G)])
+                acc = _max_nan(acc, tmp[i * (SW // G) + kw * (DW // G)])
             out[ob + (ow0 + i) * os2] = acc
 
 

@@ -5,7 +5,8 @@ constant divisors turn the per-element index arithmetic into multiplies (runtime
 made these kernels cost more than the pooling itself).
 
 - `max_pool2d_indices`: for each output, the flat position h * W + w of its window's first
-  maximum (PyTorch's `return_indices`), one unit per output.
+  maximum, or its last NaN (PyTorch's `return_indices` and its NaN rule), one unit per
+  output.
   `max_pool2d_indices_unpadded` is the same without padding (no bounds tests).
 - `max_pool2d_backward_tiles`: windows that tile the input exactly (the common 2x2 stride 2),
   one unit per window writing its inputs.
@@ -63,7 +64,7 @@ def max_pool2d_indices(x: Tensor[F], y: Array[F], idx: Array[i32], C: Comptime[i
                 w = i32(ow * SW) - PW + kw * DW
                 if h >= 0 and h < i32(x.shape(2)) and w >= 0 and w < i32(x.shape(3)):
                     v = x[base + u32(h) * x.stride(2) + u32(w) * x.stride(3)]
-                    if v > best or best_i < 0:
+                    if v > best or best_i < 0 or cb.isnan(v):  # torch: the last nan wins
                         best = v
                         best_i = h * i32(x.shape(3)) + w
         idx[g] = best_i
@@ -93,7 +94,7 @@ def max_pool2d_indices_unpadded(x: Tensor[F], y: Array[F], idx: Array[i32], C: C
                     h = h0 + kh * DH
                     w = w0 + kw * DW
                     v = x[base + h * x.stride(2) + w * x.stride(3)]
-                    if v > best:
+                    if v > best or cb.isnan(v):  # torch: the last nan wins
                         best = v
                         best_i = i32(h * W + w)
         idx[g] = best_i

@@ -68,3 +68,28 @@ def test_shifts_past_the_width_match_torch(dev):
                       (x >> 40, tx >> 40), (x << -1, tx << -1), (3 << n, 3 << tn),
                       (dl.bitwise_left_shift(x, n), torch.bitwise_left_shift(tx, tn))]:
         np.testing.assert_array_equal(_np(got), _np(want))
+
+
+@pytest.mark.parametrize("geo", [dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1),
+                                 dict(kernel_size=(1, 4), stride=(1, 2))], ids=str)
+def test_max_pool_of_nan_is_torchs(dev, geo):
+    """A NaN tap makes the window's max NaN, and its gradient goes to the window's last NaN
+    (PyTorch's `val > max or isnan(val)`); Python's max, which the pool kernels used, kept a
+    NaN only as a window's first tap."""
+    x = np.random.default_rng(5).standard_normal((2, 3, 6, 8)).astype(np.float32)
+    x.reshape(-1)[[3, 17, 18, 40, 95, 96, 200, 201, 250]] = np.nan
+    x.reshape(-1)[[60, 61]] = [np.inf, -np.inf]
+    tx = torch.tensor(x, requires_grad=True)
+    ty = torch.nn.functional.max_pool2d(tx, **geo)
+    with dl.no_grad():  # the forward kernels (no indices)
+        y0 = dl.nn.functional.max_pool2d(dl.tensor(x, device=dev), **geo)
+    np.testing.assert_array_equal(_np(y0), _np(ty), err_msg=f"{dev}: forward")
+    dx = dl.tensor(x, device=dev, requires_grad=True)
+    y = dl.nn.functional.max_pool2d(dx, **geo)  # the kernels that keep indices
+    np.testing.assert_array_equal(_np(y), _np(ty), err_msg=f"{dev}: forward with indices")
+    g = np.random.default_rng(6).uniform(0.5, 1.5, tuple(ty.shape)).astype(np.float32)
+    ty.backward(torch.from_numpy(g))
+    y.backward(dl.tensor(g, device=dev))
+    # overlapping windows add their gradients in another order: to rounding, zeros exact
+    np.testing.assert_allclose(_np(dx.grad), _np(tx.grad), rtol=1e-6, atol=0,
+                               err_msg=f"{dev}: gradient")
