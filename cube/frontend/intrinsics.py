@@ -42,13 +42,14 @@ def _all_comptime(args) -> bool:
     return not any(is_runtime(a) or isinstance(a, MemRef) for a in args)
 
 
-def _unary(op, pyfn):
+def _unary(op, pyfn, lowering: str = "math1"):
+    """A one-argument function: Python's with compile-time values, else arith.<lowering>."""
     def handler(tr, args, kwargs, node):
         _nargs(tr, args, kwargs, node, 1, op)
         if _all_comptime(args):
             return pyfn(*args)
         from . import arith
-        return arith.math1(tr.b, op, args[0])
+        return getattr(arith, lowering)(tr.b, op, args[0])
     return handler
 
 
@@ -80,18 +81,9 @@ _register((lang.min, builtins.min), _minmax("min"))
 _register((lang.max, builtins.max), _minmax("max"))
 
 
-def _nonfinite(op, pyfn):
-    def handler(tr, args, kwargs, node):
-        _nargs(tr, args, kwargs, node, 1, op)
-        if _all_comptime(args):
-            return pyfn(*args)
-        from . import arith
-        return arith.nonfinite_test(tr.b, op, args[0])
-    return handler
-
-
 for _op in ("isnan", "isinf", "isfinite"):
-    _register((getattr(lang, _op), getattr(math, _op)), _nonfinite(_op, getattr(math, _op)))
+    _register((getattr(lang, _op), getattr(math, _op)),
+              _unary(_op, getattr(math, _op), "nonfinite_test"))
 
 
 def _pow(tr, args, kwargs, node):
