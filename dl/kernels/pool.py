@@ -80,11 +80,19 @@ def u32_(v):
     return cb.cast(v, cb.u32)
 
 
+# A NaN tap makes the window's max NaN, as PyTorch's max pool (Python's max keeps only a NaN
+# that comes first): each window keeps Python's max (one maxps) and, beside it, whether a tap
+# was NaN (cmpunordps, orps), applied once at its end. A select per tap instead cost 1.2-4x
+# (the scalar candidates stopped vectorising).
 @cube
-def _max_nan(acc, v):
-    """max(acc, v) as PyTorch's max pool takes it: a NaN tap makes the window's max NaN
-    (Python's max keeps only a NaN that comes first)."""
-    return cb.select((v > acc) | cb.isnan(v), v, acc)  # lane by lane for lines
+def _nan_seen(seen, v):
+    return seen | cb.isnan(v)
+
+
+@cube
+def _max_or_nan(acc, seen):
+    """The window's max, or NaN where one of its taps was."""
+    return cb.select(seen, math.nan, acc)
 
 
 @cube
@@ -94,6 +102,7 @@ def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Co
     """One output of a window at (h0, w0) with a bounds test per tap (line units); T is the
     kernel's element type."""
     acc = ident
+    seen = cb.isnan(ident)  # False, shaped as a tap
     cnt = 0
     for kh in cb.range(KH, unroll=True):
         h = h0 + kh * DH
@@ -102,10 +111,13 @@ def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Co
             if h >= 0 and h < hn and w >= 0 and w < wn:
                 v = x[xb + u32_(h) * xs1 + u32_(w) * xs2]
                 if MAX:
-                    acc = _max_nan(acc, v)
+                    acc = max(acc, v)
+                    seen = _nan_seen(seen, v)
                 else:
                     acc += v
                 cnt += 1
+    if MAX:
+        acc = _max_or_nan(acc, seen)
     if not MAX:
         if COUNT_PAD:
             acc = acc * T(1.0 / (KH * KW))
@@ -130,6 +142,7 @@ def _taps(x, xb, xs1, xs2, h0, w, hn, ident, KH: Comptime[int], KW: Comptime[int
     identity in a select (a loop-invariant condition: the loop over w still vectorises).
     Taps are combined in the per-element kernel's order, so sums round identically."""
     acc = ident
+    seen = cb.isnan(ident)
     for kh in cb.range(KH, unroll=True):
         h = h0 + kh * DH
         if HEDGE:
@@ -140,9 +153,12 @@ def _taps(x, xb, xs1, xs2, h0, w, hn, ident, KH: Comptime[int], KW: Comptime[int
             if HEDGE:
                 v = cb.select(h0 + kh * DH >= 0 and h0 + kh * DH < hn, v, ident)
             if MAX:
-                acc = _max_nan(acc, v)
+                acc = max(acc, v)
+                seen = _nan_seen(seen, v)
             else:
                 acc += v
+    if MAX:
+        acc = _max_or_nan(acc, seen)
     return acc
 
 
@@ -172,8 +188,8 @@ def _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, own, ident,
     then a row pass (KW taps) over tmp: KH + KW maxima per output instead of KH * KW, and
     no bounds test at all: tmp holds the identity for columns in the padding. Only every
     G-th input column is read (G = gcd(SW, DW)); tmp holds SEG outputs' worth of columns.
-    Both passes start from the identity, so a window of NaNs gives -inf, as in the
-    per-element kernel."""
+    Both passes start from the identity and keep a NaN (_max_or_nan), as the per-element
+    kernel."""
     G = cb.comptime(math.gcd(SW, DW))
     SEG = cb.comptime(_SEG)
     for ow0 in range(u32(0), own, SEG):
@@ -187,6 +203,7 @@ def _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, own, ident,
         wlo = u32(w0 + i32(jlo) * G)
         for t in range(jhi - jlo):
             acc = ident
+            seen = cb.isnan(ident)
             for kh in cb.range(KH, unroll=True):
                 h = h0 + kh * DH
                 if HEDGE:
@@ -194,15 +211,19 @@ def _max_row_sep(x, out, tmp, xb, xs1, xs2, ob, os2, h0, hn, wn, own, ident,
                 v = x[xb + u32_(h) * xs1 + (wlo + t * G) * xs2]
                 if HEDGE:
                     v = cb.select(h0 + kh * DH >= 0 and h0 + kh * DH < hn, v, ident)
-                acc = _max_nan(acc, v)
-            tmp[jlo + t] = acc
+                acc = max(acc, v)
+                seen = _nan_seen(seen, v)
+            tmp[jlo + t] = _max_or_nan(acc, seen)
         for j in range(jhi, ncol):
             tmp[j] = ident
         for i in range(cnt):
             acc = ident
+            seen = cb.isnan(ident)
             for kw in cb.range(KW, unroll=True):
-                acc = _max_nan(acc, tmp[i * (SW // G) + kw * (DW // G)])
-            out[ob + (ow0 + i) * os2] = acc
+                v = tmp[i * (SW // G) + kw * (DW // G)]
+                acc = max(acc, v)
+                seen = _nan_seen(seen, v)
+            out[ob + (ow0 + i) * os2] = _max_or_nan(acc, seen)
 
 
 @cube(launch=True, unchecked=True)
