@@ -178,3 +178,24 @@ def test_isnan_of_ints_and_bools():
     with pytest.raises(cb.CompileError, match=r"isnan needs a number.*\n.*math\.isnan"):
         kb.launch(rt, cube_count=1, cube_dim=4, a=rt.from_numpy(np.arange(4, dtype=np.int32)),
                   out=out)
+
+
+@cube(launch=True)
+def _mod(a: Array[f32], b: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        out[i] = a[i] % b[i]
+
+
+def test_float_mod_by_infinity_is_pythons(rt):
+    """x % inf is Python's (x, or inf for a negative x): WGSL's float % (a - b*trunc(a/b))
+    gave NaN there."""
+    a = np.array([1.0, -1.0, 2.5, -2.5, 0.0, -0.0, 1.0, np.inf, np.nan], np.float32)
+    b = np.array([np.inf, np.inf, -np.inf, -np.inf, np.inf, -np.inf, 3.0, 2.0, np.inf],
+                 np.float32)
+    out = rt.empty((a.size,), np.float32)
+    _mod.launch(rt, cube_count=1, cube_dim=a.size, a=rt.from_numpy(a), b=rt.from_numpy(b),
+                out=out)
+    for x, y, g in zip(a.tolist(), b.tolist(), out.numpy().tolist()):
+        w = x % y
+        assert (math.isnan(g) and math.isnan(w)) or g == w, f"{rt.name}: {x} % {y}: {g}, {w}"
