@@ -43,8 +43,8 @@ _VS_NEG_INF = {"eq": "bits_eq", "le": "bits_eq", "ne": "bits_ne", "gt": "notnan_
 
 
 def exact_float_compares(kernel: Kernel) -> bool:
-    """Rewrite the kernel's float compares, min, max and clamp as the module docstring says;
-    True if anything changed."""
+    """Rewrite the kernel's float compares, float->bool casts, min, max, clamp and rem as
+    the module docstring says; True if anything changed."""
     alloc = VarAlloc(kernel)
     return rewrite(kernel.body, lambda op: _rewrite(op, alloc))
 
@@ -105,11 +105,17 @@ class _Spell:
         exp = 0x7F800000 if n == 32 else 0x7FF0000000000000
         return (1 << (n - 1)) - 1, exp, 1 << (n - 1)
 
-    def isnan(self, x, bt):
+    def masked(self, x, o: str, bt, mask: str = "mag"):
+        """(bits(x) & mask) OP the infinity's bits; mask "mag" (all but the sign) or "exp"
+        (the exponent): > is NaN, == is an infinity (mag) or not finite (exp)."""
         bits = self.bits(x)
         mag, inf, _ = self._masks(bits)
-        a = self.binary("and", bits, Const(mag, bits.type), bits.type)
-        return self.binary("gt", a, Const(inf, bits.type), bt)
+        m = self.binary("and", bits, Const(mag if mask == "mag" else inf, bits.type),
+                        bits.type)
+        return self.binary(o, m, Const(inf, bits.type), bt)
+
+    def isnan(self, x, bt):
+        return self.masked(x, "gt", bt)
 
     def notnan(self, x, bt):
         return self.emit(ir.Unary(self._new(bt, "notnan"), "not", self.isnan(x, bt), self.loc))
@@ -168,13 +174,8 @@ class _Spell:
         r = self.binary("rem", a, b, dst.type)
         if not (isinstance(b, Const) and not math.isinf(b.value)):
             bt = with_elem(dst.type, boolean)
-            bb, ba = self.bits(b), self.bits(a)
-            mag, inf, _ = self._masks(bb)
-            b_inf = self.binary("eq", self.binary("and", bb, Const(mag, bb.type), bb.type),
-                                Const(inf, bb.type), bt)
-            a_fin = self.binary("ne", self.binary("and", ba, Const(inf, ba.type), ba.type),
-                                Const(inf, ba.type), bt)
-            keep = self.binary("and", b_inf, a_fin, bt)
+            keep = self.binary("and", self.masked(b, "eq", bt),  # b infinite, a finite
+                               self.masked(a, "ne", bt, mask="exp"), bt)
             r = self.emit(ir.Select(self._new(dst.type, "rem"), keep, a, r, self.loc))
         self.emit(ir.Assign(dst, r, self.loc))
         return self.ops

@@ -118,7 +118,7 @@ def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Co
                 cnt += 1
     if MAX:
         acc = _max_or_nan(acc, seen)
-    if not MAX:
+    else:
         if COUNT_PAD:
             acc = acc * T(1.0 / (KH * KW))
         else:
