@@ -62,7 +62,9 @@ def lit(value, e: Scalar) -> str:
         if e.name == "f16":
             if math.isnan(v) or math.isinf(v) or abs(v) > 65504:
                 bits = {True: 0x7C00, False: 0xFC00}[v > 0] if not math.isnan(v) else 0x7E00
-                return f"bitcast<vec2<f16>>({bits}u).x"
+                # naga 0.32 types bitcast<vec2<f16>>(u32) as f32 (its `.x` is refused): the
+                # half comes from its bits through unpack2x16float, exact in f32
+                return f"f16(unpack2x16float({bits}u).x)"
             import numpy as np
             return f"{float(np.float16(v))!r}h"
         if e.name == "bf16":
