@@ -768,7 +768,8 @@ def _atomic(op):
         v = vals[-1]
         with np.errstate(all="ignore"):
             new = {"add": lambda: old + v, "sub": lambda: old - v,
-                   "min": lambda: np.minimum(old, v), "max": lambda: np.maximum(old, v),
+                   # NaN ignored, as every target's float atomics (docs/language.md)
+                   "min": lambda: np.fmin(old, v), "max": lambda: np.fmax(old, v),
                    "and": lambda: old & v, "or": lambda: old | v, "xor": lambda: old ^ v,
                    "exchange": lambda: v,
                    "cas": lambda: v if old == vals[0] else old}[op]()

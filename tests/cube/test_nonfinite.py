@@ -199,3 +199,103 @@ def test_float_mod_by_infinity_is_pythons(rt):
     for x, y, g in zip(a.tolist(), b.tolist(), out.numpy().tolist()):
         w = x % y
         assert (math.isnan(g) and math.isnan(w)) or g == w, f"{rt.name}: {x} % {y}: {g}, {w}"
+
+
+# Plane and atomic max/min ignore NaN (IEEE maxNum, as C's fmax, SPIR-V's group FMax and
+# the float atomics): NaN only when every value is NaN. A plane's reduction order is the
+# hardware's, so Python's lane-order max (which keeps a leading NaN) is not what they mean.
+NAN_LANES = [1.0, math.nan, -2.0, math.inf, math.nan, math.nan, math.nan, math.nan,
+             math.nan, -math.inf, 0.5, 3.0, 7.0, -1.0, math.nan, 2.0]
+
+
+def _fmax_of(vals, hi: bool) -> float:
+    real = [v for v in vals if not math.isnan(v)]
+    if not real:
+        return math.nan
+    return max(real) if hi else min(real)
+
+
+@cube(launch=True)
+def _plane_extremes(a: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    v = a[i % a.len()]
+    hi = cb.plane_max(v)
+    lo = cb.plane_min(v)
+    if i < a.len():
+        out[2 * i] = hi
+        out[2 * i + 1] = lo
+
+
+def test_plane_max_min_ignore_nan(rt):
+    """Each plane of NAN_LANES (repeated past 16 lanes) and one plane of NaNs only."""
+    p = rt.plane_size
+    n = max(32, 2 * p)
+    a = np.resize(np.float32(NAN_LANES), n)
+    a[n - p:] = np.nan  # the last plane: every lane NaN
+    out = rt.empty((2 * n,), np.float32)
+    _plane_extremes.launch(rt, cube_count=1, cube_dim=n, a=rt.from_numpy(a), out=out)
+    got = out.numpy().reshape(n, 2).tolist()
+    for s in range(0, n, p):
+        plane = a[s:s + p].tolist()
+        want = [_fmax_of(plane, True), _fmax_of(plane, False)]
+        for lane in range(s, s + p):
+            for g, w, what in zip(got[lane], want, ("plane_max", "plane_min")):
+                assert (math.isnan(g) and math.isnan(w)) or g == w, \
+                    f"{rt.name}: {what} of {plane} in lane {lane}: {g}, want {w}"
+
+
+@cube(launch=True)
+def _atomic_extremes(a: Array[f32], acc: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        cb.atomic_max(acc, 0, a[i])
+        cb.atomic_min(acc, 1, a[i])
+        if i % 2 == 0:  # a NaN stored first is replaced by the first number
+            cb.atomic_max(acc, 2, a[i])
+            cb.atomic_min(acc, 3, a[i])
+
+
+@pytest.mark.parametrize("start", [0.0, math.nan])
+def test_atomic_max_min_ignore_nan(rt, start):
+    a = np.float32(NAN_LANES)
+    acc = rt.from_numpy(np.float32([start] * 4))
+    _atomic_extremes.launch(rt, cube_count=1, cube_dim=a.size, a=rt.from_numpy(a), acc=acc)
+    vals, even = [start, *NAN_LANES], [start, *NAN_LANES[::2]]
+    want = [_fmax_of(vals, True), _fmax_of(vals, False), _fmax_of(even, True),
+            _fmax_of(even, False)]
+    assert acc.numpy().tolist() == want, f"{rt.name}: {acc.numpy().tolist()}, want {want}"
+
+
+def test_simulator_atomic_max_min_ignore_nan():
+    """cube.simulate's atomics mean what the runtimes' do."""
+    from cube.simulate import simulate
+    a = np.float32(NAN_LANES)
+    acc = np.float32([math.nan] * 4)
+    simulate(_atomic_extremes, 1, a.size, a=a, acc=acc)
+    even = NAN_LANES[::2]
+    assert acc.tolist() == [_fmax_of(NAN_LANES, True), _fmax_of(NAN_LANES, False),
+                            _fmax_of(even, True), _fmax_of(even, False)]
+
+
+@cube(launch=True)
+def _half_constants(a: Array[cb.f16], out: Array[cb.f16]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        v = a[i]
+        out[4 * i] = v + cb.f16(-math.inf)
+        out[4 * i + 1] = cb.max(v, cb.f16(math.inf))
+        out[4 * i + 2] = v * cb.f16(math.nan)
+        out[4 * i + 3] = cb.f16(1e6)  # past the largest half: inf
+
+
+def test_half_infinity_and_nan_constants(rt):
+    """f16 constants without a literal (WGSL has none for inf or NaN): naga refused the
+    WGSL they were spelled in before."""
+    a = np.float16([1.0, -2.5])
+    out = rt.empty((8,), np.float16)
+    _half_constants.launch(rt, cube_count=1, cube_dim=2, a=rt.from_numpy(a), out=out)
+    want = [w for x in a.tolist() for w in (-math.inf, math.inf, math.nan, math.inf)]
+    got = out.numpy().tolist()
+    assert [math.isnan(g) for g in got] == [math.isnan(w) for w in want], (rt.name, got)
+    assert [g for g in got if not math.isnan(g)] == [w for w in want if not math.isnan(w)], \
+        (rt.name, got)
