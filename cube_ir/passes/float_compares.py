@@ -18,7 +18,8 @@ cases with integer tests on the bits, which no assumption about floats can fold:
                     x < inf: not isnan(x) and bits(x) != 0x7f800000; ...)
     min(a, b)       select(isnan(a), b, select(isnan(b), a, min(a, b)))  (max alike)
     clamp(x, l, h)  min(max(x, l), h), each as above
-    rem(a, b)       a where b is infinite and a finite (fmod; WGSL's `%` gives NaN there)
+    rem(a, b)       a where b is infinite and a finite (fmod; WGSL's `%` gives NaN there);
+                    a half's in f32
     plane_max(v)    select(plane_all(isnan(v)), v, plane_max(select(isnan(v), -inf, v)))
                     (plane_min alike): NaN lanes are ignored, NaN only when every lane is
                     (WGSL's subgroupMax promises nothing for NaN, lavapipe's gave -inf for
@@ -177,7 +178,18 @@ class _Spell:
 
     def rem(self, dst: Var, a, b) -> list:
         """fmod(a, b) is a for a finite a and an infinite b; WGSL defines its float `%` as
-        a - b * trunc(a / b), which gives NaN there (inf * 0)."""
+        a - b * trunc(a / b), which gives NaN there (inf * 0). A half's is computed in f32
+        (exact: the quotient of two halves fits f32's 24 bits where it passed the half's
+        range, 60000 % 0.5 gave -inf) and rounded back, which is exact too."""
+        if dst.type.elem.bits < 32:
+            wide = with_elem(dst.type, f32)
+            wa, wb = (x if isinstance(x, Const) else
+                      self.emit(ir.Cast(self._new(wide, "wide"), x, self.loc)) for x in (a, b))
+            wa, wb = (Const(x.value, wide) if isinstance(x, Const) else x for x in (wa, wb))
+            r = self._new(wide, "rem")
+            self.rem(r, wa, wb)
+            self.emit(ir.Cast(dst, r, self.loc))
+            return self.ops
         r = self.binary("rem", a, b, dst.type)
         if not (isinstance(b, Const) and not math.isinf(b.value)):
             bt = with_elem(dst.type, boolean)

@@ -299,3 +299,25 @@ def test_half_infinity_and_nan_constants(rt):
     assert [math.isnan(g) for g in got] == [math.isnan(w) for w in want], (rt.name, got)
     assert [g for g in got if not math.isnan(g)] == [w for w in want if not math.isnan(w)], \
         (rt.name, got)
+
+
+@cube(launch=True)
+def _half_mod(a: Array[cb.f16], b: Array[cb.f16], out: Array[cb.f16]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        out[i] = a[i] % b[i]
+
+
+def test_half_mod_with_a_quotient_past_the_half_range(rt):
+    """x % y of halves is Python's (exact) also where x / y passes the largest half: the
+    shader targets' a - b*trunc(a/b) gave -inf for 60000 % 0.5 in f16 arithmetic."""
+    vals = [60000.0, -60000.0, 65504.0, 1000.0, -3.5, 2.0, 0.5, -0.25, 0.0078125, 7.0]
+    a = np.float16([x for x in vals for _ in vals])
+    b = np.float16([y for _ in vals for y in vals])
+    out = rt.empty((a.size,), np.float16)
+    _half_mod.launch(rt, cube_count=(a.size + 31) // 32, cube_dim=32, a=rt.from_numpy(a),
+                     b=rt.from_numpy(b), out=out)
+    want = np.float16([x % y for x, y in zip(a.tolist(), b.tolist())])
+    bad = [(x, y, g, w) for x, y, g, w in zip(a.tolist(), b.tolist(), out.numpy().tolist(),
+                                              want.tolist()) if g != w]
+    assert not bad, f"{rt.name}: (x, y, got, Python) {bad[:6]}"
