@@ -67,8 +67,16 @@ for _op, _fns in _MATH1.items():
 
 def _minmax(op):
     def handler(tr, args, kwargs, node):
+        if not kwargs and len(args) == 1 and isinstance(args[0], tuple):  # max(iterable)
+            if not args[0]:
+                raise tr.error(f"{op}() of an empty tuple", node)
+            args = args[0]
+            _check_values(tr, op, args, node)
+            if len(args) == 1:
+                return args[0]
         if kwargs or len(args) < 2:
-            raise tr.error(f"{op} takes two or more values", node)
+            raise tr.error(f"{op} takes two or more values (or one tuple of them; no key=)",
+                           node)
         from . import arith
         acc = args[0]
         for a in args[1:]:  # left to right, as Python's min/max
@@ -79,6 +87,62 @@ def _minmax(op):
 
 _register((lang.min, builtins.min), _minmax("min"))
 _register((lang.max, builtins.max), _minmax("max"))
+
+# the builtins that take a tuple (an iterable) rather than values; the translator lets a
+# tuple through to them (`_check_intrinsic_args`)
+TAKES_TUPLE = frozenset(("min", "max", "any", "all", "sum"))
+
+
+def _check_values(tr, name: str, values, node) -> None:
+    for v in values:
+        if isinstance(v, (tuple, MemRef)):
+            raise tr.error(f"{name} takes values, got {describe(v)} in its tuple", node)
+
+
+def _one_tuple(tr, name: str, args, kwargs, node, most: int = 1):
+    if kwargs or not 1 <= len(args) <= most or not isinstance(args[0], tuple):
+        raise tr.error(f"{name}() takes one tuple{' (and a start value)' if most > 1 else ''} "
+                       f"in a kernel, e.g. {name}((a, b, c))", node)
+    _check_values(tr, name, args[0], node)
+    return args[0]
+
+
+def _truths(is_all: bool):
+    """any()/all() of a tuple: Python's, left to right, stopping at the deciding value; a
+    runtime value must be a condition as in `if` (a bool, or an int compared with 0). The
+    truth of an IR value as a Python object (always true) used to decide them."""
+    name = "all" if is_all else "any"
+
+    def handler(tr, args, kwargs, node):
+        from . import arith
+        acc = is_all
+        for v in _one_tuple(tr, name, args, kwargs, node):
+            try:
+                t = arith.truth(tr.b, v)
+            except ArithError as e:
+                raise tr.error(f"{name}(): {e}", node) from None
+            if not is_runtime(t):
+                if t != is_all:
+                    return t  # decided at compile time, whatever came before
+                continue
+            acc = t if not is_runtime(acc) else tr.b.binary("and" if is_all else "or", acc, t)
+        return acc
+    return handler
+
+
+def _sum(tr, args, kwargs, node):
+    """sum(tuple, start=0) as Python's: ((start + t0) + t1) + ..."""
+    from . import arith
+    values = _one_tuple(tr, "sum", args, kwargs, node, most=2)
+    acc = args[1] if len(args) == 2 else 0
+    for v in values:
+        acc = arith.binop(tr.b, "add", acc, v)
+    return acc
+
+
+_register((builtins.all,), _truths(True))
+_register((builtins.any,), _truths(False))
+_register((builtins.sum,), _sum)
 
 
 for _op in ("isnan", "isinf", "isfinite"):

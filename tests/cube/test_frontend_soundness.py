@@ -471,3 +471,78 @@ def test_and_or_values_mixing_bools_and_ints(rt):
     want = [(p if (i and p > 2) else -4) + int(i and (p > 2)) * 100 + int(p or (i > 3)) * 1000
             for i, p in enumerate(a.tolist())]
     np.testing.assert_array_equal(got, want)
+
+
+# ---- builtins over tuples of runtime values -------------------------------------------------
+
+
+def _halve(pair):
+    """A plain Python helper (no @cube) that only moves values around."""
+    return pair[1], pair[0]
+
+
+@cube(launch=True)
+def tuple_builtins(out: Array[f32], a: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        x = a[i]
+        y = a[(i + 1) % a.len()]
+        k = i * 8
+        out[k] = 1.0 if any((x > 2.0, x < -2.0)) else 0.0
+        out[k + 1] = 1.0 if all((x > -1.0, y > -1.0, i % 2 == 0)) else 0.0
+        out[k + 2] = sum((x, y, 0.5))
+        out[k + 3] = sum((x, y), 10.0)
+        out[k + 4] = max((x, y, 0.0))
+        out[k + 5] = min((y, x))
+        acc = 0.0
+        for v in reversed((x, y * 2.0)):
+            acc = acc * 10.0 + v
+        out[k + 6] = acc
+        u, w = _halve((x, y))
+        out[k + 7] = u - w
+
+
+def test_any_all_sum_min_max_of_runtime_tuples_are_pythons(rt):
+    """any()/all() of runtime conditions were decided by the truth of the IR objects (always
+    true); sum() of runtime values failed; max((a, b)) was refused."""
+    a = np.float32([3.0, -0.5, 0.25, -3.0, 1.5, -1.5, 2.5, 0.0])
+    got = _run(rt, tuple_builtins, a.size * 8, a=rt.from_numpy(a)).reshape(-1, 8)
+    for i, x in enumerate(a.tolist()):
+        y = a.tolist()[(i + 1) % a.size]
+        acc = 0.0
+        for v in reversed((x, y * 2.0)):
+            acc = acc * 10.0 + v
+        u, w = _halve((x, y))
+        want = [float(any((x > 2.0, x < -2.0))), float(all((x > -1.0, y > -1.0, i % 2 == 0))),
+                sum((x, y, 0.5)), sum((x, y), 10.0), max((x, y, 0.0)), min((y, x)), acc, u - w]
+        np.testing.assert_allclose(got[i], want, rtol=1e-6, err_msg=f"{rt.name}, x={x}")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("out[i] = 1.0 if bool(a) else 0.0", "bool() cannot be applied to the array `a`"),
+    ("out[i] = sorted((a[i], 1.0))[0]", "has no compile-time value"),
+    ("out[i] = 1.0 if any((a[i], 1.0)) else 0.0", "any(): a condition must be bool"),
+    ("out[i] = max((a[i], a))", "max takes values, got the array `a` in its tuple"),
+    ("out[i] = sum(a)", "sum takes a value, got the array `a`"),
+])
+def test_runtime_values_are_refused_where_python_would_look_at_them(tmp_path, body, message):
+    """A plain Python function may move runtime values around (zip, reversed, a helper that
+    swaps them), but not compare, add or test them at compile time: that is a located error,
+    never the IR objects' own truth or order."""
+    src = tmp_path / "k_opaque.py"
+    src.write_text(textwrap.dedent(f"""
+        from cube import ABSOLUTE_POS, Array, cube, f32
+
+        @cube(launch=True)
+        def k(out: Array[f32], a: Array[f32]):
+            i = ABSOLUTE_POS
+            {body}
+    """))
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("k_opaque", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rt = cb.runtime("interp")
+    with pytest.raises(cb.CompileError, match="k_opaque.py:7:") as e:
+        _run(rt, mod.k, 4, a=rt.from_numpy(np.ones(4, np.float32)))
+    assert message in str(e.value)
