@@ -23,7 +23,7 @@ import numpy as np
 from cube_ir.types import i32, with_elem
 
 from .. import dtypes
-from ..autograd import record, saved_output
+from ..autograd import no_grad, record, saved_output
 from ..autograd.tape import needs_grad
 from ..fusion import elementwise
 from ..fusion.emit_ops import emitter
@@ -416,7 +416,7 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
 
 
 def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, rdunder=None,
-           accepts: str | None = None):
+           accepts: str | None = None, rounding: bool = False):
     """Declares the binary elementwise op named as the decorated math function.
     kind: "arith" (the promoted type; two bools: add/mul/maximum/minimum stay bool, sub is
     refused, the others give int64), "float" (true division, pow),
@@ -425,11 +425,17 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
     alpha: the op takes `alpha` (b * alpha first). aliases: more names in dl.ops.
     dunder / rdunder: its operator and reflected operator (`2 - t` is `sub(2, t)`).
     kind "bitwise": the promoted dtype, bool with bool staying bool. accepts: the promoted
-    dtypes taken (`check_dtype`; None: all)."""
+    dtypes taken (`check_dtype`; None: all). rounding: the op takes PyTorch's
+    `rounding_mode` (div: None, "trunc" or "floor", `_rounded_div`)."""
     def wrap(math_fn):
         name = math_fn.__name__
         _emits(name, math_fn)
-        if alpha:
+        if rounding:
+            def fn(a, b, *, rounding_mode=None):
+                if rounding_mode is None:
+                    return _binary(name, kind, a, b, grad, accepts)
+                return _rounded_div(a, b, rounding_mode)
+        elif alpha:
             def fn(a, b, alpha=None):
                 if alpha is not None:  # a Python b stays a (weak) Python number
                     b = mul(b, alpha) if is_tensor(b) else b * alpha
@@ -441,6 +447,10 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
                  _KIND_NOTES[kind]]
         if alpha:
             notes.append("`alpha` multiplies b first, as PyTorch's.")
+        if rounding:
+            notes.append('`rounding_mode="trunc"` or `"floor"` rounds the quotient toward zero or '
+                         'down, in the promoted dtype (integers stay integers), as PyTorch\'s; '
+                         'those are not differentiable (PyTorch\'s give zero gradients).')
         notes.append("Not differentiable." if grad is None else "Differentiable in its tensor "
                      "operands (gradients summed back over broadcast dims).")
         fn.__doc__ = _op_doc(math_fn, f"a.{name}(b)", notes, (dunder, rdunder), aliases)
@@ -483,12 +493,25 @@ def mul(ir, x, y):
 
 @binary("float", lambda g, a, b, y: (g / b if is_tensor(a) else None,
                                      -(g * y) / b if is_tensor(b) else None),
-        aliases=("true_divide",), dunder="__truediv__", rdunder="__rtruediv__")
+        aliases=("true_divide",), dunder="__truediv__", rdunder="__rtruediv__", rounding=True)
 def div(ir, x, y):
-    """True division a / b, elementwise.
-
-    No `rounding_mode` argument: floor the result for floor division."""
+    """True division a / b, elementwise (`rounding_mode` as PyTorch's)."""
     return ir.binary("div", x, y)
+
+
+def _rounded_div(a, b, mode):
+    """div(a, b, rounding_mode=mode): "floor" is `floor_divide`; "trunc" rounds toward zero
+    in the promoted dtype: for integers a - fmod(a, b) is an exact multiple of b, so its
+    floor division is exact (0 for a zero divisor, as floor_divide's); for floats trunc(a / b)."""
+    if mode == "floor":
+        return floor_divide(a, b)
+    if mode != "trunc":
+        raise ValueError(f'div expected rounding_mode to be one of None, "trunc" or "floor", '
+                         f"got {mode!r}")
+    with no_grad():  # not differentiable, as floor_divide
+        if result_type(a, b).is_float:
+            return _trunc(div(a, b))
+        return floor_divide(sub(a, fmod(a, b)), b)
 
 
 def _pow_grad(g, a, b, y):
