@@ -119,21 +119,48 @@ _VALUE_TYPES = (int, float, complex, np.generic, np.ndarray, tuple, list, dict, 
                 frozenset)
 
 
+_MUTABLE = (list, dict, set, bytearray, np.ndarray)
+
+
+def _contents(o):
+    """A comparable copy of what a compile-time value holds, through containers: a kernel
+    folds the elements of a list constant, so an element assigned in place (`TABLE[1] = 5.0`,
+    Python's meaning at the next call) must recompile it as a rebinding does."""
+    if isinstance(o, list | tuple):
+        return (type(o), tuple(_contents(v) for v in o))
+    if isinstance(o, dict):
+        return (dict, tuple((k, _contents(v)) for k, v in o.items()))
+    if isinstance(o, set):
+        return (set, frozenset(o))
+    if isinstance(o, bytearray):
+        return bytes(o)
+    if isinstance(o, np.ndarray):
+        return (o.shape, o.dtype.str, o.tobytes())
+    return o
+
+
+def _holds_mutable(o) -> bool:
+    return isinstance(o, _MUTABLE) or isinstance(o, tuple) and any(map(_holds_mutable, o))
+
+
 def _watch(deps: list) -> tuple[tuple, tuple]:
     """What a launch checks of the (namespace, name, value)s a translation read: per module
     dict of 3 names or more, an itemgetter of the names and the values it must give
     (compared with `!=` in C: functions, modules, helpers, types compare by identity or by
-    what they mean); numbers, containers, closure cells and the rest one by one with `is`."""
+    what they mean); numbers, containers, closure cells and the rest one by one with `is`;
+    and a value holding a mutable container, its `_contents` too."""
     groups: dict = {}
     exact = []
+    watched = []
     for d, n, o in deps:
+        if _holds_mutable(o):
+            watched.append((_contents, o, _contents(o)))
         if not isinstance(d, dict):
             exact.append((_Cell(d), n, o))
         elif isinstance(o, _VALUE_TYPES):
             exact.append((d, n, o))
         else:
             groups.setdefault(id(d), (d, []))[1].append((n, o))
-    watched = []
     for d, items in groups.values():
         if len(items) < 3:  # a lookup each is cheaper than building a tuple
             exact += [(d, n, o) for n, o in items]

@@ -290,6 +290,47 @@ def test_changing_a_closure_variable_recompiles(rt):
     np.testing.assert_array_equal(out.numpy(), data + 40)
 
 
+WEIGHTS = [1, 2, 3]
+NESTED = ([10],)
+
+
+@cube
+def _weighted(x):
+    return x * WEIGHTS[1] + NESTED[0][0]
+
+
+@cube(launch=True)
+def uses_list(a: Array[i32], out: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = _weighted(a[i]) + WEIGHTS[2]
+
+
+def test_assigning_an_element_of_a_list_global_recompiles(rt, monkeypatch):
+    """The kernel folds the elements it read; Python reads them at each call, so an element
+    assigned in place (a list, a list in a tuple) must recompile it as rebinding does. It
+    used to keep the old values, on the general path and the fast one (repeats)."""
+    monkeypatch.setitem(globals(), "WEIGHTS", [1, 2, 3])
+    monkeypatch.setitem(globals(), "NESTED", ([10],))
+    data = np.arange(8, dtype=np.int32)
+    a, out = rt.from_numpy(data), rt.zeros(8, np.int32)
+    for _ in range(2):
+        uses_list.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    np.testing.assert_array_equal(out.numpy(), data * 2 + 10 + 3)
+    WEIGHTS[1] = 5
+    for _ in range(2):
+        uses_list.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    np.testing.assert_array_equal(out.numpy(), data * 5 + 10 + 3)
+    NESTED[0][0] = -4
+    WEIGHTS.append(99)  # not read: the values read are what count
+    uses_list.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    np.testing.assert_array_equal(out.numpy(), data * 5 - 4 + 3)
+    n = uses_list.compiles
+    for _ in range(3):
+        uses_list.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    assert uses_list.compiles == n
+
+
 def test_unchanged_globals_do_not_recompile(rt):
     a, out = rt.from_numpy(np.ones(8, np.int32)), rt.zeros(8, np.int32)
     uses_constant.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
