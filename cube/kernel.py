@@ -7,6 +7,7 @@ import math
 import operator
 import os
 import threading
+import types
 import typing
 import weakref
 from dataclasses import dataclass
@@ -155,7 +156,9 @@ def _watch(deps: list) -> tuple[tuple, tuple]:
     for d, n, o in deps:
         if _holds_mutable(o):
             watched.append((_contents, o, _contents(o)))
-        if not isinstance(d, dict):
+        if isinstance(d, types.MappingProxyType):  # a class's attributes
+            exact.append((d, n, o))
+        elif not isinstance(d, dict):
             exact.append((_Cell(d), n, o))
         elif isinstance(o, _VALUE_TYPES):
             exact.append((d, n, o))

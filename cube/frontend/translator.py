@@ -895,8 +895,12 @@ class Translator:
         except Exception as e:
             raise self.error(f"reading '{attr}' of {describe(base)} failed: "
                              f"{type(e).__name__}: {e}", node) from None
-        if isinstance(base, types.ModuleType):
-            ns = vars(base)
+        ns = getattr(base, "__dict__", None)
+        if type(ns) in (dict, types.MappingProxyType) and (
+                isinstance(base, types.ModuleType) or attr in ns):
+            # a module's, an object's or a class's own attribute (`cfg.SCALE`,
+            # `params.scale`, `Config.TILE`): a launch checks it as a global (rebinding it
+            # recompiles)
             self.globals_used[(id(ns), attr)] = (ns, attr, value)
         if isinstance(value, typing.TypeVar):
             raise self.error(f"type variable {value.__name__} is not bound in this "

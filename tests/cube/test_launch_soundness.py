@@ -331,6 +331,40 @@ def test_assigning_an_element_of_a_list_global_recompiles(rt, monkeypatch):
     assert uses_list.compiles == n
 
 
+class _Tiles:
+    BIAS = 100
+
+
+_SETTINGS = _Tiles()
+_SETTINGS.scale = 2
+
+
+@cube(launch=True)
+def uses_attributes(a: Array[i32], out: Array[i32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = a[i] * _SETTINGS.scale + _Tiles.BIAS
+
+
+def test_assigning_an_attribute_the_kernel_read_recompiles(rt, monkeypatch):
+    """An object's or a class's attribute is checked as a module's is: `cfg.scale = 3`
+    kept the old folded value before."""
+    monkeypatch.setattr(_SETTINGS, "scale", 2)
+    monkeypatch.setattr(_Tiles, "BIAS", 100)
+    data = np.arange(8, dtype=np.int32)
+    a, out = rt.from_numpy(data), rt.zeros(8, np.int32)
+    for _ in range(2):
+        uses_attributes.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    np.testing.assert_array_equal(out.numpy(), data * 2 + 100)
+    _SETTINGS.scale = 3
+    uses_attributes.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    np.testing.assert_array_equal(out.numpy(), data * 3 + 100)
+    _Tiles.BIAS = -1
+    for _ in range(2):
+        uses_attributes.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
+    np.testing.assert_array_equal(out.numpy(), data * 3 - 1)
+
+
 def test_unchanged_globals_do_not_recompile(rt):
     a, out = rt.from_numpy(np.ones(8, np.int32)), rt.zeros(8, np.int32)
     uses_constant.launch(rt, cube_count=1, cube_dim=8, a=a, out=out)
