@@ -28,12 +28,13 @@ class Values:
             return "true" if value else "false"
         if e.is_float:
             v = float(value)
-            if e.name == "f16":
-                v = float(np.float16(v))
-            elif e.name == "bf16":
-                v = float(round_bf16(np.float64(v)))
-            elif e.bits == 32:
-                v = float(np.float32(v))
+            with np.errstate(over="ignore"):  # a literal past the type's range is its inf
+                if e.name == "f16":
+                    v = float(np.float16(v))
+                elif e.name == "bf16":
+                    v = float(round_bf16(np.float64(v)))
+                elif e.bits == 32:
+                    v = float(np.float32(v))
             wide = e.bits == 64
             if math.isnan(v) or math.isinf(v):
                 if wide:

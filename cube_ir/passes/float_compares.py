@@ -20,15 +20,12 @@ cases with integer tests on the bits, which no assumption about floats can fold:
     clamp(x, l, h)  min(max(x, l), h), each as above
     rem(a, b)       a where b is infinite and a finite (fmod; WGSL's `%` gives NaN there);
                     a half's in f32
-    plane_max(v)    select(plane_all(isnan(v)), v, plane_max(select(isnan(v), -inf, v)))
-                    (plane_min alike): NaN lanes are ignored, NaN only when every lane is
-                    (WGSL's subgroupMax promises nothing for NaN, lavapipe's gave -inf for
-                    a plane of NaNs)
 
 A finite constant operand needs no test. Half types are widened to f32 (exactly) for the bit
 tests. What stays unprotected: arithmetic the compiler may simplify assuming finite values
 (`x * 0.0` to 0.0, `x - x` to 0.0). Float atomic max/min are CAS loops around a max/min
-by then (passes.atomics), so they are spelled here too."""
+by then (passes.cas_loops), and plane max/min see no NaN lanes (passes.planes), so both
+hold here too."""
 from __future__ import annotations
 
 import math
@@ -71,8 +68,6 @@ def _rewrite(op, alloc: VarAlloc):
             return _Spell(alloc, op.loc).rem(op.dst, op.a, op.b)
         case ir.Cast(dst=d, a=a) if d.type.elem.is_bool and _is_float(a):  # a != 0
             return _Spell(alloc, op.loc).compare(d, "ne", a, Const(0.0, a.type))
-        case ir.Plane(op=o) if o in ("max", "min") and _is_float(op.dst):
-            return _Spell(alloc, op.loc).plane_extreme(op.dst, o, op.value)
         case ir.Ternary(op="clamp") if _is_float(op.dst):
             s = _Spell(alloc, op.loc)
             lo = alloc.new(op.dst.type, "clamp_lo")
@@ -208,15 +203,3 @@ class _Spell:
         if not isinstance(a, Const):
             r = self.emit(ir.Select(self._new(dst.type, o), self.isnan(a, bt), b, r, self.loc))
         self.emit(ir.Assign(dst, r, self.loc))
-
-    def plane_extreme(self, dst: Var, o: str, v) -> list:
-        """dst = plane max/min of v, NaN lanes ignored (the identity in their place), NaN
-        when every lane is."""
-        bt = with_elem(dst.type, boolean)
-        nan = self.isnan(v, bt)
-        ident = Const(-math.inf if o == "max" else math.inf, dst.type)
-        clean = self.emit(ir.Select(self._new(dst.type, "real"), nan, ident, v, self.loc))
-        r = self.emit(ir.Plane(self._new(dst.type, o), o, clean, None, self.loc))
-        every = self.emit(ir.Plane(self._new(bt, "all_nan"), "all", nan, None, self.loc))
-        self.emit(ir.Select(dst, every, v, r, self.loc))
-        return self.ops

@@ -10,6 +10,7 @@ print. In order:
                (passes.cas_loops)
     builtins   derived positions from the per-axis ones (passes.builtins)
     planes     plane ops with plane size 1 are their own value (passes.planes)
+    plane_nan  float plane max/min with NaN lanes ignored on every target (passes.planes)
     meta       shape/stride reads down to constant-dimension slot reads (passes.meta)
     floats     float compares, min, max and clamp with their NaN/infinity cases as bit
                tests, for targets whose compilers may assume finite floats
@@ -38,7 +39,7 @@ from .legalise import promote_halves, promote_narrow_ints
 from .local_atomics import lower_local_atomics
 from .meta import lower_meta
 from .packing import pack_storage
-from .planes import fold_unit_planes
+from .planes import fold_unit_planes, plane_extremes_ignore_nan
 
 _AXES = "XYZ"
 
@@ -75,6 +76,7 @@ PASSES = (
     ("cas_loops", lambda k, low: lower_rmw_atomics(k, low.atomics)),
     ("builtins", lambda k, low: lower_builtins(k, low.builtins)),
     ("planes", lambda k, low: fold_unit_planes(k)),
+    ("plane_nan", lambda k, low: plane_extremes_ignore_nan(k)),
     ("meta", lambda k, low: lower_meta(k)),
     ("floats", lambda k, low: low.assumes_finite and exact_float_compares(k)),
     ("halves", lambda k, low: promote_halves(k, low.halves)),
