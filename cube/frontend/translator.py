@@ -254,12 +254,21 @@ class Translator:
         if op is None:
             raise self.error("unsupported augmented assignment", node)
         if isinstance(node.target, ast.Subscript):
-            base = self.expr(node.target.value)
+            # the base and the index are evaluated once, as Python's `t[k] op= v` does (a
+            # lane index with an atomic in it ran twice and wrote another lane)
+            t = node.target
+            base = self.expr(t.value)
+            idx = self.expr(t.slice)
             if isinstance(base, MemRef):
-                idx = self.expr(node.target.slice)
-                cur = self._load(base, idx, node.target)
+                cur = self._load(base, idx, t)
                 self._store(base, idx, arith.binop(self.b, op, cur, self.expr(node.value)),
                             node)
+                return
+            if is_runtime(base) and isinstance(t.value, ast.Name):
+                cur = self._lane_get(base, idx, t)
+                new = arith.binop(self.b, op, cur, self.expr(node.value))
+                self._assign_name(t.value.id, self._lane_set(base, idx, new, t), t.value,
+                                  False)
                 return
         cur = self.expr(node.target)
         new = arith.binop(self.b, op, cur, self.expr(node.value))

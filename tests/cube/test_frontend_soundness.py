@@ -546,3 +546,45 @@ def test_runtime_values_are_refused_where_python_would_look_at_them(tmp_path, bo
     with pytest.raises(cb.CompileError, match="k_opaque.py:7:") as e:
         _run(rt, mod.k, 4, a=rt.from_numpy(np.ones(4, np.float32)))
     assert message in str(e.value)
+
+
+# ---- augmented assignment evaluates its target once -----------------------------------------
+
+
+@cube
+def _take(c):
+    return cb.atomic_add(c, 0, 1)
+
+
+@cube(launch=True)
+def aug_targets(c: Array[i32], mem: Array[i32], lanes: Array[Line[i32]]):
+    if ABSOLUTE_POS == 0:
+        mem[_take(c)] += 10
+        mem[_take(c) + 2] *= 3
+        v = lanes[0]
+        v[_take(c) % 4] += 100
+        v[(_take(c) + 1) % 4] -= 7
+        lanes[0] = v
+
+
+def test_augmented_assignment_evaluates_its_index_once(rt):
+    """`t[k] op= v` evaluates t and k once, as Python: a lane index with a side effect ran
+    twice (the read from one lane, the write to the next)."""
+    c = rt.from_numpy(np.zeros(1, np.int32))
+    mem = rt.from_numpy(np.arange(8, dtype=np.int32))
+    lanes = rt.from_numpy(np.zeros(4, np.int32))
+    aug_targets.launch(rt, cube_count=1, cube_dim=1, c=c, mem=mem, lanes=lanes.lines(4))
+    # the same statements in plain Python
+    count = [0]
+
+    def take():
+        count[0] += 1
+        return count[0] - 1
+    pm, pl = list(range(8)), [0] * 4
+    pm[take()] += 10
+    pm[take() + 2] *= 3
+    pl[take() % 4] += 100
+    pl[(take() + 1) % 4] -= 7
+    assert c.numpy().tolist() == count
+    assert mem.numpy().tolist() == pm
+    assert lanes.numpy().tolist() == pl
