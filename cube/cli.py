@@ -39,6 +39,17 @@ def _pairs(items, what: str) -> dict:
     return out
 
 
+def _count(v: str, what: str) -> int:
+    """A positive integer option value (`--cube-dim 16,16`, `--line-size x=4`)."""
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise CubeError(f"--{what} takes positive integers, got '{v}'")
+    return n
+
+
 def _scalar(name: str):
     try:
         return T.SCALARS["bool" if name == "bool_" else name]
@@ -58,8 +69,8 @@ def cmd_dump(a) -> int:
         except (ValueError, SyntaxError):
             comptime[key] = v
     tvars = {key: _scalar(v) for key, v in _pairs(a.type, "type").items()}
-    lanes = {key: int(v) for key, v in _pairs(a.line_size, "line-size").items()}
-    ranks = {key: int(v) for key, v in _pairs(a.rank, "rank").items()}
+    lanes = {key: _count(v, "line-size") for key, v in _pairs(a.line_size, "line-size").items()}
+    ranks = {key: _count(v, "rank") for key, v in _pairs(a.rank, "rank").items()}
     sig = k.signature_from_types(type_vars=tvars, comptime=comptime, line_sizes=lanes,
                                  ranks=ranks)
     if a.unchecked:
@@ -67,9 +78,15 @@ def cmd_dump(a) -> int:
         sig = replace(sig, checked=False)
     info = target_info(a.target)
     plane = a.plane_size if a.plane_size else info.features.plane_size
-    kernel = k.build_ir(sig, Target(a.target, plane, info.features), optimise=not a.no_opt)
+    if plane < 1 or plane & (plane - 1):
+        raise CubeError(f"--plane-size must be a power of two, got {plane}")
+    dims = None
     if a.cube_dim:
-        dims = tuple(int(x) for x in a.cube_dim.split(","))
+        dims = tuple(_count(x, "cube-dim") for x in a.cube_dim.split(","))
+        if len(dims) > 3:
+            raise CubeError(f"--cube-dim takes 1 to 3 sizes, got '{a.cube_dim}'")
+    kernel = k.build_ir(sig, Target(a.target, plane, info.features), optimise=not a.no_opt)
+    if dims:
         kernel.cube_dim = dims + (1,) * (3 - len(dims))
     print(info.generate(kernel))
     return 0

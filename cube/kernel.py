@@ -611,8 +611,16 @@ class CubeFunction:
         tv = {}
         for k, v in type_vars.items():
             tv[k] = v
+        specs = self._param_specs()
+        kinds = {name: kind for name, kind, _ in specs}
+        for what, given, want in (("comptime ", comptime, _COMPTIME), ("", types, None),
+                                  ("array/tensor ", line_sizes, _MEM), ("tensor ", ranks, _MEM)):
+            for name in given:  # a misspelt name was ignored: the dump showed another kernel
+                if name not in kinds or want is not None and kinds[name] != want:
+                    raise CompileError(f"{self.__name__} has no {what}parameter '{name}' (its "
+                                       f"parameters: {', '.join(kinds) or 'none'})")
         params, ct = [], []
-        for name, kind, spec in self._param_specs():
+        for name, kind, spec in specs:
             if kind == _COMPTIME:
                 if name not in comptime:
                     raise CompileError(f"give a value for the comptime parameter '{name}'")

@@ -52,6 +52,32 @@ def test_dump_errors_are_located(tmp_path):
     assert r.returncode == 1 and "has no @cube function 'missing'" in r.stderr
 
 
+def test_dump_option_mistakes_are_errors_not_tracebacks(tmp_path):
+    """A misspelt comptime or line-size name was ignored (the dump showed another
+    specialisation than the one asked for); `--cube-dim abc` was a ValueError traceback."""
+    src = tmp_path / "k.py"
+    src.write_text(
+        "from cube import cube, Array, Comptime, ABSOLUTE_POS, f32\n"
+        "@cube(launch=True)\n"
+        "def scale(x: Array[f32], out: Array[f32], K: Comptime[int]):\n"
+        "    i = ABSOLUTE_POS\n"
+        "    if i < out.len():\n"
+        "        out[i] = x[i] * K\n")
+    for args, msg in [
+        (["--comptime", "K=2", "--comptime", "k=3"], "scale has no comptime parameter 'k'"),
+        (["--comptime", "K=2", "--line-size", "outt=4"], "no array/tensor parameter 'outt'"),
+        (["--comptime", "K=2", "--cube-dim", "abc"], "--cube-dim takes positive integers"),
+        (["--comptime", "K=2", "--cube-dim", "0,4"], "--cube-dim takes positive integers"),
+        (["--comptime", "K=2", "--plane-size", "3"], "--plane-size must be a power of two"),
+        (["--comptime", "K=2", "--line-size", "x=four"], "--line-size takes positive"),
+    ]:
+        r = cube_cmd("dump", f"{src}:scale", *args)
+        assert r.returncode == 1 and msg in r.stderr, (args, r.stderr)
+        assert "Traceback" not in r.stderr
+    r = cube_cmd("dump", f"{src}:scale", "--comptime", "K=2", "--cube-dim", "64")
+    assert r.returncode == 0, r.stderr
+
+
 def test_dump_a_module_of_a_package(tmp_path):
     """A kernel in a package file (relative imports, as the library's own) dumps by path."""
     r = cube_cmd("dump", "dl/kernels/softmax.py:softmax_row", "--comptime", "LOG=False",
