@@ -156,6 +156,18 @@ def test_matmul_matches_torch(sa, sb):
                 rtol=1e-5)
 
 
+def test_linear_weight_shape_errors_name_the_weight():
+    """F.linear with a weight of the wrong width names the weight's expected shape (it said
+    "matmul" with the transposed weight, and a 1-D weight was an internal IndexError; a
+    matching 1-D weight is torch's one-output linear, in the op table)."""
+    x = dl.tensor(rand_np((2, 3, 5), 1))
+    with pytest.raises(ValueError, match=r"linear: an input of shape \(2, 3, 5\) needs a "
+                                         r"weight of shape \(out_features, 5\), got \(4, 6\)"):
+        dl.nn.functional.linear(x, dl.tensor(rand_np((4, 6), 2)))
+    with pytest.raises(ValueError, match=r"got \(4,\)"):
+        dl.nn.functional.linear(x, dl.tensor(rand_np((4,), 3)))
+
+
 def test_matmul_of_transposed_views_and_errors():
     a, b = rand_np((5, 3), 1), rand_np((4, 5), 2)
     _grad_check(lambda x, y: x.T @ y.T, lambda x, y: x.T @ y.T, a, b)

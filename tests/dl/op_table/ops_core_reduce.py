@@ -103,7 +103,8 @@ def _linear_samples():
             Sample(arr((4, 6), 5), arr((3, 6), 6), arr((3,), 7), noncontig=True,
                    desc="transposed input and weight"),
             Sample(arr((1, 4), 8), arr((1, 4), 9), arr((1,), 10), desc="size 1"),
-            Sample(arr((0, 4)), arr((3, 4), 11), arr((3,), 12), desc="size-0 batch")]
+            Sample(arr((0, 4)), arr((3, 4), 11), arr((3,), 12), desc="size-0 batch"),
+            Sample(arr((2, 3, 4), 13), arr((4,), 14), arr((), 15), desc="1-D weight")]
 
 
 def _rows_samples(edge=True):
