@@ -613,10 +613,13 @@ class CubeFunction:
             tv[k] = v
         specs = self._param_specs()
         kinds = {name: kind for name, kind, _ in specs}
+        tensors = {name for name, kind, spec in specs
+                   if kind == _MEM and getattr(spec, "kind", None) == "tensor"}
         for what, given, want in (("comptime ", comptime, _COMPTIME), ("", types, None),
                                   ("array/tensor ", line_sizes, _MEM), ("tensor ", ranks, _MEM)):
             for name in given:  # a misspelt name was ignored: the dump showed another kernel
-                if name not in kinds or want is not None and kinds[name] != want:
+                if name not in kinds or want is not None and kinds[name] != want or (
+                        given is ranks and name not in tensors):
                     raise CompileError(f"{self.__name__} has no {what}parameter '{name}' (its "
                                        f"parameters: {', '.join(kinds) or 'none'})")
         params, ct = [], []

@@ -70,6 +70,7 @@ def test_dump_option_mistakes_are_errors_not_tracebacks(tmp_path):
         (["--comptime", "K=2", "--cube-dim", "0,4"], "--cube-dim takes positive integers"),
         (["--comptime", "K=2", "--plane-size", "3"], "--plane-size must be a power of two"),
         (["--comptime", "K=2", "--line-size", "x=four"], "--line-size takes positive"),
+        (["--comptime", "K=2", "--rank", "x=3"], "scale has no tensor parameter 'x'"),
     ]:
         r = cube_cmd("dump", f"{src}:scale", *args)
         assert r.returncode == 1 and msg in r.stderr, (args, r.stderr)
