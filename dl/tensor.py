@@ -115,6 +115,13 @@ class Tensor:
             self._compute()
         return self
 
+    def _share_out(self, arr=None):
+        """This tensor's storage is handed out writable as arr (`numpy()`, DLPack; None: for
+        good, an import): writes into it reach no dl bookkeeping. Returns the array to hand
+        out. dl/fusion/writes.py gives the body (lazy readers of the storage computed now,
+        later ones when made, while such an array or a view of it lives)."""
+        return arr
+
     def _compute(self) -> None:
         """Computes this lazy tensor into fresh storage. Lazy tensors are made by dl.fusion,
         which replaces this method with its own when it is imported (dl/fusion/lazy.py)."""
@@ -182,7 +189,10 @@ class Tensor:
         `t[i] = v`, an optimizer step) are seen in the array and writes into the array are
         seen by t. The array keeps the storage alive after t is gone, and the storage is not
         reused for other tensors while the array (or a view of it) lives. Take `.copy()` for a
-        snapshot.
+        snapshot. Since a write into the array reaches no dl op, the lazy values reading the
+        storage are computed first and later elementwise ops on it are not deferred
+        while the array lives (`_share_out`): an op made before a write into the array
+        never sees it.
         A lazy tensor is computed first; a 0-d tensor gives a 0-d array.
         Exceptions, which return a new array (a copy): bfloat16, which NumPy lacks, comes back
         as float32 (PyTorch raises there), tensors on other devices (opencl, wgpu, cuda) are
@@ -196,7 +206,7 @@ class Tensor:
                                                           self.dtype).dtype)
         share = getattr(self._buf, "share", None)  # host runtimes: zero-copy
         if share is not None and self.dtype is not dtypes.bfloat16:
-            return share(self.offset, self.shape, self._strides)
+            return self._share_out(share(self.offset, self.shape, self._strides))
         # bf16 widens into a new array; other runtimes copy the buffer to the host first
         flat = self._buf.array if share is not None else self._buf.numpy().reshape(-1)
         if share is None and self.offset == 0 and flat.size == self.numel() \
@@ -261,7 +271,7 @@ class Tensor:
             return np.zeros(self.shape, self.dtype.storage_np)
         # shares the memory and holds it: it stays out of the buffer pool while the exported
         # array lives (a DLPack consumer holds the array until its deleter runs)
-        return self._buf.share(self.offset, self.shape, self._strides)
+        return self._share_out(self._buf.share(self.offset, self.shape, self._strides))
 
     # ---- misc --------------------------------------------------------------------------
     def __repr__(self) -> str:

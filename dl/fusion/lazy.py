@@ -2,11 +2,15 @@
 is off or the graph is too big)."""
 from __future__ import annotations
 
+import weakref
+
+import numpy as np
+
 from cube import recording
 
 from .. import shapes
 from ..kernels import plan
-from ..tensor import Tensor
+from ..tensor import Tensor, prune_pending
 from . import settings
 from .graph import Const, Node
 from .materialise import materialise, settled
@@ -42,9 +46,19 @@ def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs
         args, shape, device = _node_inputs(op, inputs, in_types, shape, device)
     node = Node(op, tuple(args), tuple(in_types), dtype, tuple(shape), attrs)
     out = Tensor._lazy(node, device)
-    if not settings.enabled() or node.size > settings.MAX_NODES:
+    if not settings.enabled() or node.size > settings.MAX_NODES or _reads_shared(args):
         materialise([out])
     return out
+
+
+def _reads_shared(args) -> bool:
+    """Whether an input is a storage handed out writable (`writes.share_out`): computed now,
+    the op reads the values of now, as an eager op does, not those of a later write into
+    the shared array."""
+    for x in args:
+        if x.__class__ is Tensor and getattr(x._buf, "_shared_out", False):
+            return True
+    return False
 
 
 def _node_inputs(op: str, inputs: list, in_types: list, shape, device):
@@ -229,4 +243,75 @@ def _planned_leaves(t: Tensor, node: Node) -> bool:
     return True
 
 
+def reads_storage(node: Node, ids: set, seen: set) -> bool:
+    """Whether the graph under node reads a storage in ids. seen: the nodes found not to
+    (shared across one write's pending tensors, which often share subgraphs)."""
+    stack, mine = [node], set()
+    while stack:
+        x = stack.pop()
+        if x.__class__ is Node:
+            if id(x) in seen or id(x) in mine:
+                continue
+            mine.add(id(x))
+            stack.extend(x.inputs if x.result is None else (x.result,))
+        elif isinstance(x, Tensor):  # a Parameter too
+            if x._buf is None:
+                stack.append(x._node)
+            elif id(x._buf) in ids:
+                return True
+    seen |= mine
+    return False
+
+
+class _Handed:
+    """The base of a handed-out array: NumPy collapses a view's base to the array that owns
+    the memory (a shared slab), so the array itself is made over this object, and every
+    view of it keeps it, and its finaliser, alive."""
+
+    __slots__ = ("held", "__array_interface__", "__weakref__")
+
+    def __init__(self, arr):
+        self.held = arr
+        self.__array_interface__ = arr.__array_interface__
+
+
+def share_out(x: Tensor, arr=None):
+    """`Tensor._share_out`: x's storage is handed out writable as the NumPy array arr
+    (`numpy()`, DLPack export; None: an import, shared for good), so a write may come that
+    no dl op sees. The lazy values reading the storage are computed now, and while arr (or
+    a view of it) lives the storage counts as shared (`_shared_out`), so that an elementwise
+    op reading it is computed when made (dl/fusion/lazy.py): `b = a * 2` then a write into
+    `a.numpy()` leaves b as torch's does. Once every such array is gone, no write can come
+    that way and ops on the storage fuse again (an array taken only to look at the values
+    costs no fusion after it)."""
+    buf = x._buf
+    if buf is None:
+        return arr
+    n = getattr(buf, "_shared_out", 0)
+    if not n:  # readers made while it was shared were computed when made
+        ids, seen = {id(buf)}, set()
+        hits = [t for t in prune_pending() if reads_storage(t._node, ids, seen)]
+        if hits:
+            realise(hits)
+    if arr is None:
+        buf._shared_out = n + _FOR_GOOD
+        return None
+    out = np.asarray(_Handed(arr))
+    buf._shared_out = n + 1
+    weakref.finalize(out, _unshare, weakref.ref(buf))
+    return out
+
+
+_FOR_GOOD = 1 << 40
+
+
+def _unshare(ref) -> None:
+    buf = ref()
+    if buf is not None:
+        buf._shared_out -= 1
+
+
+
+
 Tensor._compute = _compute  # fusion completes the core Tensor: lazy values are its own
+Tensor._share_out = share_out  # and so is what handing a storage out means for them

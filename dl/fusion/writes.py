@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .. import shapes
 from ..tensor import Tensor, prune_pending
-from .graph import Node
+from .lazy import reads_storage as _reads
 from .lazy import realise
 
 # the number of the latest in-place write (a storage carries its own as `_written`)
@@ -51,26 +51,6 @@ def before_writes(bufs: list, keep: tuple = ()) -> None:
     count[0] += 1
     for b in bufs:
         b._written = count[0]
-
-
-def _reads(node: Node, ids: set, seen: set) -> bool:
-    """Whether the graph under node reads a storage in ids. seen: the nodes found not to
-    (shared across one write's pending tensors, which often share subgraphs)."""
-    stack, mine = [node], set()
-    while stack:
-        x = stack.pop()
-        if x.__class__ is Node:
-            if id(x) in seen or id(x) in mine:
-                continue
-            mine.add(id(x))
-            stack.extend(x.inputs if x.result is None else (x.result,))
-        elif isinstance(x, Tensor):  # a Parameter too
-            if x._buf is None:
-                stack.append(x._node)
-            elif id(x._buf) in ids:
-                return True
-    seen |= mine
-    return False
 
 
 def written_since(t, at: int) -> bool:

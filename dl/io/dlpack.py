@@ -33,4 +33,6 @@ def from_dlpack(obj):
     dev = _device.get("cpu")
     buf = HostBuffer(dev.rt, flat, dt.cube)
     buf._owner = obj  # keep the producer's memory alive
-    return Tensor(buf, arr.shape, strides if arr.ndim else (), 0, dt, dev)
+    t = Tensor(buf, arr.shape, strides if arr.ndim else (), 0, dt, dev)
+    t._share_out(None)  # the producer may write into it: ops on it are never deferred
+    return t

@@ -184,3 +184,43 @@ def test_device_runtimes_copy(dev):
     np.testing.assert_array_equal(a, np.arange(12, dtype=np.float32).reshape(3, 4).T)
     a[0, 0] = 50.0
     assert t[0, 0].item() == 0.0
+
+
+def test_writes_into_the_shared_array_do_not_reach_ops_made_before(dev):
+    """A write into the array `numpy()` shares reaches no dl op: the elementwise ops made
+    before it (lazy ones too) keep the values of when they were made, as torch's eager ops
+    do. Lazy `a * 2` was computed after the write (200 where torch has 2)."""
+    import torch
+    ours, ref = [], []
+    for lib in ("dl", "torch"):
+        ones = np.ones(4, np.float32)
+        a = dl.tensor(ones, device=dev) if lib == "dl" else torch.tensor(ones)
+        b = a * 2  # made before the array is handed out
+        arr = a.numpy()
+        c = a * 3 + 1  # made after: the array is shared now
+        arr[0] = 100
+        d = a + 0.5  # after the write: sees it
+        out = ours if lib == "dl" else ref
+        out += [x.numpy().tolist() for x in (b, c, d)]
+    if dev == "cpu" or dev == "interp":
+        assert ours == ref
+    else:  # device runtimes copy: the array is not the tensor's memory
+        assert ours[:2] == ref[:2]
+
+
+def test_a_dlpack_import_is_read_when_the_op_is_made():
+    """dl.from_dlpack shares the producer's memory: an op on it reads the values of when it
+    was made, not those of a later write by the producer."""
+    src = np.arange(4, dtype=np.float32)
+    t = dl.from_dlpack(src)
+    doubled = t * 2
+    src[:] = -1
+    assert doubled.numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert t.numpy().tolist() == [-1.0] * 4
+
+
+def test_fusion_is_kept_for_tensors_never_shared():
+    a = dl.tensor(np.ones(64, np.float32))
+    with dl.count_kernels() as k:
+        (a * 2 + 1).exp().numpy()
+    assert k.launches == 1

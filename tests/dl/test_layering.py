@@ -202,7 +202,7 @@ def test_the_checks_can_fail():
 # ---- the Tensor method surface, declared once ---------------------------------------------
 SETS_TENSOR_ATTRIBUTES = {
     "dl.ops.registry": "the op registry: every op's methods and operators",
-    "dl.fusion.lazy": "Tensor._compute, how a lazy tensor is computed",
+    "dl.fusion.lazy": "Tensor._compute and _share_out, how lazy tensors are computed",
 }
 
 
