@@ -7,11 +7,11 @@ import math
 import operator
 import os
 import threading
-import types
 import typing
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -156,7 +156,7 @@ def _watch(deps: list) -> tuple[tuple, tuple]:
     for d, n, o in deps:
         if _holds_mutable(o):
             watched.append((_contents, o, _contents(o)))
-        if isinstance(d, types.MappingProxyType):  # a class's attributes
+        if isinstance(d, MappingProxyType):  # a class's attributes
             exact.append((d, n, o))
         elif not isinstance(d, dict):
             exact.append((_Cell(d), n, o))

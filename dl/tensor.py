@@ -118,7 +118,7 @@ class Tensor:
     def _share_out(self, arr=None):
         """This tensor's storage is handed out writable as arr (`numpy()`, DLPack; None: for
         good, an import): writes into it reach no dl bookkeeping. Returns the array to hand
-        out. dl/fusion/writes.py gives the body (lazy readers of the storage computed now,
+        out. dl/fusion/lazy.py gives the body (lazy readers of the storage computed now,
         later ones when made, while such an array or a view of it lives)."""
         return arr
 

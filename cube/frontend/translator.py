@@ -1363,4 +1363,3 @@ class Translator:
 
 
 __all__ = ["Intrinsic", "Target", "Translator"]
-

@@ -93,13 +93,18 @@ class _Spell:
     def binary(self, o: str, a, b, t) -> Var:
         return self.emit(ir.Binary(self._new(t, o), o, a, b, self.loc))
 
+    def widen(self, x):
+        """A half x as f32 (exact): a cast of a variable, a constant retyped."""
+        wide = with_elem(x.type, f32)
+        if isinstance(x, Const):
+            return Const(x.value, wide)
+        return self.emit(ir.Cast(self._new(wide, "wide"), x, self.loc))
+
     def bits(self, x):
         """x's bits as an unsigned int of its width (halves widened to f32 first)."""
+        if x.type.elem.bits not in (32, 64):
+            x = self.widen(x)
         t = x.type
-        if t.elem.bits not in (32, 64):
-            w = self._new(with_elem(t, f32), "wide")
-            self.emit(ir.Cast(w, x, self.loc))
-            x, t = w, w.type
         u = with_elem(t, SCALARS[f"u{t.elem.bits}"])
         return self.emit(ir.Bitcast(self._new(u, "bits"), x, self.loc))
 
@@ -177,12 +182,8 @@ class _Spell:
         (exact: the quotient of two halves fits f32's 24 bits where it passed the half's
         range, 60000 % 0.5 gave -inf) and rounded back, which is exact too."""
         if dst.type.elem.bits < 32:
-            wide = with_elem(dst.type, f32)
-            wa, wb = (x if isinstance(x, Const) else
-                      self.emit(ir.Cast(self._new(wide, "wide"), x, self.loc)) for x in (a, b))
-            wa, wb = (Const(x.value, wide) if isinstance(x, Const) else x for x in (wa, wb))
-            r = self._new(wide, "rem")
-            self.rem(r, wa, wb)
+            r = self._new(with_elem(dst.type, f32), "rem")
+            self.rem(r, self.widen(a), self.widen(b))
             self.emit(ir.Cast(dst, r, self.loc))
             return self.ops
         r = self.binary("rem", a, b, dst.type)

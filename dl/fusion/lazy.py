@@ -52,7 +52,7 @@ def elementwise(op: str, inputs: list, in_types: list, dtype, device=None, attrs
 
 
 def _reads_shared(args) -> bool:
-    """Whether an input is a storage handed out writable (`writes.share_out`): computed now,
+    """Whether an input is a storage handed out writable (`share_out`): computed now,
     the op reads the values of now, as an eager op does, not those of a later write into
     the shared array."""
     for x in args:
@@ -280,7 +280,7 @@ def share_out(x: Tensor, arr=None):
     (`numpy()`, DLPack export; None: an import, shared for good), so a write may come that
     no dl op sees. The lazy values reading the storage are computed now, and while arr (or
     a view of it) lives the storage counts as shared (`_shared_out`), so that an elementwise
-    op reading it is computed when made (dl/fusion/lazy.py): `b = a * 2` then a write into
+    op reading it is computed when made (`_reads_shared`): `b = a * 2` then a write into
     `a.numpy()` leaves b as torch's does. Once every such array is gone, no write can come
     that way and ops on the storage fuse again (an array taken only to look at the values
     costs no fusion after it)."""
@@ -309,8 +309,6 @@ def _unshare(ref) -> None:
     buf = ref()
     if buf is not None:
         buf._shared_out -= 1
-
-
 
 
 Tensor._compute = _compute  # fusion completes the core Tensor: lazy values are its own

@@ -166,10 +166,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "no
     if nd == 0:
         raise ValueError("linear: the input needs at least one dimension")
     if weight.ndim == 1 and weight.shape[0] == x.shape[-1]:  # torch's: one output, no dim
-        y = linear(x, weight.reshape(1, -1)).squeeze(-1)
-        y = y if bias is None else y + bias
-        return y if act == "none" else {"relu": lambda t: t.relu(), "gelu": lambda t: t.gelu(),
-                                        "tanh": lambda t: t.tanh()}[act](y)
+        return linear(x, weight.reshape(1, -1), None if bias is None else bias.reshape(1),
+                      act).squeeze(-1)
     if weight.ndim != 2 or weight.shape[1] != x.shape[-1]:
         raise ValueError(f"linear: an input of shape {x.shape} needs a weight of shape "
                          f"(out_features, {x.shape[-1]}), got {weight.shape}")
