@@ -5,9 +5,11 @@ element offset of their storage, so the heads that a multi-head layer slices out
 fused q/k/v projection are read where they lie (no copies). `pack_keys` writes k^T with the
 keys contiguous (an L x L square of lines at a time through `transpose_lines`); then a
 unit of `attention_rows` owns MR query rows of one (batch, head): it keeps their scores over
-all keys in lines (registers, MS rows at a time), takes each row's softmax where it lies
-(max, exp, sum: no pass over memory) and accumulates the MR rows' outputs from v's rows,
-each probability broadcast lane by lane. The unfused ops wrote and read the (B, H, Lq, Lk)
+all keys in lines (registers, MS rows at a time, where the register file holds a row; else
+in blocks of keys, stored to the unit's probabilities), takes each row's softmax (max, exp,
+sum: no pass over memory) and accumulates the MR rows' outputs from v's rows, each
+probability broadcast lane by lane. The tiles come from the target's register file
+(`tiles`). The unfused ops wrote and read the (B, H, Lq, Lk)
 scores three times and launched four kernels (q's scaled copy, q @ k^T with its pack,
 softmax, p @ v).
 
@@ -32,16 +34,14 @@ from cube import (
     u32,
 )
 
-from .common import cdiv, line_size
+from .common import cdiv, line_size, registers
 from .rowops import lanes_max, lanes_sum, transpose_lines
 
 F = typing.TypeVar("F")
 
 MAX_KEYS = 512  # a unit's probabilities (MR x keys) live in a local array
 MS_MAX = 4  # query rows whose scores a unit keeps at once
-SCORE_LINES = 24  # lines of scores in registers (beside a k^T line and MS broadcasts)
-DB_MAX = 4  # lines of the head size a unit's outputs hold at once
-OUT_LINES = 24  # lines of outputs in registers: MR = G * MS rows of DB lines
+DB_MAX = 4  # lines of the head size a unit's outputs hold at once (at most)
 
 
 @cube(launch=True, unchecked=True, nowrap=True)
@@ -66,17 +66,45 @@ def pack_keys(k: Tensor[Line[F]], kt: Tensor[Line[F]], K0: u32):
             kt[dst + r * (kt.stride(2) // L)] = rows[r]
 
 
+@cube
+def softmax_lines(src, at, dst, to, last, L: Comptime[int], KL: Comptime[int],
+                  CAUSAL: Comptime[bool]):
+    """A row's KL lines (of L lanes) of scores src[at:] -> their exponentials less the
+    row's max in dst[to:] (src and dst may be one array); returns 1 / their sum. CAUSAL:
+    lanes past key `last` count as -inf."""
+    if CAUSAL:
+        for j in cb.range(KL, unroll=True):
+            w = src[at + j]
+            for lane in cb.range(L, unroll=True):
+                if i32(j * L + lane) > last:
+                    w[lane] = -float("inf")
+            src[at + j] = w
+    mv = src[at]
+    for j in cb.range(1, KL, unroll=True):
+        mv = max(mv, src[at + j])
+    m = lanes_max(mv, L)
+    sv = cb.exp(src[at] - m)
+    dst[to] = sv
+    for j in cb.range(1, KL, unroll=True):
+        e = cb.exp(src[at + j] - m)
+        sv += e
+        dst[to + j] = e
+    return 1.0 / lanes_sum(sv, L)
+
+
 @cube(launch=True, unchecked=True, nowrap=True)
 def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
                    out: Tensor[Line[F]], scale: F, Q0: u32, V0: u32, MS: Comptime[int],
                    G: Comptime[int], LK: Comptime[int], DL: Comptime[int],
-                   DB: Comptime[int], CAUSAL: Comptime[bool]):
+                   DB: Comptime[int], SB: Comptime[int], CAUSAL: Comptime[bool]):
     """q (B, H, Lq, D) of any strides from element Q0; kt (B, H, D, LK) from `pack_keys`;
     v (B, H, LK, D) from element V0 and out (B, H, Lq, D), both as lines along D (DL
     lines, in blocks of DB). Cube x: MR = G * MS query rows, y: the head, z: the batch.
-    The scores go MS rows at a time (MS x LK/L lines in registers), the outputs all MR rows
-    at once (each line of v serves MR rows). CAUSAL: query i sees keys j <= i + LK - Lq
-    (PyTorch's top-left alignment when Lq == LK)."""
+    The scores go MS rows at a time, SB lines of keys at a time (SB = LK/L: a row's scores
+    stay in registers through its softmax; fewer: each block of MS x SB lines is stored
+    to the probabilities and the softmax reads them back), the outputs all MR rows at once
+    (each line of v serves MR rows). CAUSAL: query i sees keys j <= i + LK - Lq (PyTorch's
+    top-left alignment when Lq == LK)."""
     L = cb.comptime(kt.line_size())
     KL = cb.comptime(LK // L)
     MR = cb.comptime(G * MS)
@@ -90,45 +118,37 @@ def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
         # copy of each cost a lane extract and a store)
         p = cb.LocalArray(Line[F, L], MR * KL)
         inv = cb.LocalArray(F, MR)
-        s = cb.LocalArray(Line[F, L], MS * KL)
+        s = cb.LocalArray(Line[F, L], MS * SB)
         qo = cb.LocalArray(u32, MS)
         qv = cb.LocalArray(Line[F, L], MS)
         qb = Q0 + b * q.stride(0) + h * q.stride(1)
         kb = (b * kt.stride(0) + h * kt.stride(1)) // L
         for g in cb.range(G, unroll=True):
-            for t in cb.range(MS * KL, unroll=True):
-                s[t] = Line[F, L](0)
             for i in cb.range(MS, unroll=True):
                 qo[i] = qb + min(row0 + g * MS + i, lq - 1) * q.stride(2)
-            ko = kb
-            for dd in range(d):
-                for i in cb.range(MS, unroll=True):
-                    qv[i] = Line[F, L](q[qo[i] + dd * q.stride(3)] * scale)
-                for j in cb.range(KL, unroll=True):  # each line of k^T loaded once
-                    kv = kt[ko + j]
+            for j0 in range(0, KL, SB):
+                for t in cb.range(MS * SB, unroll=True):
+                    s[t] = Line[F, L](0)
+                ko = kb + j0
+                for dd in range(d):
                     for i in cb.range(MS, unroll=True):
-                        s[i * KL + j] = cb.fma(qv[i], kv, s[i * KL + j])
-                ko += kt.stride(2) // L
-            for i in cb.range(MS, unroll=True):  # each row's softmax where it lies
+                        qv[i] = Line[F, L](q[qo[i] + dd * q.stride(3)] * scale)
+                    for j in cb.range(SB, unroll=True):  # each line of k^T loaded once
+                        kv = kt[ko + j]
+                        for i in cb.range(MS, unroll=True):
+                            s[i * SB + j] = cb.fma(qv[i], kv, s[i * SB + j])
+                    ko += kt.stride(2) // L
+                if SB < KL:
+                    for i in cb.range(MS, unroll=True):
+                        for j in cb.range(SB, unroll=True):
+                            p[(g * MS + i) * KL + j0 + j] = s[i * SB + j]
+            for i in cb.range(MS, unroll=True):  # each row's softmax
                 r = g * MS + i
-                if CAUSAL:
-                    last = i32(row0) + i32(r + LK) - i32(lq)
-                    for j in cb.range(KL, unroll=True):
-                        w = s[i * KL + j]
-                        for lane in cb.range(L, unroll=True):
-                            if i32(j * L + lane) > last:
-                                w[lane] = F(-float("inf"))
-                        s[i * KL + j] = w
-                mv = s[i * KL]
-                for j in cb.range(1, KL, unroll=True):
-                    mv = max(mv, s[i * KL + j])
-                m = lanes_max(mv, L)
-                sv = Line[F, L](0)
-                for j in cb.range(KL, unroll=True):
-                    e = cb.exp(s[i * KL + j] - m)
-                    sv += e
-                    p[r * KL + j] = e
-                inv[r] = F(1) / lanes_sum(sv, L)
+                last = i32(row0) + i32(r + LK) - i32(lq)
+                if SB == KL:  # where it lies
+                    inv[r] = softmax_lines(s, i * KL, p, r * KL, last, L, KL, CAUSAL)
+                else:
+                    inv[r] = softmax_lines(p, r * KL, p, r * KL, last, L, KL, CAUSAL)
         acc = cb.LocalArray(Line[F, L], MR * DB)
         vl = cb.LocalArray(Line[F, L], DB)
         vs = v.stride(2) // L
@@ -185,12 +205,32 @@ def attention(rt, q, k, v, q0: int, k0: int, v0: int, scale: float, causal: bool
                      k=k.lines(lsz), kt=kt.lines(lsz), K0=k0)
     buf = rt.empty((b, lq, h, d) if heads_last else (b, h, lq, d), q.elem)
     out = buf.view((b, h, lq, d), out_strides(b, h, lq, d, True)) if heads_last else buf
-    ms = max(1, min(MS_MAX, SCORE_LINES // (lk // lsz)))
     dl = d // lsz
-    db = min(dl, DB_MAX)
-    g = max(1, OUT_LINES // (ms * db))
+    ms, sb, g, db = tiles(registers(rt), lk // lsz, dl)
     attention_rows.launch(rt, cube_count=(cdiv(lq, ms * g), h, b), cube_dim=1, q=q,
                           kt=kt.lines(lsz), v=v.lines(lsz), out=out.lines(lsz),
                           scale=float(scale), Q0=q0, V0=v0, MS=ms, G=g, LK=lk, DL=dl, DB=db,
-                          CAUSAL=causal)
+                          SB=sb, CAUSAL=causal)
     return buf
+
+
+def tiles(regs: int, kl: int, dl: int) -> tuple[int, int, int, int]:
+    """`attention_rows`' (MS, SB, G, DB) for kl lines of keys and dl lines of the head size
+    in a file of regs vector registers. Scores: MS rows x SB lines of accumulators beside
+    MS broadcast queries and a line of k^T; a row's whole kl lines (SB = kl, its softmax in
+    registers) where they fit, else the block with the most accumulators (then the fewest
+    loads per FMA). Outputs: MR = G * MS rows x DB lines beside DB lines of v and a
+    broadcast probability. AVX-512's 32 registers: MS 3 x SB 8 at 128 keys, 6 x 4 outputs
+    (as tuned there); AVX2's 16: 2 x 4 score blocks, 6 x 2 outputs (6 x 4 outputs spilled:
+    sdpa (8,4,128,64) 3.6 -> 2.3 ms on two Zen 3 cores; the score blocks measured level
+    with a row's 16 lines spilled, within this machine's noise)."""
+    free = regs - 1  # one spare: a full file spilled
+    ms = min(MS_MAX, (free - 1) // (kl + 1))
+    sb = kl
+    if ms < 1:
+        ms, sb = max(((m, b) for m in range(1, MS_MAX + 1) for b in range(1, kl + 1)
+                      if kl % b == 0 and m * b + m + 1 <= free),
+                     key=lambda t: (t[0] * t[1], -t[0] - t[1], t[1]))
+    db = max(b for b in range(1, min(dl, max(1, regs // 8)) + 1) if dl % b == 0)
+    g = max(1, (regs - 1 - db) // db // ms)
+    return ms, sb, g, db

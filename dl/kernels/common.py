@@ -43,6 +43,15 @@ def simd_bytes(rt) -> int:
     return 16  # a vec4 of f32 on GPUs
 
 
+def registers(rt) -> int:
+    """Vector registers of the target: 32 zmm with AVX-512, 16 ymm with AVX2 (what a
+    kernel's register tile is sized for; GPUs: 16, their kernels still run)."""
+    feats = getattr(rt.features, "vector_registers", None)
+    if feats:
+        return int(feats)
+    return 32 if is_cpu(rt) and simd_bytes(rt) == 64 else 16
+
+
 def line_size(rt, elem, n: int, *strides: int, cap: int | None = None) -> int:
     """The widest power-of-two line (up to a SIMD register) that divides n and every stride."""
     size = max(1, simd_bytes(rt) // np.dtype(elem.np).itemsize)

@@ -20,8 +20,7 @@ import numpy as np
 import cube as cb
 from cube import CUBE_POS_X, CUBE_POS_Y, CUBE_POS_Z, Array, Comptime, Line, cube, u32
 
-from .common import cdiv, is_cpu, line_size, simd_bytes
-from .conv_direct import registers
+from .common import cdiv, is_cpu, line_size, registers, simd_bytes
 from .epilogue import activate
 from .im2col import im2col_rows
 from .view import strided

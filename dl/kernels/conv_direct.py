@@ -41,7 +41,7 @@ from cube import (
 )
 
 from . import reduce
-from .common import cdiv, is_cpu, line_size, simd_bytes
+from .common import cdiv, is_cpu, line_size, registers
 from .epilogue import activate
 from .rowops import transpose_lines
 from .view import is_contiguous, strided
@@ -221,14 +221,6 @@ def pad_input(x: Tensor[F], out: Tensor[F], PH: Comptime[int], PW: Comptime[int]
 
 def _line(rt, elem) -> int:
     return line_size(rt, elem, 1 << 20)
-
-
-def registers(rt) -> int:
-    """Vector registers of the target: 32 zmm with AVX-512, 16 ymm with AVX2."""
-    feats = getattr(rt.features, "vector_registers", None)
-    if feats:
-        return int(feats)
-    return 32 if is_cpu(rt) and simd_bytes(rt) == 64 else 16
 
 
 def tile_width(rt, ow: int, kw: int, nb: int) -> int:

@@ -10,6 +10,9 @@ import torch
 
 import dl
 from dl import nn
+from dl.kernels import attention as lib
+from dl.kernels import plan
+from dl.kernels.common import simd_bytes
 from dl.nn import functional as F
 
 
@@ -46,6 +49,47 @@ def test_fused_attention_matches_torch(dev, case):
     q, k, v = (rng.standard_normal(s).astype(np.float32) for s in (qs, ks, ks))
     out, names = _sdpa(dev, q, k, v, causal)
     assert "lib.attention" in names, names  # the fused kernel, not the unfused ops
+    np.testing.assert_allclose(out, _ref(q, k, v, causal), rtol=1e-4, atol=1e-5)
+
+
+def test_tiles_fit_the_register_file():
+    """`tiles` for every key and head size the kernel takes, on AVX2's and AVX-512's files:
+    the score block divides the keys and, with its query broadcasts and a line of k^T,
+    leaves a register spare; so do the output rows with their lines of v; a row's whole
+    scores stay in registers only where they fit."""
+    for regs in (16, 32):
+        for kl in range(1, 65):
+            for dl_ in range(1, 9):
+                ms, sb, g, db = lib.tiles(regs, kl, dl_)
+                assert 1 <= ms <= lib.MS_MAX and kl % sb == 0 and dl_ % db == 0
+                assert ms * sb + ms + 1 <= regs - 1, (regs, kl, ms, sb)
+                assert g * ms * db + db + 1 <= regs or g == 1, (regs, dl_, g, ms, db)
+                if sb < kl:  # blocked only where a row's scores could not all stay
+                    assert kl + 2 > regs - 1
+
+
+@pytest.mark.parametrize("regs", [16, 32])
+@pytest.mark.parametrize("kl,causal", [(4, True), (32, True), (32, False)])
+def test_every_register_file_tiling_matches_torch(dev, rt, regs, kl, causal, monkeypatch):
+    """The kernel tiled for AVX2's 16 registers and for AVX-512's 32, whatever the machine,
+    at kl lines of keys (4: a row's scores in registers; 32: in blocks on both files) and
+    4 lines of head size: both give torch's values."""
+    if rt.name == "wgpu":
+        pytest.skip("wgpu: lavapipe takes minutes to compile these tilings (32 registers "
+                    "at 16 keys: over 5 min); the cases above run wgpu's own")
+    monkeypatch.setattr(lib, "registers", lambda rt: regs)
+    lsz = simd_bytes(rt) // 4
+    ms, sb, _, _ = lib.tiles(regs, kl, 4)
+    assert (sb < kl) == (kl == 32)  # the path this case is for
+    plan.clear()  # no replay of a plan traced with the machine's own tiles
+    rng = np.random.default_rng(kl + regs)
+    q = rng.standard_normal((1, 2, 9, 4 * lsz)).astype(np.float32)
+    k, v = (rng.standard_normal((1, 2, kl * lsz, 4 * lsz)).astype(np.float32) for _ in "kv")
+    try:
+        out, names = _sdpa(dev, q, k, v, causal)
+    finally:
+        plan.clear()
+    assert "lib.attention" in names, names
     np.testing.assert_allclose(out, _ref(q, k, v, causal), rtol=1e-4, atol=1e-5)
 
 
