@@ -18,6 +18,7 @@ dl's scaled_dot_product_attention falls back to the unfused ops for the rest (an
 other than causality, dropout, attention weights out, gradients)."""
 from __future__ import annotations
 
+import functools
 import typing
 
 import cube as cb
@@ -214,6 +215,7 @@ def attention(rt, q, k, v, q0: int, k0: int, v0: int, scale: float, causal: bool
     return buf
 
 
+@functools.cache  # a search over blocks: once per shape, not per call
 def tiles(regs: int, kl: int, dl: int) -> tuple[int, int, int, int]:
     """`attention_rows`' (MS, SB, G, DB) for kl lines of keys and dl lines of the head size
     in a file of regs vector registers. Scores: MS rows x SB lines of accumulators beside
