@@ -233,6 +233,6 @@ def tiles(regs: int, kl: int, dl: int) -> tuple[int, int, int, int]:
         ms, sb = max(((m, b) for m in range(1, MS_MAX + 1) for b in range(1, kl + 1)
                       if kl % b == 0 and m * b + m + 1 <= free),
                      key=lambda t: (t[0] * t[1], -t[0] - t[1], t[1]))
-    db = max(b for b in range(1, min(dl, max(1, regs // 8)) + 1) if dl % b == 0)
-    g = max(1, (regs - 1 - db) // db // ms)
+    db = max(b for b in range(1, min(dl, DB_MAX, max(1, regs // 8)) + 1) if dl % b == 0)
+    g = max(1, (free - db) // db // ms)
     return ms, sb, g, db

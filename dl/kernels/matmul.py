@@ -44,7 +44,7 @@ from cube import (
     u32,
 )
 
-from .common import cdiv, is_cpu, l2_bytes, line_size
+from .common import cdiv, is_cpu, l2_bytes, line_size, registers
 from .epilogue import ACTIVATIONS, activate
 from .epilogue import reference as act_ref
 from .fill import fill
@@ -719,7 +719,6 @@ def _cpu_first(cpu: int, gpu: int):
 # ---- register tiles from the target's register file ---------------------------------------
 
 MR_MAX = 12  # rows of a tile: each is a row pointer in a general register (16 on x86-64)
-DEFAULT_REGISTERS = 16  # a device that names no register file (GPUs: the kernels still run)
 RANKED = 3  # register-file tiles offered to autotune (its `fast` mode times the top three)
 
 
@@ -755,8 +754,7 @@ _tiles_memo: dict = {}
 
 def tiles_for(rt, dot: bool = False) -> list[tuple[int, int]]:
     """The ranked register tiles of rt's register file (comptime MR, NR of its kernels)."""
-    f = rt.features
-    regs, line = f.vector_registers or DEFAULT_REGISTERS, (f.vector_bits or 128) // 8
+    regs, line = registers(rt), (rt.features.vector_bits or 128) // 8
     hit = _tiles_memo.get((regs, line, dot))
     if hit is None:
         hit = _tiles_memo[regs, line, dot] = dot_tiles(regs) if dot else \
