@@ -13,7 +13,7 @@ probability broadcast lane by lane. The tiles come from the target's register fi
 scores three times and launched four kernels (q's scaled copy, q @ k^T with its pack,
 softmax, p @ v).
 
-`supported` says what it takes (keys and head size in whole lines, at most MAX_KEYS keys);
+`supported` says what it takes (keys and head size in whole lines, at most `max_keys`);
 dl's scaled_dot_product_attention falls back to the unfused ops for the rest (and for masks
 other than causality, dropout, attention weights out, gradients)."""
 from __future__ import annotations
@@ -35,12 +35,14 @@ from cube import (
     u32,
 )
 
-from .common import cdiv, line_size, registers
+from .common import cdiv, is_cpu, line_size, registers
 from .rowops import lanes_max, lanes_sum, transpose_lines
 
 F = typing.TypeVar("F")
 
-MAX_KEYS = 512  # a unit's probabilities (MR x keys) live in a local array
+# a unit's probabilities (MR x keys) live in a local array: on the stack of a CPU thread
+# (6 rows x 2048 keys of f64 is 96 KB), in a GPU thread's private memory (kept small there)
+MAX_KEYS_CPU, MAX_KEYS_GPU = 2048, 512
 MS_MAX = 4  # query rows whose scores a unit keeps at once
 DB_MAX = 4  # lines of the head size a unit's outputs hold at once (at most)
 
@@ -68,25 +70,26 @@ def pack_keys(k: Tensor[Line[F]], kt: Tensor[Line[F]], K0: u32):
 
 
 @cube
-def softmax_lines(src, at, dst, to, last, L: Comptime[int], KL: Comptime[int],
-                  CAUSAL: Comptime[bool]):
-    """A row's KL lines (of L lanes) of scores src[at:] -> their exponentials less the
-    row's max in dst[to:] (src and dst may be one array); returns 1 / their sum. CAUSAL:
+def softmax_lines(src, at, dst, to, last, n, L: Comptime[int], CAUSAL: Comptime[bool],
+                  UNROLL: Comptime[bool]):
+    """A row's first n lines (of L lanes) of scores src[at:] -> their exponentials less
+    the row's max in dst[to:] (src and dst may be one array); returns 1 / their sum. n >= 1:
+    a comptime count with UNROLL (the scores in registers), else an i32 (a loop). CAUSAL:
     lanes past key `last` count as -inf."""
-    if CAUSAL:
-        for j in cb.range(KL, unroll=True):
-            w = src[at + j]
-            for lane in cb.range(L, unroll=True):
-                if i32(j * L + lane) > last:
-                    w[lane] = -float("inf")
-            src[at + j] = w
+    if CAUSAL:  # a compare and a select per line (lane by lane: L inserts a line)
+        idx = Line[i32, L](0)
+        for lane in cb.range(L, unroll=True):
+            idx[lane] = i32(lane)
+        for j in cb.range(n, unroll=UNROLL):
+            src[at + j] = cb.select(idx > Line[i32, L](last - j * L), -float("inf"),
+                                    src[at + j])
     mv = src[at]
-    for j in cb.range(1, KL, unroll=True):
+    for j in cb.range(1, n, unroll=UNROLL):
         mv = max(mv, src[at + j])
     m = lanes_max(mv, L)
     sv = cb.exp(src[at] - m)
     dst[to] = sv
-    for j in cb.range(1, KL, unroll=True):
+    for j in cb.range(1, n, unroll=UNROLL):
         e = cb.exp(src[at + j] - m)
         sv += e
         dst[to + j] = e
@@ -104,8 +107,8 @@ def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
     The scores go MS rows at a time, SB lines of keys at a time (SB = LK/L: a row's scores
     stay in registers through its softmax; fewer: each block of MS x SB lines is stored
     to the probabilities and the softmax reads them back), the outputs all MR rows at once
-    (each line of v serves MR rows). CAUSAL: query i sees keys j <= i + LK - Lq (PyTorch's
-    top-left alignment when Lq == LK)."""
+    (each line of v serves MR rows). CAUSAL: query i sees keys j <= i, PyTorch's top-left
+    alignment (`torch.ones(Lq, Lk).tril()`) at any Lq and Lk."""
     L = cb.comptime(kt.line_size())
     KL = cb.comptime(LK // L)
     MR = cb.comptime(G * MS)
@@ -124,10 +127,16 @@ def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
         qv = cb.LocalArray(Line[F, L], MS)
         qb = Q0 + b * q.stride(0) + h * q.stride(1)
         kb = (b * kt.stride(0) + h * kt.stride(1)) // L
+        # lines of keys some row of the tile sees: causal tiles skip the lines past their
+        # last row's last key in the products (blocked scores), the softmax and the outputs'
+        # pass over v (half the work of a causal sequence)
+        kend = u32(KL)
+        if CAUSAL:  # the tile's last row sees keys 0 .. min(row0 + MR, lq) - 1: one at least
+            kend = min(kend, (min(row0 + MR, lq) + L - 1) // L)
         for g in cb.range(G, unroll=True):
             for i in cb.range(MS, unroll=True):
                 qo[i] = qb + min(row0 + g * MS + i, lq - 1) * q.stride(2)
-            for j0 in range(0, KL, SB):
+            for j0 in range(0, kend, SB):
                 for t in cb.range(MS * SB, unroll=True):
                     s[t] = Line[F, L](0)
                 ko = kb + j0
@@ -145,11 +154,12 @@ def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
                             p[(g * MS + i) * KL + j0 + j] = s[i * SB + j]
             for i in cb.range(MS, unroll=True):  # each row's softmax
                 r = g * MS + i
-                last = i32(row0) + i32(r + LK) - i32(lq)
-                if SB == KL:  # where it lies
-                    inv[r] = softmax_lines(s, i * KL, p, r * KL, last, L, KL, CAUSAL)
-                else:
-                    inv[r] = softmax_lines(p, r * KL, p, r * KL, last, L, KL, CAUSAL)
+                last = i32(row0) + i32(r)
+                if SB == KL:  # where it lies, every line (unrolled: in registers)
+                    inv[r] = softmax_lines(s, i * KL, p, r * KL, last, KL, L, CAUSAL, True)
+                else:  # the lines some row of the tile sees (the rest unwritten, unread)
+                    inv[r] = softmax_lines(p, r * KL, p, r * KL, last, i32(kend), L, CAUSAL,
+                                           False)
         acc = cb.LocalArray(Line[F, L], MR * DB)
         vl = cb.LocalArray(Line[F, L], DB)
         vs = v.stride(2) // L
@@ -157,7 +167,7 @@ def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
             for a in cb.range(MR * DB, unroll=True):
                 acc[a] = Line[F, L](0)
             vo = (V0 + b * v.stride(0) + h * v.stride(1)) // L + dq
-            for kl in range(KL):
+            for kl in range(kend):
                 for lane in cb.range(L, unroll=True):  # key kl * L + lane: its v row once
                     for c in cb.range(DB, unroll=True):
                         vl[c] = v[vo + lane * vs + c]
@@ -174,13 +184,17 @@ def attention_rows(q: Tensor[F], kt: Tensor[Line[F]], v: Tensor[Line[F]],
                         out[oo + c] = acc[ri * DB + c] * inv[ri]
 
 
+def max_keys(rt) -> int:
+    return MAX_KEYS_CPU if is_cpu(rt) else MAX_KEYS_GPU
+
+
 def supported(rt, q, k, v, offsets=(0, 0, 0)) -> bool:
     """(B, H, L, D) views q, k, v (k, v: Lk keys) this kernel takes: D and Lk in whole lines
-    of the runtime's width, Lk at most MAX_KEYS, D in blocks of DB_MAX lines (or fewer), k
+    of the runtime's width, Lk at most `max_keys`, D in blocks of DB_MAX lines (or fewer), k
     and v read as lines along D (unit stride, other strides and their offsets in lines)."""
     lsz = line_size(rt, q.elem, 1 << 20)
     b, h, lk, d = k.shape
-    if lsz < 2 or d % lsz or lk % lsz or lk > MAX_KEYS or q.shape[3] != d \
+    if lsz < 2 or d % lsz or lk % lsz or lk > max_keys(rt) or q.shape[3] != d \
             or tuple(v.shape) != (b, h, lk, d) or (d // lsz > DB_MAX and d // lsz % DB_MAX):
         return False
     return all(x.strides[3] == 1 and all(s % lsz == 0 for s in x.strides[:3]) and o % lsz == 0
@@ -194,7 +208,7 @@ def out_strides(b: int, h: int, lq: int, d: int, heads_last: bool) -> tuple:
 
 def attention(rt, q, k, v, q0: int, k0: int, v0: int, scale: float, causal: bool,
               heads_last: bool = False):
-    """softmax(scale * q @ k^T) @ v (causal: query i sees keys up to i + Lk - Lq) for the
+    """softmax(scale * q @ k^T) @ v (causal: query i sees keys 0 .. i, as PyTorch) for the
     (B, H, Lq, D) view q from element q0 of its buffer and (B, H, Lk, D) views k, v from
     k0, v0 (`supported`): a new (B, H, Lq, D) buffer, or with heads_last a new (B, Lq, H, D)
     one (what a multi-head layer's output projection reads as (B, Lq, H * D) rows)."""

@@ -17,13 +17,11 @@ from dl.nn import functional as F
 
 
 def _ref(q, k, v, causal):
+    """torch's own sdpa in float64: its causal mask is top-left aligned (query i sees keys
+    0 .. i) whatever Lq and Lk are (a hand-written mask here once encoded the kernel's
+    bottom-right alignment and passed it)."""
     t = [torch.tensor(a, dtype=torch.float64) for a in (q, k, v)]
-    lq, lk = q.shape[-2], k.shape[-2]
-    s = t[0] @ t[1].transpose(-1, -2) / np.sqrt(q.shape[-1])
-    if causal:  # query i sees keys j <= i + lk - lq (PyTorch's top-left alignment at lq == lk)
-        allowed = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + (lk - lq)
-        s = s.masked_fill(~allowed, float("-inf"))
-    return (torch.softmax(s, -1) @ t[2]).numpy()
+    return torch.nn.functional.scaled_dot_product_attention(*t, is_causal=causal).numpy()
 
 
 def _sdpa(dev, q, k, v, causal, dtype=dl.float32):
@@ -39,7 +37,11 @@ CASES = [((2, 4, 128, 64), (2, 4, 128, 64), False),
          ((2, 3, 37, 64), (2, 3, 48, 64), True),
          ((1, 2, 64, 128), (1, 2, 32, 128), False),
          ((3, 20, 32), (3, 16, 32), True),
-         ((2, 2, 16, 16), (2, 2, 16, 16), True)]
+         ((2, 2, 16, 16), (2, 2, 16, 16), True),
+         # causal, fewer queries than keys and more (top-left alignment; on AVX2 the scores
+         # go in blocks and a tile skips the key lines past its last row)
+         ((1, 2, 40, 32), (1, 2, 128, 32), True),
+         ((1, 2, 150, 32), (1, 2, 128, 32), True)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -90,6 +92,19 @@ def test_every_register_file_tiling_matches_torch(dev, rt, regs, kl, causal, mon
     finally:
         plan.clear()
     assert "lib.attention" in names, names
+    np.testing.assert_allclose(out, _ref(q, k, v, causal), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_long_sequences_fuse_on_the_cpu(dev, rt, causal):
+    """1024 keys: past a GPU thread's limit (`max_keys`: the unfused ops there), fused on
+    the CPU (the probabilities on the thread's stack); torch's values either way, with
+    fewer queries than keys (causal: query i sees keys 0 .. i)."""
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((1, 2, 70, 32)).astype(np.float32)
+    k, v = (rng.standard_normal((1, 2, 1024, 32)).astype(np.float32) for _ in "kv")
+    out, names = _sdpa(dev, q, k, v, causal)
+    assert ("lib.attention" in names) == (lib.max_keys(rt) >= 1024), names
     np.testing.assert_allclose(out, _ref(q, k, v, causal), rtol=1e-4, atol=1e-5)
 
 

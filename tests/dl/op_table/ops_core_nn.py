@@ -144,6 +144,12 @@ OPS = [
                Sample(arr((2, 3, 4)), arr((2, 5, 4), 1), arr((2, 5, 6), 2)),
                Sample(arr((1, 2, 4, 8), 3), arr((1, 2, 4, 8), 4), arr((1, 2, 4, 8), 5),
                       causal=True, desc="causal"),
+               # head size and keys in whole lines (the fused kernel without a gradient):
+               # the causal mask is top-left aligned (query i sees keys 0 .. i) at Lq != Lk
+               Sample(arr((1, 2, 5, 8), 17), arr((1, 2, 16, 8), 18), arr((1, 2, 16, 8), 19),
+                      causal=True, device=True, desc="causal, fewer queries than keys"),
+               Sample(arr((1, 2, 20, 8), 20), arr((1, 2, 16, 8), 21), arr((1, 2, 16, 8), 22),
+                      causal=True, device=True, desc="causal, more queries than keys"),
                Sample(arr((2, 3, 4), 6), arr((2, 5, 4), 7), arr((2, 5, 4), 8),
                       np.random.default_rng(9).uniform(0, 1, (3, 5)) < 0.7,
                       desc="bool mask"),
