@@ -200,9 +200,21 @@ def _run_sample(info: core.OpInfo, s: core.Sample, dtype, dev: str, grad: bool):
     got = _flat(info.op(*dargs, **dkw))
     if info.inplace:  # the target itself, after the call
         want, got = want + [targs[0]], got + [dargs[0]]
-    assert len(got) == len(want), f"{len(got)} outputs, torch gives {len(want)}"
+    _check_outputs(info, got, want, dtype, dev, tol, "")
+    if gidx and not info.inplace:
+        # the inference path too: without a gradient an op may take other kernels (the
+        # fused attention kernel, conv's epilogue), and only this run reaches them
+        with dl.no_grad():
+            plain = [_convert(a, dtype, dev, s.noncontig, "dl") for a in s.args]
+            _check_outputs(info, _flat(info.op(*plain, **dkw)), want, dtype, dev, tol,
+                           " (no_grad)")
+    _check_grads(info, s, dtype, dev, tol, got, want, dargs, targs, gidx)
+
+
+def _check_outputs(info, got, want, dtype, dev, tol, when: str):
+    assert len(got) == len(want), f"{len(got)} outputs{when}, torch gives {len(want)}"
     for k, (g, w) in enumerate(zip(got, want)):
-        what = f"output {k}"
+        what = f"output {k}{when}"
         if isinstance(w, torch.Tensor):
             assert isinstance(g, dl.Tensor), f"{what}: {type(g).__name__}, torch gives a tensor"
             if info.check_dtype and not (_dtype_name(w) == "int64" and _dtype_name(g) ==
@@ -220,6 +232,9 @@ def _run_sample(info: core.OpInfo, s: core.Sample, dtype, dev: str, grad: bool):
                 w, bool)), f"{what}: {type(g).__name__}, torch gives {type(w).__name__}"
         _compare(g, w, dtype, _tol(info, dtype, g),
                  info.signed_zero and dev not in core.SHADER_MATH, what)
+
+
+def _check_grads(info, s, dtype, dev, tol, got, want, dargs, targs, gidx):
     if not gidx:
         return
     fd = info.grad_check == "fd"
