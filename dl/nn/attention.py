@@ -63,7 +63,9 @@ class MultiheadAttention(Module):
         q, k, v = self._heads(q, b, lq), self._heads(k, b, lk), self._heads(v, b, lk)
         mask = self._mask(attn_mask, key_padding_mask, b, lq, lk, query.device, query.dtype)
         res = F.scaled_dot_product_attention(
-            q, k, v, mask, self.dropout if self.training else 0.0, is_causal=is_causal,
+            # is_causal with a mask: PyTorch's hint that the mask is causal (the mask rules)
+            q, k, v, mask, self.dropout if self.training else 0.0,
+            is_causal=is_causal and mask is None,
             training=self.training, return_weights=need_weights, _heads_last=True)
         out, weights = res if need_weights else (res, None)
         out = self.out_proj(out.transpose(1, 2).reshape(b, lq, e))

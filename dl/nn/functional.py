@@ -200,12 +200,17 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None
                                  training: bool = True, return_weights: bool = False,
                                  _heads_last: bool = False):
     """softmax(q @ k^T / sqrt(d) + mask) @ v over (..., L, d) operands. A bool mask marks
-    the positions *allowed* (PyTorch's convention here); a float mask is added.
+    the positions *allowed* (PyTorch's convention here); a float mask is added; a query
+    with every key masked gives zeros (PyTorch's). is_causal: query i sees keys 0 .. i
+    (top-left, at any Lq and Lk); it takes no attn_mask besides (RuntimeError, as PyTorch).
 
     Without a gradient, a mask other than causality, dropout or the weights, it runs as one
     fused kernel where the shapes allow (dl/kernels/attention.py); the same values either
     way. (_heads_last, for MultiheadAttention: a fused result may be a (B, H, L, d) view of
     (B, L, H, d) memory.)"""
+    if attn_mask is not None and is_causal:
+        raise RuntimeError("scaled_dot_product_attention: an explicit attn_mask should not be "
+                           "set when is_causal=True (PyTorch raises too)")
     scale = 1.0 / math.sqrt(q.shape[-1])
     if attn_mask is None and not return_weights and not (dropout_p and training):
         out = attention_op.fused(q, k, v, scale, is_causal, _heads_last)
@@ -214,15 +219,19 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None
     scores = ops.matmul(q * scale, k.mT)  # the scale fuses into q's copy
     if is_causal:
         lq, lk = scores.shape[-2:]
-        allowed = ops.arange(lk, device=q.device).unsqueeze(0) <= \
+        attn_mask = ops.arange(lk, device=q.device).unsqueeze(0) <= \
             ops.arange(lq, device=q.device).unsqueeze(1)
-        attn_mask = allowed if attn_mask is None else attn_mask
-    if attn_mask is not None:
+    masked = attn_mask is not None
+    if masked:
         if attn_mask.dtype is dtypes.bool_:
             scores = ops.where(attn_mask, scores, float("-inf"))
         else:
             scores = scores + attn_mask
     w = softmax(scores, -1)
+    if masked and not return_weights:
+        # PyTorch's safe softmax: a query whose every key is masked attends to nothing
+        # (zeros, where a plain softmax gives NaN; MultiheadAttention's weights keep NaN)
+        w = ops.where((scores == float("-inf")).all(-1, keepdim=True), 0.0, w)
     if dropout_p:
         w = dropout(w, dropout_p, training)
     out = ops.matmul(w, v)

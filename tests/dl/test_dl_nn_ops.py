@@ -376,6 +376,31 @@ def test_attention_causal():
            lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True), q, k, v)
 
 
+def test_attention_causal_with_a_mask_raises_as_torch():
+    """is_causal takes no explicit mask besides (PyTorch raises; dl once dropped the causal
+    mask silently); MultiheadAttention's is_causal with a mask is PyTorch's hint: the mask
+    rules."""
+    q, k, v = rand_np((1, 3, 8), 1), rand_np((1, 4, 8), 2), rand_np((1, 4, 8), 3)
+    mask = np.ones((3, 4), bool)
+    with pytest.raises(RuntimeError):
+        TF.scaled_dot_product_attention(*map(torch.tensor, (q, k, v)),
+                                         attn_mask=torch.tensor(mask), is_causal=True)
+    with pytest.raises(RuntimeError, match="is_causal"):
+        F.scaled_dot_product_attention(*map(dl.tensor, (q, k, v)), attn_mask=dl.tensor(mask),
+                                       is_causal=True)
+    torch.manual_seed(0)
+    ref = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    ours = dl.nn.MultiheadAttention(8, 2, batch_first=True)
+    ours.load_state_dict({n: dl.tensor(p.detach().numpy()) for n, p in ref.state_dict().items()})
+    x = rand_np((2, 5, 8), 4)
+    causal = np.triu(np.ones((5, 5), bool), 1)  # True: not allowed (MultiheadAttention's)
+    want = ref(*[torch.tensor(x)] * 3, attn_mask=torch.tensor(causal), is_causal=True)[0]
+    dx = dl.tensor(x)
+    got = ours(dx, dx, dx, attn_mask=dl.tensor(causal), is_causal=True)[0]
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_nn_ops_on_every_runtime(dev):
     """One smoke per op family on each runtime: conv + pool + softmax + layer norm."""
     x, w = rand_np((2, 3, 6, 6), 1), rand_np((4, 3, 3, 3), 2)

@@ -155,10 +155,12 @@ OPS = [
                       desc="bool mask"),
                Sample(arr((2, 3, 4), 10), arr((2, 5, 4), 11), arr((2, 5, 4), 12),
                       arr((3, 5), 13), desc="float mask"),
+               Sample(arr((2, 3, 4), 23), arr((2, 5, 4), 24), arr((2, 5, 4), 25),
+                      np.array([[True] * 5, [False] * 5, [True, False] * 2 + [True]]),
+                      device=True, desc="a query with every key masked (zeros)"),
                Sample(arr((2, 4, 3), 14), arr((2, 4, 3), 15), arr((2, 4, 3), 16),
                       noncontig=True, desc="transposed views")],
-           note="scaled_dot_product_attention has no scale or enable_gqa arguments; a "
-                "fully masked row gives nan as PyTorch's"),
+           note="scaled_dot_product_attention has no scale or enable_gqa arguments"),
     OpInfo("dropout_eval", op=lambda x: F.dropout(x, 0.5, training=False),
            ref=lambda x: TF.dropout(x, 0.5, training=False), samples=lambda: [
                Sample(arr((3, 4)))]),
