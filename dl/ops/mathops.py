@@ -39,8 +39,8 @@ __all__ = ["addmm", "all", "allclose", "any", "baddbmm", "cdist", "einsum", "isc
 
 
 def _dims(x: Tensor, dim) -> list[int]:
-    if dim is None:
-        return list(range(x.ndim))
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+        return list(range(x.ndim))  # dim=() or [] reduces every dim, as PyTorch's
     ds = dim if isinstance(dim, (tuple, list)) else (dim,)
     return sorted({shapes.norm_dim(int(d), x.ndim) for d in ds})
 
@@ -61,6 +61,8 @@ def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa
 
     Integer and bool tensors give float32. Over no elements the result is -inf.
     Differentiable (the gradient is softmax(x)). Also `t.logsumexp(dim)`."""
+    if isinstance(dim, (tuple, list)) and not dim:  # PyTorch raises too (sum reduces all)
+        raise RuntimeError("logsumexp: dim must name at least one dim, got an empty one")
     x = input if input.dtype.is_float else input.to(dtypes.default_float)
     dims = _dims(x, dim)
     if _builtins.any(x.shape[d] == 0 for d in dims):  # -inf (the sum keeps the graph)
@@ -451,6 +453,8 @@ def einsum(equation: str, *operands) -> Tensor:
 
 # ---- any / all -----------------------------------------------------------------------------
 def _any_all(op: str, x: Tensor, dim, keepdim: bool) -> Tensor:
+    if isinstance(dim, (tuple, list)) and not dim:  # over no dims, as PyTorch's any/all
+        return x.clone() if x.dtype is dtypes.bool_ else x != 0
     dims = _dims(x, dim)
     shape = _keep(x, dims) if keepdim else _drop(x, dims)
     if _builtins.any(x.shape[d] == 0 for d in dims):

@@ -27,8 +27,8 @@ _DIMS: dict = {}  # (rank, dim) -> the sorted reduced dims
 
 
 def _dims(x: Tensor, dim) -> list[int]:
-    if dim is None:
-        return list(range(x.ndim))
+    if dim is None or (dim.__class__ in (tuple, list) and not dim):
+        return list(range(x.ndim))  # dim=() or [] reduces every dim, as PyTorch's
     k = (x.ndim, dim) if dim.__class__ in (int, tuple) else None
     got = _DIMS.get(k) if k is not None else None
     if got is not None:
@@ -331,9 +331,18 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
 def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     """The standard deviation of x over `dim`: sqrt(var(x, ...)), with var's
-    arguments. Differentiable. Also `t.std()`."""
+    arguments. Differentiable; where the deviation is 0 the gradient is 0, as PyTorch's
+    (sqrt's own, g / (2 * 0) times var's 0, is NaN). Also `t.std()`."""
     _float_input(x, "std")
-    return var(x, dim, keepdim, correction, unbiased).sqrt()
+    v = var(x, dim, keepdim, correction, unbiased)
+    y = v.detach().sqrt()
+    if v.requires_grad:
+        ys = saved_output(y)
+
+        def back(g):
+            return (OPS["where"](ys == 0, 0.0, g / (ys * 2.0)),)
+        record(y, "std", (v,), back, saved=ys)
+    return y
 
 
 def sum_to(g: Tensor, shape) -> Tensor:

@@ -66,7 +66,9 @@ def _var_samples():
             Sample(arr((2, 3, 4), 3), dim=(0, 2), keepdim=True, desc="two dims, keepdim"),
             Sample(arr((3, 4), 4), dim=1, unbiased=False, desc="unbiased=False"),
             Sample(arr((3, 1), 5), dim=1, grad=(), desc="n <= correction: nan"),
-            Sample(arr((3, 4), 6), dim=1, correction=2, desc="correction 2")]
+            Sample(arr((3, 4), 6), dim=1, correction=2, desc="correction 2"),
+            # std's gradient where it is 0: 0, as PyTorch's (sqrt's own is NaN there)
+            Sample(np.array([[1.5, 1.5, 1.5], [1.0, 2.0, 4.0]]), dim=1, desc="a constant row")]
 
 
 _ARG_I32 = "argmax/argmin/max/min indices are int32 on devices without 64-bit ints (wgpu)"
@@ -173,6 +175,15 @@ OPS = [
                                    desc="a zero")]),
     reduction("amax", dtypes=NO_BOOL, empty_ok=False, edge=False, tied=True),
     reduction("amin", dtypes=NO_BOOL, empty_ok=False, edge=False, tied=True),
+    # dim=() or []: every dim (any/all: none), as PyTorch's (dl once reduced none). No
+    # gradient row for std/var: PyTorch's backward takes dim=() as no dims (inf gradients
+    # for a forward over every dim); ours is the forward's
+    *[OpInfo(f"{n}_dim_empty", op=lambda x, d, n=n: getattr(dl, n)(x, dim=d),
+             ref=lambda x, d, n=n: getattr(torch, n)(x, dim=d),
+             grad=n in ("sum", "mean", "amax", "amin"),
+             samples=lambda: [Sample(arr((2, 3)), (), desc="dim=()"),
+                              Sample(arr((2, 3), 1), [], desc="dim=[]")])
+      for n in ("sum", "mean", "amax", "amin", "std", "var", "any", "all")],
     *[OpInfo(f"{n}_nan", op=_fn(dl, n), ref=_fn(torch, n), dtypes=ALL_FLOATS, grad=False,
              samples=lambda: [Sample(edge_values().reshape(3, 4), 1, desc="inf, nan, -0.0"),
                               Sample(edge_values().reshape(3, 4), 0, desc="strided rows")])
