@@ -144,9 +144,9 @@ class NLLLoss(Module):
 
 
 class Softmax(Module):
-    """Softmax module along `dim` (default: the last, unlike PyTorch's required dim)."""
+    """Softmax module along `dim` (None: PyTorch's legacy implicit dim, with its warning)."""
 
-    def __init__(self, dim: int = -1):
+    def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
 

@@ -2,6 +2,8 @@
 gradients written as lazy elementwise ops and fused reductions."""
 from __future__ import annotations
 
+import warnings
+
 from .. import dtypes, shapes
 from ..autograd import record, saved_output
 from ..autograd.tape import needs_grad
@@ -59,21 +61,33 @@ def _softmax(x: Tensor, dim: int, log: bool) -> Tensor:
     return record(y, "log_softmax" if log else "softmax", (x,), back, saved=ys)
 
 
+def implicit_dim(name: str, ndim: int) -> int:
+    """PyTorch's legacy dim for softmax-like ops called without one (0 for 0-, 1- and 3-D
+    inputs, else 1), with its warning: a default of the last dim gave other values than
+    PyTorch on 3-D and 4-D inputs, silently."""
+    dim = 0 if ndim in (0, 1, 3) else 1
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated (PyTorch's "
+                  f"rule, kept for its values: dim={dim} here). Change the call to include "
+                  f"dim=X as an argument.", UserWarning, stacklevel=3)
+    return dim
+
+
 @register("softmax", method=True)
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    """exp(x) / sum(exp(x)) along `dim` (default: the last), computed stably.
+def softmax(x: Tensor, dim: int | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, computed stably. Without a dim, PyTorch's legacy
+    choice (`implicit_dim`: 1 for 2-D and 4-D inputs, 0 for 1-D and 3-D) and its warning.
 
     Float tensors only (float16/bfloat16 through float32); no `dtype` argument. Differentiable.
     Also `t.softmax(dim)`."""
-    return _softmax(x, dim, False)
+    return _softmax(x, implicit_dim("softmax", x.ndim) if dim is None else dim, False)
 
 
 @register("log_softmax", method=True)
-def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    """log(softmax(x)) along `dim` (default: the last), computed stably.
+def log_softmax(x: Tensor, dim: int | None = None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably (no dim: as `softmax`).
 
     Float tensors only. Differentiable. Also `t.log_softmax(dim)`."""
-    return _softmax(x, dim, True)
+    return _softmax(x, implicit_dim("log_softmax", x.ndim) if dim is None else dim, True)
 
 
 @register("layer_norm")

@@ -2,6 +2,8 @@
 products dl had before the op table (commit b41ee54)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 import torch.nn.functional as TF
@@ -57,6 +59,15 @@ def _dim_samples(edge=True):
                              grad=(), desc="inf, -0.0, ties"))
         return ss
     return samples
+
+
+def _warned(fn, x):
+    """fn(x), which must warn (the implicit softmax dim); the warning kept from the output."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y = fn(x)
+    assert any("Implicit dimension" in str(m.message) for m in w), [str(m.message) for m in w]
+    return y
 
 
 def _var_samples():
@@ -231,6 +242,12 @@ OPS = [
            dtypes=ALL_FLOATS),
     OpInfo("softmax_method", op=lambda x, d: x.softmax(d), ref=lambda x, d: x.softmax(d),
            samples=lambda: _rows_samples(False)()[:2]),
+    # no dim: PyTorch's legacy implicit dim (1 for 2-D and 4-D, 0 for 1-D and 3-D), warned
+    *[OpInfo(f"{n}_implicit_dim", op=lambda x, n=n: _warned(getattr(dl.nn.functional, n), x),
+             ref=lambda x, n=n: _warned(getattr(TF, n), x),
+             samples=lambda: [Sample(arr((5,))), Sample(arr((3, 4), 1)),
+                              Sample(arr((2, 3, 4), 2)), Sample(arr((2, 3, 2, 2), 3))])
+      for n in ("softmax", "log_softmax")],
     OpInfo("layer_norm", op=lambda x, ns, w, b: dl.layer_norm(x, ns, w, b),
            ref=lambda x, ns, w, b: TF.layer_norm(x, (ns,) if isinstance(ns, int) else ns,
                                                  w, b),
