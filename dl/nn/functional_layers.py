@@ -295,12 +295,16 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     near, lin, inv = [], [], []
     for i, o, s in zip(ins, outs, scales):
         ns = _f32(1.0 / s) if s is not None and s > 0 else float(np.float32(i) / np.float32(o))
-        if mode == "nearest" and o == i:
+        # PyTorch's 2-D nearest kernel takes sizes kept or doubled as scales 1 and 1/2
+        # whatever the scale_factor; its 1-D kernel uses the scale as given
+        if mode == "nearest" and sp == 2 and o == i:
             ns = 1.0
-        elif mode == "nearest" and o == 2 * i:
+        elif mode == "nearest" and sp == 2 and o == 2 * i:
             ns = 0.5
         if align:
             ls = (i - 1) / (o - 1) if o > 1 else 0.0
+        elif o == i:  # PyTorch copies an axis that keeps its size (a scale_factor of 1.2
+            ls = 1.0  # on 3 values is 3 values, not resampled at 1 / 1.2)
         else:
             ls = 1.0 / s if s is not None and s > 0 else i / o
         ls = ls if f64 else _f32(ls)

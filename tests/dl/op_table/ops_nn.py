@@ -103,6 +103,19 @@ def _interp_samples():
         Sample(arr((2, 3, 5)), size=3, mode="linear", align_corners=True, noncontig=True,
                desc="linear, size, align_corners=True"),
         Sample(arr((1, 1, 1)), size=4, mode="linear", desc="linear from length 1"),
+        # an axis whose size a scale_factor keeps is copied (3 * 1.2 -> 3), not resampled
+        Sample(arr((1, 2, 3)), scale_factor=1.2, mode="linear", device=True,
+               desc="linear, size kept by the scale"),
+        Sample(arr((1, 2, 3, 4)), scale_factor=(1.2, 1.5), mode="bilinear", device=True,
+               desc="bilinear, one size kept by the scale"),
+        # 1-D nearest uses the scale as given where 2-D takes kept or doubled sizes as 1, 2.
+        # No gradient row: PyTorch's 1-D backward takes those shortcuts, against its own
+        # forward (ours is the gradient of the forward both compute)
+        Sample(arr((1, 2, 3)), scale_factor=2.1, grad=(),
+               desc="3-d nearest, size doubled by 2.1"),
+        Sample(arr((1, 2, 3)), scale_factor=1.2, grad=(), desc="3-d nearest, size kept by 1.2"),
+        Sample(arr((1, 2, 3, 4)), scale_factor=(2.1, 1.2), device=True,
+               desc="nearest, sizes doubled and kept by the scales"),
     ]
 
 
