@@ -17,7 +17,7 @@ from ..autograd import no_grad, record
 from ..kernels import adaptive_pool as lib_ap
 from ..kernels import conv as lib_conv
 from ..kernels import interpolate as lib_interp
-from ..ops.conv import conv2d
+from ..ops.conv import conv2d, string_padding
 from ..ops.libcall import copy, counted, operand, result
 from ..ops.rows import layer_norm
 from ..tensor import Tensor
@@ -66,15 +66,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     s, d, k = _one(stride, "stride"), _one(dilation, "dilation"), weight.shape[2]
     trim = 0
     if isinstance(padding, str):
-        if padding == "valid":
-            p = 0
-        elif padding == "same":
-            if s != 1:
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            total = d * (k - 1)
-            p, trim = total - total // 2, total % 2  # pad the larger side on both, trim one
-        else:
-            raise ValueError(f"padding must be an int, 'valid' or 'same', got {padding!r}")
+        (p,), (trim,) = string_padding(padding, (k,), (s,), (d,))
     else:
         p = _one(padding, "padding")
     y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (1, d), groups)

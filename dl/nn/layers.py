@@ -135,7 +135,8 @@ class Conv2d(Module):
         kh, kw = _pair(kernel_size)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.stride = (kh, kw), _pair(stride)
-        self.padding, self.dilation = _pair(padding), _pair(dilation)
+        self.padding = padding if isinstance(padding, str) else _pair(padding)  # 'same'
+        self.dilation = _pair(dilation)
         self.groups, self.act = groups, act
         self.weight = _param(out_channels, in_channels // groups, kh, kw, device=device,
                              dtype=dtype)

@@ -41,11 +41,33 @@ def _contig(t: Tensor) -> Tensor:
     return t if t.is_contiguous() and not t.offset else copy(t)
 
 
+def string_padding(padding: str, kernel, stride, dilation) -> tuple[tuple, tuple]:
+    """PyTorch's padding='valid' (none) or 'same' (stride 1: the output keeps the input's
+    size; an odd total puts the extra zero after, on the right and bottom) as (symmetric
+    padding, leading outputs to drop) per spatial dim: the larger half on both sides, then
+    the first output dropped where the total is odd."""
+    n = len(kernel)
+    if padding == "valid":
+        return (0,) * n, (0,) * n
+    if padding != "same":
+        raise ValueError(f"padding must be an int, a tuple, 'valid' or 'same', got "
+                         f"{padding!r}")
+    if any(s != 1 for s in stride):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
+    return tuple(t - t // 2 for t in totals), tuple(t % 2 for t in totals)
+
+
 @register("conv2d")
 def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1, act: str = "none") -> Tensor:
     """x (N, C, H, W), weight (OC, C/groups, KH, KW) -> (N, OC, OH, OW); `act` (relu, gelu,
-    tanh) is fused into the output pass when no gradient is needed."""
+    tanh) is fused into the output pass when no gradient is needed. padding: an int, a
+    pair, 'valid' or 'same' (`string_padding`)."""
+    if isinstance(padding, str):
+        pads, trim = string_padding(padding, weight.shape[2:], _pair(stride), _pair(dilation))
+        y = conv2d(x, weight, bias, stride, pads, dilation, groups, act)
+        return y[:, :, trim[0]:, trim[1]:] if any(trim) else y
     _float(x, "conv2d")
     grad = is_grad_enabled() and any(t is not None and t.requires_grad
                                      for t in (x, weight, bias))

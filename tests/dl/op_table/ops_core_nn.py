@@ -26,7 +26,13 @@ def _conv_samples():
             Sample(arr((2, 3, 5, 6), 11), arr((2, 3, 1, 1), 12), arr((2,), 13),
                    noncontig=True, desc="transposed input (H, W swapped), 1x1"),
             Sample(arr((0, 3, 5, 5)), arr((2, 3, 3, 3), 14), arr((2,), 15),
-                   desc="size-0 batch")]
+                   desc="size-0 batch"),
+            # PyTorch's string paddings: 'same' with an even kernel and a dilation (odd
+            # totals: the extra zero after), 'valid'
+            Sample(arr((1, 2, 6, 5), 16), arr((3, 2, 2, 3), 17), arr((3,), 18),
+                   padding="same", dilation=(1, 2), device=True, desc="padding 'same'"),
+            Sample(arr((1, 2, 6, 5), 19), arr((3, 2, 3, 3), 20), None, padding="valid",
+                   desc="padding 'valid'")]
 
 
 def _pool_samples(avg=False):
