@@ -515,14 +515,23 @@ def _rounded_div(a, b, mode):
 
 
 def _pow_grad(g, a, b, y):
-    ga = g * b * (a ** (b - 1)) if is_tensor(a) else None
+    """PyTorch's: 0 for the base where the exponent is 0 (b * a ** (b - 1) is 0 * inf at
+    a = 0), and 0 for the exponent where the base is 0 and the exponent >= 0 (y * log(0) is
+    0 * -inf there)."""
+    ga = None
+    if is_tensor(a):
+        ga = g * b * (a ** (b - 1))
+        if is_tensor(b):
+            ga = where(b == 0, 0.0, ga)
+        elif b == 0:
+            ga = zeros_like(a)
     if not is_tensor(b):
         gb = None
     elif is_tensor(a):
-        gb = g * y * log(a)
+        gb = g * where((a == 0) & (b >= 0), 0.0, y * log(a))
     else:  # a Python base: its log is a number (-inf at 0, nan below, as log's)
         la = math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
-        gb = g * y * la
+        gb = g * (where(b >= 0, 0.0, y * la) if a == 0 else y * la)
     return ga, gb
 
 
@@ -788,8 +797,10 @@ def _mod_fix(ir, r, y):
 
 
 def _atan2_grad(g, a, b, y):
+    # 1 / (a^2 + b^2), 0 where it is infinite (at the origin, as PyTorch's: not 0 / 0)
     d = a * a + b * b
-    return (g * b / d if is_tensor(a) else None, -(g * a) / d if is_tensor(b) else None)
+    r = where(d == 0, 0.0, 1.0 / d)
+    return (g * b * r if is_tensor(a) else None, -(g * a) * r if is_tensor(b) else None)
 
 
 @binary("float", _atan2_grad, aliases=("arctan2",))
@@ -1112,7 +1123,7 @@ def _hardswish_math(ir, x):
 
 
 def _hardswish_grad(g, x, y):
-    return where(x < -3.0, 0.0, where(x <= 3.0, g * (x / 3.0 + 0.5), g))
+    return where(x <= -3.0, 0.0, where(x < 3.0, g * (x / 3.0 + 0.5), g))  # PyTorch's ends
 
 
 _emits("hardswish", _hardswish_math)
@@ -1120,7 +1131,8 @@ _emits("hardswish", _hardswish_math)
 
 def hardswish(x: Tensor) -> Tensor:
     """x * relu6(x + 3) / 6, elementwise. Integer tensors give float32. Differentiable
-    (PyTorch's gradient: (2x + 3) / 6 on [-3, 3]); lazy (fuses). Also `t.hardswish()`."""
+    (PyTorch's gradient: (2x + 3) / 6 on (-3, 3), 0 at -3, 1 at 3); lazy (fuses). Also
+    `t.hardswish()`."""
     return _act("hardswish", x, (), _hardswish_grad)
 
 

@@ -228,6 +228,16 @@ OPS = [
     # ---- binary elementwise math ----------------------------------------------------------
     OpInfo("atan2", op=lambda a, b: dl.atan2(a, b), ref=lambda a, b: torch.atan2(a, _t(b, a)),
            dtypes=ALL_FLOATS, signed_zero=True, samples=_binary_samples()),
+    # gradients at the singular points, PyTorch's: atan2 at the origin (0, not 0 / 0), pow
+    # at a zero exponent (0 for the base) and a zero base (0 for exponents >= 0)
+    OpInfo("atan2_origin", op=lambda a, b: dl.atan2(a, b), ref=lambda a, b: torch.atan2(a, b),
+           samples=lambda: [Sample(np.array([0.0, 0.0, 2.0, 1e-30]),
+                                   np.array([0.0, 1.0, 0.0, 1e-30]), desc="the origin")]),
+    OpInfo("pow_singular", op=lambda a, b: dl.pow(a, b), ref=lambda a, b: torch.pow(a, b),
+           samples=lambda: [Sample(np.array([0.0, 2.0, 0.0, 0.0, 3.0]),
+                                   np.array([0.0, 0.0, 2.0, -1.0, 1.5]), desc="zeros"),
+                            Sample(np.array([0.0, 2.0, -1.5]), 0.0, desc="exponent 0"),
+                            Sample(0.0, np.array([2.0, 0.0, -1.0]), desc="base 0")]),
     OpInfo("atan2_int", op=lambda a, b: dl.atan2(a, b), ref=lambda a, b: torch.atan2(a, b),
            dtypes=(dl.float32,), grad=False,
            samples=lambda: [Sample(_ia((3, 4), 9, 0, -9), _ia((3, 4), 9, 1, -9),
@@ -399,7 +409,8 @@ OPS = [
            dtypes=ALL_FLOATS, samples=_unary_samples(-5, 5)),
     OpInfo("hardswish", op=lambda x: F.hardswish(x),
            ref=lambda x: torch.nn.functional.hardswish(x), dtypes=ALL_FLOATS,
-           samples=_unary_samples(-5, 5)),
+           samples=lambda: [*_unary_samples(-5, 5)(),
+                            Sample(np.array([-3.0, 3.0, -2.5, 2.5]), desc="the ends: 0, 1")]),
     OpInfo("leaky_relu", op=lambda x, *a: F.leaky_relu(x, *a),
            ref=lambda x, *a: torch.nn.functional.leaky_relu(x, *a), dtypes=ALL_FLOATS,
            samples=lambda: [Sample(arr((3, 5)), 0.2),
