@@ -158,7 +158,11 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise over every dim but the channels (dim 1). Training: batch statistics (the
     mean, then the squared deviations, each one reduction fused on read), running stats
-    updated in place with the unbiased variance; eval: the running stats."""
+    updated in place with the unbiased variance; eval: the running stats. Training on one
+    value per channel raises ValueError, as PyTorch (its variance is 0 / 0)."""
+    if training and x.ndim >= 2 and math.prod((x.shape[0], *x.shape[2:])) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {tuple(x.shape)}")
     if training and batch_norm_op.supported(x, running_mean, running_var):
         return batch_norm_op.batch_norm_train(x, running_mean, running_var, weight, bias,
                                               momentum, eps)

@@ -139,8 +139,9 @@ def _scan(x: Tensor, dim, op: str, dtype, rev: bool = False, name: str = "cumsum
     if dtype is not None:
         x = cast(x, dtypes.get(dtype))
     out_dt = x.dtype
-    if op != "logsumexp" and not out_dt.is_float:
-        out_dt = _index_dtype(x)  # ints and bools accumulate in int64, as PyTorch
+    if dtype is None and op != "logsumexp" and not out_dt.is_float:
+        out_dt = _index_dtype(x)  # ints and bools accumulate in int64, as PyTorch (a dtype
+        # given is the result's: cumsum(dtype=int32) of int64 is int32 there too)
     r = _Rows(x, dim, name)
     src = r.t
     cdt = _compute_dtype(out_dt)
@@ -161,9 +162,9 @@ def cumsum(x: Tensor, dim: int, dtype=None) -> Tensor:
     """The cumulative sum of x along `dim`: y[i] = x[0] + ... + x[i].
 
     Integer and bool tensors give int64 (int32 on devices without 64-bit ints), as PyTorch;
-    `dtype` casts x first; float16/bfloat16 accumulate in float32. A block scan per row on
-    the device (a multi-block pass for long rows). Differentiable: the gradient is the
-    reverse cumulative sum. Also `t.cumsum(dim)`."""
+    `dtype` casts x first and is the result's; float16/bfloat16 accumulate in float32. A
+    block scan per row on the device (a multi-block pass for long rows). Differentiable:
+    the gradient is the reverse cumulative sum. Also `t.cumsum(dim)`."""
     y, r = _scan(x, dim, "sum", dtype, name="cumsum")
     if y.dtype.is_float:
         d = r.d

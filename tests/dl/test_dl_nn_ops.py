@@ -116,6 +116,18 @@ def test_batch_norm_training_on_every_runtime(dev, case, monkeypatch):
         close(xs[2].grad, ts[2].grad, rtol=1e-4, atol=1e-5)
 
 
+def test_batch_norm_training_on_one_value_per_channel_raises_as_torch():
+    """PyTorch raises ValueError (a variance of one value is 0 / 0); we returned zeros."""
+    x = rand_np((1, 3, 1, 1), 1)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        TF.batch_norm(torch.tensor(x), None, None, training=True)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        nn.BatchNorm2d(3)(dl.tensor(x))
+    m = nn.BatchNorm2d(3)
+    m.eval()  # running statistics: one value is fine
+    assert m(dl.tensor(x)).shape == (1, 3, 1, 1)
+
+
 def test_batch_norm_weight_views_and_wrong_sizes(dev):
     """Weight and bias given as views (every other element of a longer vector, an offset
     slice) read the right elements in training and their gradients reach the vectors;

@@ -126,6 +126,9 @@ OPS = [
                Sample(edge_values(), 0, desc="inf, nan, -0.0"),
                Sample(_ties((3, 6)), 1, dtype="float32", desc="dtype= (exact values)",
                       grad=()),
+               # a dtype given is the result's, integer too (int64 input, int32 out)
+               Sample(np.array([[2 ** 31 - 5, 3, 4], [1, 2, 3]]), 1, dtype="int32",
+                      desc="dtype=int32 of int64 (wraps as PyTorch's)"),
            ], dtypes=ALL, tol=SCAN_TOL),
     OpInfo("cumprod", op=lambda x, d: dl.cumprod(x, d), ref=lambda x, d: torch.cumprod(x, d),
            samples=lambda: [
