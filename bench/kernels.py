@@ -259,6 +259,29 @@ def bench_conv(dev, peak, repeat=9):
                 flops, "GFLOPs", peak, 1.0)
 
 
+def bench_attention(dev, shape, peak, causal=False, repeat=9):
+    """`dl.nn.functional.scaled_dot_product_attention` (the fused `attention_rows` kernel,
+    tiled from the register file) against torch's, alternated; q, k, v (batch, heads, seq,
+    head dim) f32. Work: the two products' FLOPs (4 * b * h * s^2 * d, half of it causal), %
+    of the FMA peak. The issue states no goal for it (a row to watch, not a target)."""
+    b, h, s, d = shape
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+    dq, dk, dv = (dl.tensor(x, device=dev) for x in (q, k, v))
+    sdpa = dl.nn.functional.scaled_dot_product_attention
+    fns = [lambda: sdpa(dq, dk, dv, is_causal=causal).numpy()]
+    if torch is not None:
+        tq, tk, tv = map(torch.from_numpy, (q, k, v))
+        fns.append(lambda: torch.nn.functional.scaled_dot_product_attention(
+            tq, tk, tv, is_causal=causal))
+    with dl.no_grad():
+        ts = paired_medians(fns, repeat=repeat, warmup=2, block=TURN_BLOCK,
+                            pause=TURN_PAUSE_S)
+    name = f"sdpa {shape}{' causal' if causal else ''}"
+    return _row(name, ts[0], "torch", ts[1] if len(ts) > 1 else None,
+                4 * b * h * s * s * d / (2 if causal else 1), "GFLOPs", peak)
+
+
 def run_one(a) -> dict:
     """Every selected row on one runtime (one instruction-set model on the CPU)."""
     rt = cb.runtime(a.runtime)
@@ -287,6 +310,11 @@ def run_one(a) -> dict:
         **{f"linear{m}x{k}x{n}": (lambda m=m, k=k, n=n: bench_linear(dev, m, k, n, peak))
            for m, k, n in ((64, 784, 512), (64, 512, 512), (1024, 256, 2048))},
         "conv": lambda: bench_conv(dev, peak),
+        # the Transformer encoder layer's attention (b8 s128 d256 h4), and a longer sequence
+        # whose scores outgrow the register file on every ISA (the blocked score path)
+        "sdpa": lambda: bench_attention(dev, (8, 4, 128, 64), peak),
+        "sdpa_long": lambda: bench_attention(dev, (1, 4, 256 if q else 1024, 64), peak,
+                                             causal=True),
     }
     for name, fn in benches.items():
         if a.only and name not in a.only:
