@@ -393,6 +393,9 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
         pt = result_type(a, b)
     if accepts is not None:
         check_dtype(op, pt, accepts)
+    if op == "pow" and not pt.is_float and not is_tensor(b) and b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed (PyTorch "
+                           "raises too; a float exponent gives floats).")
     out, ins = _KIND_TYPES[kind, pt]
     if pt is dtypes.bool_ and kind == "arith":
         if op == "sub":
@@ -535,12 +538,30 @@ def _pow_grad(g, a, b, y):
     return ga, gb
 
 
-@binary("float", _pow_grad, dunder="__pow__", rdunder="__rpow__")
-def pow(ir, x, y):  # noqa: A001
-    """a raised to the power b, elementwise.
+def _int_pow(ir, x, y):
+    """x ** y in x's integer type, wrapping as PyTorch's: square-and-multiply over every bit
+    of a non-negative y (unrolled; a constant y folds); a negative y gives 1 for x = 1,
+    +-1 for x = -1 (y's parity), else 0."""
+    r, base, k = ir.const(1, x.type), x, y
+    for _ in range(x.type.elem.bits - 1):
+        r = ir.select(ir.binary("ne", ir.binary("and", k, 1), 0), ir.mul(r, base), r)
+        base = ir.mul(base, base)
+        k = ir.shift("shr", k, 1)
+    odd = ir.binary("ne", ir.binary("and", y, 1), 0)
+    neg = ir.select(ir.binary("eq", x, 1), ir.const(1, x.type),
+                    ir.select(ir.binary("eq", x, -1), ir.select(odd, x, ir.unary("neg", x)),
+                              ir.const(0, x.type)))
+    return ir.select(ir.binary("lt", y, 0), neg, r)
 
-    Computed in floats: integer operands give float32, unlike PyTorch's integer pow."""
-    return ir.binary("pow", x, y)
+
+@binary("arith", _pow_grad, dunder="__pow__", rdunder="__rpow__", accepts="no_bool")
+def pow(ir, x, y):  # noqa: A001
+    """a raised to the power b, elementwise, in the promoted dtype: integers stay integers
+    (exact, wrapping on overflow, as PyTorch's; a negative Python exponent raises, a
+    negative tensor exponent gives 0 but for bases 1 and -1), a float operand gives floats."""
+    if x.type.is_float:
+        return ir.binary("pow", x, y)
+    return _int_pow(ir, x, y)
 
 
 def _minmax_grad(greater):

@@ -161,9 +161,21 @@ OPS = [
     binary("pow", dtypes=ALL_FLOATS, positive=True, scalar=2.0,
            tol={dl.float32: (2e-5, 1e-6)}),
     binary("pow_int", fn=lambda a, b: dl.pow(a, b), ref=lambda a, b: torch.pow(a, b),
-           dtypes=INTS, positive=True, scalar=2, check_dtype=False, edge=False,
-           note="dl.pow of integer tensors computes in float and gives float32 "
-                "(PyTorch: integer pow)"),
+           dtypes=INTS, positive=True, scalar=2, edge=False),
+    # integer pow stays integer, exact and wrapping as PyTorch's (dl once gave float32):
+    # overflow, negative exponents (0 but for bases 1 and -1), a float exponent gives floats
+    OpInfo("pow_int_wraps", op=lambda a, b: dl.pow(a, b), ref=lambda a, b: torch.pow(a, b),
+           dtypes=(dl.int64,), samples=lambda: [
+               Sample(np.array([3, -2, 5, 7, 0, 1]), np.array([20, 31, 27, 40, 0, 100]),
+                      desc="overflow wraps")],
+           skip={rt: "int64 is int32 on this device: it wraps at 32 bits, torch's at 64"
+                 for rt in ("wgpu", "wgpu-spirv")}),
+    OpInfo("pow_int_edges", op=lambda a, b: dl.pow(a, b), ref=lambda a, b: torch.pow(a, b),
+           dtypes=(dl.int64,), samples=lambda: [
+               Sample(np.array([3, 1, -1, -1, 0, 2]), np.array([-1, -5, -3, -2, -1, -4]),
+                      desc="negative exponents"),
+               Sample(np.array([[2, 3], [4, 5]]), 3, desc="a Python exponent"),
+               Sample(np.array([4, 9]), 0.5, desc="a float exponent: floats")]),
     binary("maximum", dtypes=NO_BOOL, scalar=None),
     binary("minimum", dtypes=NO_BOOL, scalar=None),
     *[OpInfo(f"{n}_ties", op=_fn(dl, n), ref=_fn(torch, n),
