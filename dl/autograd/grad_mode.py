@@ -17,24 +17,16 @@ def is_grad_enabled() -> bool:
     return _state.on
 
 
-def set_grad_enabled(on: bool) -> None:
-    """Turns recording of the autograd tape on or off for this thread.
-
-    Unlike PyTorch's, it is a plain function, not a context manager: use `dl.no_grad()` /
-    `dl.enable_grad()` for a block."""
-    _state.on = bool(on)
-
-
 class _Mode:
     on = True
 
     def __enter__(self):
         self.prev = is_grad_enabled()
-        set_grad_enabled(self.on)
+        _state.on = self.on
         return self
 
     def __exit__(self, *exc):
-        set_grad_enabled(self.prev)
+        _state.on = self.prev
         return False
 
     def __call__(self, fn):  # also a decorator
@@ -49,6 +41,28 @@ class no_grad(_Mode):
     """Context manager and decorator: ops inside do not record the tape (no gradients,
     less memory); the previous mode is restored on exit. Per thread."""
     on = False
+
+
+class set_grad_enabled(_Mode):
+    """Turns recording of the autograd tape on or off for this thread, as PyTorch's: called
+    alone it sets the mode; as a context manager (`with dl.set_grad_enabled(False):`) or a
+    decorator it also restores the previous mode on exit."""
+
+    def __init__(self, on: bool = True):
+        self.prev = is_grad_enabled()
+        self.on = bool(on)
+        _state.on = self.on
+
+    def __enter__(self):
+        return self  # set on construction; __exit__ restores what was before it
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapped(*a, **k):
+            with set_grad_enabled(self.on):
+                return fn(*a, **k)
+        _state.on = self.prev  # decorating is not a call that sets the mode
+        return wrapped
 
 
 class enable_grad(_Mode):

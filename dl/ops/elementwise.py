@@ -397,10 +397,11 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
         raise RuntimeError("Integers to negative integer powers are not allowed (PyTorch "
                            "raises too; a float exponent gives floats).")
     out, ins = _KIND_TYPES[kind, pt]
+    if op == "sub" and any(is_tensor(v) and v.dtype is dtypes.bool_ for v in (a, b)):
+        raise DTypeError("sub: subtraction with a bool tensor is not supported, as in PyTorch "
+                         "(use ^ or logical_xor() for two masks, ~ or logical_not() to invert "
+                         "one, or .to() a number type first)")
     if pt is dtypes.bool_ and kind == "arith":
-        if op == "sub":
-            raise DTypeError("sub: subtraction of two bools is not supported, as in PyTorch "
-                             "(use ^ or logical_xor())")
         if op in _BOOL_CLOSED:  # or / and / max / min of bools stay bool, as torch's
             out, ins = dtypes.bool_, (dtypes.int32.compute, dtypes.int32.compute)
     if pt is dtypes.bool_ and op in _ORDERING:  # False < True, compared as integers (SPIR-V

@@ -240,3 +240,30 @@ def test_interpolate_gradient_of_a_non_finite_upstream_gradient_is_torchs(dev, k
     got, want = dx.grad.numpy().astype(np.float64), tx.grad.numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_set_grad_enabled_sets_and_restores_as_torch():
+    """Called alone it sets the mode; as a with-block or a decorator it restores the mode it
+    found (it was a plain function: `with dl.set_grad_enabled(False):` raised)."""
+    from dl.autograd import is_grad_enabled
+    x = dl.tensor([1.0], requires_grad=True)
+    with dl.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert is_grad_enabled() and (x * 2).requires_grad
+
+    @dl.set_grad_enabled(False)
+    def doubled():
+        return x * 2
+    assert is_grad_enabled()  # decorating does not switch it
+    assert not doubled().requires_grad and is_grad_enabled()
+    dl.set_grad_enabled(False)
+    try:
+        assert not is_grad_enabled() and not (x * 2).requires_grad
+        with dl.set_grad_enabled(True):
+            assert (x * 2).requires_grad
+        assert not is_grad_enabled()
+    finally:
+        dl.set_grad_enabled(True)
+    with torch.set_grad_enabled(False):  # the behaviour copied
+        assert not torch.is_grad_enabled()
+    assert torch.is_grad_enabled()

@@ -274,11 +274,15 @@ def test_bool_arithmetic_is_torchs(dev):
     for got, want in pairs:
         assert TORCH_DT[got.dtype] == want.dtype
         np.testing.assert_array_equal(got.numpy(), want.numpy())
-    for call in (lambda m, x, y: x - y, lambda m, x, y: x - True):
+    # any subtraction with a bool tensor, as PyTorch (we refused two bools only)
+    ti, di = torch.tensor([1, 2]), dl.tensor([1, 2], device=dev)
+    for call in (lambda x, y, i: x - y, lambda x, y, i: x - True, lambda x, y, i: i - x,
+                 lambda x, y, i: x - 1, lambda x, y, i: 1.5 - x,
+                 lambda x, y, i: x.float() - y):
         with pytest.raises(RuntimeError):
-            call(torch, ta, tb)
-        with pytest.raises(RuntimeError, match="subtraction of two bools"):
-            call(dl, a, b)
+            call(ta, tb, ti)
+        with pytest.raises(RuntimeError, match="subtraction with a bool tensor"):
+            call(a, b, di)
 
 
 def test_python_ints_outside_the_integer_type_are_refused_at_the_op(dev):
