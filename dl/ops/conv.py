@@ -63,7 +63,10 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
            dilation=1, groups: int = 1, act: str = "none") -> Tensor:
     """x (N, C, H, W), weight (OC, C/groups, KH, KW) -> (N, OC, OH, OW); `act` (relu, gelu,
     tanh) is fused into the output pass when no gradient is needed. padding: an int, a
-    pair, 'valid' or 'same' (`string_padding`)."""
+    pair, 'valid' or 'same' (`string_padding`). An unbatched (C, H, W) x gives (OC, OH, OW)."""
+    if x.ndim == 3:
+        return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups,
+                      act).squeeze(0)
     if isinstance(padding, str):
         pads, trim = string_padding(padding, weight.shape[2:], _pair(stride), _pair(dilation))
         y = conv2d(x, weight, bias, stride, pads, dilation, groups, act)
@@ -146,11 +149,13 @@ def _pool_geo(kernel_size, stride, padding, dilation=1):
 
 @register("max_pool2d")
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
-    """2-D max pooling of an (N, C, H, W) float32/float64 tensor.
+    """2-D max pooling of an (N, C, H, W) (or unbatched (C, H, W)) float32/float64 tensor.
 
     kernel_size, stride (default: kernel_size), padding, dilation: ints or pairs.
     No ceil_mode or return_indices. Differentiable (to the
     first maximum of each window)."""
+    if x.ndim == 3:
+        return max_pool2d(x.unsqueeze(0), kernel_size, stride, padding, dilation).squeeze(0)
     _float(x, "max_pool2d")
     kh, kw, sh, sw, ph, pw, dh, dw = _pool_geo(kernel_size, stride, padding, dilation)
     if not (is_grad_enabled() and x.requires_grad):
@@ -173,10 +178,14 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Te
 @register("avg_pool2d")
 def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0,
                count_include_pad: bool = True) -> Tensor:
-    """2-D average pooling of an (N, C, H, W) float32/float64 tensor.
+    """2-D average pooling of an (N, C, H, W) (or unbatched (C, H, W)) float32/float64
+    tensor.
 
     kernel_size, stride (default: kernel_size), padding: ints or pairs; count_include_pad
     as PyTorch's. No ceil_mode or divisor_override. Differentiable."""
+    if x.ndim == 3:
+        return avg_pool2d(x.unsqueeze(0), kernel_size, stride, padding,
+                          count_include_pad).squeeze(0)
     _float(x, "avg_pool2d")
     kh, kw, sh, sw, ph, pw, _, _ = _pool_geo(kernel_size, stride, padding)
     buf = counted("avg_pool2d", lib_pool.avg_pool2d, x.device.rt, operand(x), (kh, kw),

@@ -279,10 +279,12 @@ def _max_min(op: str):
 
         No dim: the extreme value over all elements (the gradient shared between ties). With
         dim: a (values, indices) named tuple along dim (ties: the lowest index), the gradient
-        going to the index (PyTorch's rule). Also `t.max()` / `t.min()`. Unlike PyTorch,
-        `max(a, b)` of two tensors is not this op: use `maximum`."""
+        going to the index (PyTorch's rule). A tensor in dim's place: `maximum` / `minimum`
+        of the two, elementwise, as PyTorch's max(a, b). Also `t.max()` / `t.min()`."""
         if dim is None:
             return (amax if op == "max" else amin)(x)
+        if isinstance(dim, Tensor):
+            return OPS["maximum" if op == "max" else "minimum"](x, dim)
         d = shapes.norm_dim(dim, (x.ndim or 1))
         idx = (argmax if op == "max" else argmin)(x, d, keepdim=True)
         vals = x.gather(d, idx) if x.ndim else x

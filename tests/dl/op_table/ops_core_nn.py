@@ -32,7 +32,9 @@ def _conv_samples():
             Sample(arr((1, 2, 6, 5), 16), arr((3, 2, 2, 3), 17), arr((3,), 18),
                    padding="same", dilation=(1, 2), device=True, desc="padding 'same'"),
             Sample(arr((1, 2, 6, 5), 19), arr((3, 2, 3, 3), 20), None, padding="valid",
-                   desc="padding 'valid'")]
+                   desc="padding 'valid'"),
+            Sample(arr((2, 5, 4), 21), arr((3, 2, 3, 3), 22), arr((3,), 23), padding=1,
+                   desc="unbatched (C, H, W)")]
 
 
 def _pool_samples(avg=False):
@@ -40,7 +42,8 @@ def _pool_samples(avg=False):
           Sample(arr((1, 2, 7, 5), 1), 3, stride=2, padding=1, desc="stride 2, padding 1"),
           Sample(arr((2, 2, 6, 8), 2), (2, 3), desc="kernel pair"),
           Sample(arr((1, 2, 6, 6), 3), 2, noncontig=True, desc="transposed H, W"),
-          Sample(ties((1, 2, 4, 4), 4), 2, desc="ties")]
+          Sample(ties((1, 2, 4, 4), 4), 2, desc="ties"),
+          Sample(arr((2, 5, 4), 7), 2, desc="unbatched (C, H, W)")]
     if avg:
         ss.append(Sample(arr((1, 2, 5, 5), 5), 3, stride=2, padding=1,
                          count_include_pad=False, desc="count_include_pad False"))

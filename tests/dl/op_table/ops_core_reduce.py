@@ -227,6 +227,12 @@ OPS = [
            ref=lambda x, d, **k: torch.argmin(x, d, **k), dtypes=NO_BOOL, grad=False,
            samples=lambda: [*_dim_samples()()[:5], Sample(arr((3, 4), 9), None,
                                                            desc="flattened")]),
+    # max(a, b) / min(a, b) of two tensors: maximum / minimum, as PyTorch's
+    *[OpInfo(f"{n}_binary", op=lambda a, b, n=n: getattr(dl, n)(a, b),
+             ref=lambda a, b, n=n: getattr(torch, n)(a, b), dtypes=NO_BOOL,
+             samples=lambda: [Sample(arr((3, 4)), arr((3, 4), 1)),
+                              Sample(arr((3, 4), 2), arr((4,), 3), desc="broadcast")])
+      for n in ("max", "min")],
     OpInfo("argmax_nan", op=lambda x: dl.argmax(x, 1), ref=lambda x: torch.argmax(x, 1),
            grad=False, samples=lambda: [Sample(np.array([[1.0, np.nan, 2.0],
                                                          [np.nan, 3.0, np.nan]]))]),
