@@ -5,6 +5,7 @@ from .activation import (
     CrossEntropyLoss,
     Dropout,
     Identity,
+    LogSoftmax,
     MSELoss,
     NLLLoss,
     ReLU,
@@ -18,6 +19,7 @@ from .attention import MultiheadAttention, TransformerEncoderLayer
 from .containers import ModuleList, Sequential
 from .layers import (
     AvgPool2d,
+    BatchNorm1d,
     BatchNorm2d,
     Conv2d,
     Embedding,

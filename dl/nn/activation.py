@@ -153,3 +153,15 @@ class Softmax(Module):
     def forward(self, x):
         """softmax(x) along the module's dim."""
         return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        """The module's settings, shown in its repr."""
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """log_softmax module along `dim` (None: PyTorch's legacy implicit dim, warned)."""
+
+    def forward(self, x):
+        """log_softmax(x) along the module's dim."""
+        return F.log_softmax(x, self.dim)

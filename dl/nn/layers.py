@@ -208,14 +208,18 @@ def _norm_state(m: Module, num_features: int, affine: bool, track_running_stats:
         m.running_mean = m.running_var = None
 
 
-class BatchNorm2d(Module):
-    """Batch normalisation over the channels of (N, C, H, W) inputs, as PyTorch's.
+class _BatchNorm(Module):
+    """Batch normalisation over the channels (dim 1), as PyTorch's.
 
     Training: normalises with the batch statistics and updates the buffers running_mean,
-    running_var (unbiased) with `momentum`, and num_batches_tracked; eval: uses the running
-    statistics. affine adds weight and bias; momentum=None is not supported."""
+    running_var (unbiased) with `momentum` (None: the cumulative average, 1 /
+    num_batches_tracked, as PyTorch's), and num_batches_tracked; eval: uses the running
+    statistics. affine adds weight and bias."""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+    RANKS: tuple = ()
+    SHAPES = ""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None):
         super().__init__()
@@ -223,18 +227,33 @@ class BatchNorm2d(Module):
         _norm_state(self, num_features, affine, track_running_stats, device, dtype)
 
     def forward(self, x):
-        """x (N, C, H, W) normalised per channel (batch or running statistics by mode)."""
-        if x.ndim != 4:
-            raise ValueError(f"BatchNorm2d takes (N, C, H, W), got shape {x.shape}")
+        """x normalised per channel (batch or running statistics by mode)."""
+        if x.ndim not in self.RANKS:
+            raise ValueError(f"{type(self).__name__} takes {self.SHAPES}, got shape {x.shape}")
         batch_stats = self.training or self.running_mean is None
+        momentum = self.momentum
         if self.training and self.running_mean is not None:
             self.num_batches_tracked.add_(1)
+            if momentum is None:  # the cumulative average (a host read, as PyTorch's)
+                momentum = 1.0 / float(self.num_batches_tracked.item())
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            batch_stats, self.momentum, self.eps)
+                            batch_stats, 0.0 if momentum is None else momentum, self.eps)
 
     def extra_repr(self) -> str:
         """The module's settings, shown in its repr."""
         return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
+
+
+class BatchNorm1d(_BatchNorm):
+    """`_BatchNorm` over the channels of (N, C) or (N, C, L) inputs."""
+
+    RANKS, SHAPES = (2, 3), "(N, C) or (N, C, L)"
+
+
+class BatchNorm2d(_BatchNorm):
+    """`_BatchNorm` over the channels of (N, C, H, W) inputs."""
+
+    RANKS, SHAPES = (4,), "(N, C, H, W)"
 
 
 class LayerNorm(Module):

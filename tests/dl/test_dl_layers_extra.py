@@ -520,3 +520,24 @@ def test_kernels_compile_for_gpu_targets(target, tmp_path):
     else:
         run = tools.msl(sources, "metal-shim", tmp_path)
     assert run.ok, run.error or "\n".join(f"{k}:\n{v}" for k, v in run.failed.items())
+
+
+@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (8, 4)), ("BatchNorm1d", (8, 4, 5)),
+                                       ("BatchNorm2d", (4, 3, 5, 5))])
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batch_norm_modules_track_stats_as_torch(cls, shape, momentum):
+    """BatchNorm1d ((N, C) and (N, C, L)) and BatchNorm2d over three training steps and an
+    eval step against torch's, with momentum=None too (the cumulative average: it raised a
+    TypeError), buffers included."""
+    tm = getattr(torch.nn, cls)(shape[1], momentum=momentum)
+    dm = getattr(nn, cls)(shape[1], momentum=momentum)
+    dm.load_state_dict({k: dl.tensor(v.numpy()) for k, v in tm.state_dict().items()})
+    rng = np.random.default_rng(3)
+    for train in (True, True, True, False):
+        tm.train(train)
+        dm.train(train)
+        x = (rng.random(shape) * 3).astype(np.float32)
+        np.testing.assert_allclose(dm(dl.tensor(x)).detach().numpy(),
+                                   tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(dm.state_dict()[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-6)
