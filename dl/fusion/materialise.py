@@ -25,6 +25,9 @@ _lock = threading.Lock()
 
 
 SHAPE_READERS = ("eye",)  # ops that read the kernel's shape: their graphs keep it as it is
+# ops that read the element's index (generators): no lines-and-tail split, whose tail kernel
+# counts its elements from 0 (arange(65537)[-1] was 0, randn's tail repeated its first values)
+INDEX_READERS = frozenset(("arange", "eye", "rand", "randn"))
 ROWS_MIN_COLS = 64  # a shorter last dim would leave most units of a row's cube idle
 
 
@@ -331,7 +334,8 @@ def _line_plan(rt, g: Graph, kshape, leaf_strides, outs, out_strides):
         row = cols
         kinds.append("r")
     n = shapes.numel(kshape)
-    if n % lanes and (n < TAIL_MIN_ELEMS or rt.target == "ir"):
+    if n % lanes and (n < TAIL_MIN_ELEMS or rt.target == "ir"
+                      or any(d[0] in INDEX_READERS for d in g.nodes_desc)):
         # narrower lines where they divide, else the scalar kernel
         while n % lanes and lanes > LINE_MIN_LANES:
             lanes //= 2

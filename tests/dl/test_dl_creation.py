@@ -66,3 +66,22 @@ def test_dropout(dev):
     y.backward(dl.ones_like(y))
     np.testing.assert_array_equal(x.grad.numpy() != 0, kept)  # the same mask
     assert dl.nn.functional.dropout(x, 0.3, training=False) is x
+
+
+def test_generators_past_the_line_tail(dev):
+    """arange, linspace and rand/randn over a size of 2**16 or more that no line divides:
+    the values of a lines-and-tail split. The tail kernel counted its elements from 0
+    (arange(65537)[-1] was 0, linspace's last value 0.0, randn's tail a copy of its first
+    values: nn.Linear(257, 257)'s initial weights too)."""
+    n = 65537
+    np.testing.assert_array_equal(dl.arange(n, device=dev).numpy(), np.arange(n))
+    lin = dl.linspace(0.0, 1.0, n, device=dev).numpy()
+    np.testing.assert_allclose(lin, torch.linspace(0.0, 1.0, n).numpy(), rtol=0, atol=1e-6)
+    stepped = dl.arange(0.0, 10000.5, 0.1, device=dev).numpy()
+    assert len(stepped) == 100005 and abs(stepped[-1] - 10000.4) < 1e-2
+    for gen in (dl.rand, dl.randn):  # counter-based: a prefix of a longer draw, same seed
+        dl.manual_seed(3)
+        a = gen(257, 257, device=dev).numpy().ravel()
+        dl.manual_seed(3)
+        b = gen(66056, device=dev).numpy()  # 66056: whole lines of every width
+        np.testing.assert_array_equal(a, b[:a.size])
