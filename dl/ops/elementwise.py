@@ -729,8 +729,11 @@ def clamp_max(x, max):  # noqa: A002
     return _clamp_side("clamp_max", x, max, le)
 
 
-_emits("clamp_min", lambda ir, x, lo: ir.select(ir.binary("lt", x, lo), lo, x))
-_emits("clamp_max", lambda ir, x, hi: ir.select(ir.binary("gt", x, hi), hi, x))
+# a NaN bound gives NaN, as PyTorch's (a compare with NaN is false: x came through)
+_emits("clamp_min", lambda ir, x, lo: ir.select(
+    ir.binary("or", ir.binary("lt", x, lo), ir.binary("ne", lo, lo)), lo, x))
+_emits("clamp_max", lambda ir, x, hi: ir.select(
+    ir.binary("or", ir.binary("gt", x, hi), ir.binary("ne", hi, hi)), hi, x))
 _declare(clamp_min, "clamp_min")
 _declare(clamp_max, "clamp_max")
 

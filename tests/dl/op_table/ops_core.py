@@ -245,6 +245,14 @@ OPS = [
            samples=lambda: [Sample(arr((3, 5)), 0.25), Sample(arr((4, 6), 1), arr((6,), 2),
                                                               noncontig=True),
                             Sample(edge_values(), 0.0, grad=(), desc="edge values")]),
+    # a NaN bound, scalar or in a tensor, gives NaN as PyTorch's (it let x through)
+    OpInfo("clamp_nan_bound", op=lambda x, lo, hi: dl.clamp(x, lo, hi),
+           ref=lambda x, lo, hi: torch.clamp(x, lo, hi), grad=False,
+           shader_edges="WGSL/SPIR-V compilers may fold a compare with NaN as finite",
+           samples=lambda: [Sample(arr((4,)), float("nan"), None, desc="min nan"),
+                            Sample(arr((4,), 1), None, float("nan"), desc="max nan"),
+                            Sample(arr((4,), 2), np.array([0.0, np.nan, 0.0, -1.0]), None,
+                                   desc="a nan in a tensor min")]),
     OpInfo("clip", op=lambda x: dl.ops.OPS["clip"](x, -1, 1), ref=lambda x: torch.clip(x, -1, 1),
            samples=lambda: [Sample(arr((3, 5)))]),
     # ---- casts ------------------------------------------------------------------------------
