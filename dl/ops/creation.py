@@ -142,14 +142,16 @@ def arange(start, end=None, step=1, dtype=None, device=None,
     Lazy (a generator node)."""
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise ValueError("arange step must not be 0")
-    n = max(0, math.ceil((end - start) / step))
     if dtype is None:
         ints = all(dtypes.scalar_kind(v) <= 1 for v in (start, end, step))
         dt = dtypes.int64 if ints else dtypes.default_float
     else:
         dt = dtypes.get(dtype)
+    if not dt.is_float:  # PyTorch truncates start, end and step to the integer type first
+        start, end, step = int(start), int(end), int(step)  # (0.5..5.2 by 1.5: 0..4)
+    if step == 0:
+        raise ValueError("arange step must not be 0")
+    n = max(0, math.ceil((end - start) / step))
     dev = _device.get(device)
     # float ranges compute in f64 (as PyTorch does) where the device has it
     ct = (dtypes.float64 if dev.rt.features.f64 else dtypes.float32) if dt.is_float \

@@ -680,8 +680,7 @@ def where(cond, a, b):
 
     cond: a tensor (non-bool ones are compared with 0). a, b: tensors or Python scalars;
     the result has their promoted dtype. Differentiable in a and b (float results); lazy
-    (fuses). Also `cond.where(a, b)`: the tensor is the condition, unlike PyTorch's
-    `x.where(cond, y)`."""
+    (fuses). Also `x.where(cond, y)`, PyTorch's method: x where cond, else y."""
     if not is_tensor(cond):
         raise TypeError("where(cond, a, b): cond must be a tensor")
     if not is_tensor(a) and not is_tensor(b):
@@ -699,7 +698,15 @@ def where(cond, a, b):
 
 
 _emits("where", lambda ir, c, x, y: ir.select(c, x, y))
-_declare(where, "where")
+_declare(where, "where")  # (its method is PyTorch's, below)
+
+
+@tensor_method("where")
+def _where_method(self, condition, y):
+    """x.where(condition, y): x where condition is true, else y, as PyTorch's method (the
+    tensor is the value, not the condition: `cond.where(a, b)` meant where(cond, a, b)
+    before, so a ported `x.where(x > 0, 0.0)` gave other values, silently)."""
+    return where(condition, self, y)
 
 
 def _clamp_side(op, x, bound, keep):

@@ -218,6 +218,10 @@ OPS = [
                             Sample(barr((0, 2)), arr((0, 2)), arr((1, 2), 9), desc="size 0"),
                             Sample(barr((6,)), edge_values()[:6], edge_values()[6:], grad=(),
                                    desc="edge values")]),
+    # PyTorch's method: x.where(cond, y) is x where cond, else y (dl read x as the cond)
+    OpInfo("where_method", op=lambda x, c, y: x.where(c, y), ref=lambda x, c, y: x.where(c, y),
+           samples=lambda: [Sample(arr((3, 4)), barr((3, 4), 1), arr((3, 4), 2)),
+                            Sample(arr((3, 4), 3), barr((4,), 4), 0.0, desc="a scalar y")]),
     OpInfo("where_scalar", op=lambda c, a: dl.where(c, a, 0.0),
            ref=lambda c, a: torch.where(c, a, 0.0), dtypes=ALL_FLOATS,
            samples=lambda: [Sample(barr((3, 5)), arr((3, 5), 1)),

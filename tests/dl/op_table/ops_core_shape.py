@@ -221,6 +221,11 @@ OPS = [
     OpInfo("arange", op=lambda *a: dl.arange(*a), ref=lambda *a: torch.arange(*a), grad=False,
            samples=lambda: [Sample(5), Sample(2, 9, 3), Sample(0.5, 2.0, 0.25),
                             Sample(3, 3), Sample(-1.0, 1.0)]),
+    # an integer dtype truncates float arguments first, as PyTorch (0.5..5.2 by 1.5: 0..4)
+    OpInfo("arange_int_dtype", op=lambda *a: dl.arange(*a, dtype=dl.int64),
+           ref=lambda *a: torch.arange(*a, dtype=torch.int64), grad=False,
+           samples=lambda: [Sample(0.5, 5.2, 1.5), Sample(-2.5, 2.5, 1.5),
+                            Sample(0, 5.9, 2.9)]),
     OpInfo("eye", op=lambda *a: dl.eye(*a), ref=lambda *a: torch.eye(*a), grad=False,
            samples=lambda: [Sample(3), Sample(2, 4), Sample(0)]),
     *[OpInfo(f"{n}", op=_creation_like(dl, n), ref=_creation_like(torch, n), grad=False,
