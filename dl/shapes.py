@@ -113,6 +113,11 @@ def coalesce(shape, strides_list) -> tuple:
     return tuple(out_shape), [tuple(st) for st in out_strides]
 
 
+def empty_dims(dim) -> bool:
+    """dim is () or []: PyTorch's reductions take it as every dim (any/all as none)."""
+    return dim.__class__ in (tuple, list) and not dim
+
+
 def norm_dim(d: int, rank: int, what: str = "dim") -> int:
     if not -max(rank, 1) <= d < max(rank, 1):
         raise IndexError(f"{what} {d} is out of range for a tensor of rank {rank}")

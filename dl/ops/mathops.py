@@ -39,8 +39,8 @@ __all__ = ["addmm", "all", "allclose", "any", "baddbmm", "cdist", "einsum", "isc
 
 
 def _dims(x: Tensor, dim) -> list[int]:
-    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
-        return list(range(x.ndim))  # dim=() or [] reduces every dim, as PyTorch's
+    if dim is None or shapes.empty_dims(dim):  # dim=() or []: every dim, as PyTorch's
+        return list(range(x.ndim))
     ds = dim if isinstance(dim, (tuple, list)) else (dim,)
     return sorted({shapes.norm_dim(int(d), x.ndim) for d in ds})
 
@@ -61,7 +61,7 @@ def logsumexp(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa
 
     Integer and bool tensors give float32. Over no elements the result is -inf.
     Differentiable (the gradient is softmax(x)). Also `t.logsumexp(dim)`."""
-    if isinstance(dim, (tuple, list)) and not dim:  # PyTorch raises too (sum reduces all)
+    if shapes.empty_dims(dim):  # PyTorch raises too (sum reduces all)
         raise RuntimeError("logsumexp: dim must name at least one dim, got an empty one")
     x = input if input.dtype.is_float else input.to(dtypes.default_float)
     dims = _dims(x, dim)
@@ -453,7 +453,7 @@ def einsum(equation: str, *operands) -> Tensor:
 
 # ---- any / all -----------------------------------------------------------------------------
 def _any_all(op: str, x: Tensor, dim, keepdim: bool) -> Tensor:
-    if isinstance(dim, (tuple, list)) and not dim:  # over no dims, as PyTorch's any/all
+    if shapes.empty_dims(dim):  # over no dims, as PyTorch's any/all
         return x.clone() if x.dtype is dtypes.bool_ else x != 0
     dims = _dims(x, dim)
     shape = _keep(x, dims) if keepdim else _drop(x, dims)

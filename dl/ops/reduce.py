@@ -27,8 +27,8 @@ _DIMS: dict = {}  # (rank, dim) -> the sorted reduced dims
 
 
 def _dims(x: Tensor, dim) -> list[int]:
-    if dim is None or (dim.__class__ in (tuple, list) and not dim):
-        return list(range(x.ndim))  # dim=() or [] reduces every dim, as PyTorch's
+    if dim is None or shapes.empty_dims(dim):  # dim=() or []: every dim, as PyTorch's
+        return list(range(x.ndim))
     k = (x.ndim, dim) if dim.__class__ in (int, tuple) else None
     got = _DIMS.get(k) if k is not None else None
     if got is not None:
