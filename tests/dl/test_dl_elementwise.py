@@ -338,3 +338,13 @@ def test_every_op_in_one_kernel_on_every_runtime(dev):
     assert c.launches == 1
     for got, want in zip(outs, wants):
         close(got, want, rtol=2e-6, atol=1e-6)
+
+
+def test_integer_pow_by_a_negative_python_exponent_raises_as_torch():
+    """An integer tensor to a negative Python power raises, as PyTorch (its values would
+    be fractions); a float exponent gives floats."""
+    with pytest.raises(RuntimeError):
+        torch.tensor([3]) ** -1
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        dl.tensor([3]) ** -1
+    assert (dl.tensor([4]) ** -1.0).dtype is dl.float32
