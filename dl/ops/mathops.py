@@ -225,6 +225,16 @@ def _add_scaled(prod: Tensor, input: Tensor, beta, alpha, what: str) -> Tensor: 
     if shapes.broadcast_shapes(input.shape, prod.shape) != prod.shape:
         raise ValueError(f"{what}: input of shape {input.shape} does not broadcast to the "
                          f"product's shape {prod.shape}")
+    if alpha == 0 and what == "addmm":  # the product ignored, its nan and inf too, and zero
+        # gradients, as PyTorch's addmm (a BLAS gemm); its baddbmm keeps 0 * inf = nan
+        never = full((), False, dtype=dtypes.bool_, device=prod.device)
+        if beta != 0:
+            rest = input if beta == 1 else input * beta
+        else:
+            rest = full(prod.shape, 0, dtype=prod.dtype, device=prod.device)
+            if input.requires_grad:
+                rest = where(never, input, rest)
+        return where(never, prod, rest)  # broadcast to the product's shape
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:  # input ignored: its nan and inf do not propagate (as PyTorch)
@@ -238,8 +248,8 @@ def _add_scaled(prod: Tensor, input: Tensor, beta, alpha, what: str) -> Tensor: 
 @register("addmm", method=True)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2): mat1 (n, m), mat2 (m, p), input broadcast to
-    (n, p). With beta 0 input is ignored (nan in it does not propagate), as PyTorch.
-    Float tensors of one dtype (matmul's rule). Differentiable in all three."""
+    (n, p). With beta 0 input is ignored (nan in it does not propagate), with alpha 0 the
+    product, as PyTorch. Float tensors of one dtype (matmul's rule). Differentiable in all three."""
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise ValueError(f"addmm: mat1 and mat2 must be 2-D, got shapes {mat1.shape} and "
                          f"{mat2.shape}")
