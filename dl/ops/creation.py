@@ -35,7 +35,8 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
 @register("tensor")
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor holding a copy of `data` (a NumPy array, nested lists, a scalar or a Tensor).
-    NumPy arrays keep their dtype; Python floats give float32, ints int64, bools bool."""
+    NumPy arrays keep their dtype; Python floats give float32, ints int64, bools bool; in
+    lists, NumPy float64 scalars give float64, as PyTorch's."""
     dev = _device.get(device)
     if isinstance(data, Tensor):
         src = data.detach()
@@ -49,13 +50,25 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         dt = dtypes.get(dtype)
     elif isinstance(data, np.ndarray | np.generic):
         dt = dtypes.from_numpy(arr.dtype)
-    elif arr.dtype.kind == "f":
-        dt = dtypes.default_float
+    elif arr.dtype.kind == "f":  # float64 where a NumPy float64 (or a tensor) is in the list
+        dt = dtypes.float64 if arr.dtype == np.float64 and _holds_f64(data) else \
+            dtypes.default_float
     else:
         dt = dtypes.from_numpy(arr.dtype if arr.size else np.float32)
     if dt is not dtypes.bfloat16:
         arr = arr.astype(dt.storage_np, copy=False)
     return _finish(Tensor._from_numpy(arr, dt, dev), requires_grad)
+
+
+def _holds_f64(data) -> bool:
+    """Whether nested lists hold a float64 NumPy scalar or array, or a float64 tensor: their
+    floats then stay float64, as PyTorch's `tensor([np.float64(1.5), 2])` (Python floats
+    alone give the default dtype)."""
+    if isinstance(data, list | tuple):
+        return any(_holds_f64(x) for x in data)
+    if isinstance(data, np.ndarray | np.generic):
+        return data.dtype == np.float64
+    return isinstance(data, Tensor) and data.dtype is dtypes.float64
 
 
 def from_numpy(arr: np.ndarray, device=None) -> Tensor:

@@ -85,3 +85,18 @@ def test_generators_past_the_line_tail(dev):
         dl.manual_seed(3)
         b = gen(66056, device=dev).numpy()  # 66056: whole lines of every width
         np.testing.assert_array_equal(a, b[:a.size])
+
+
+@pytest.mark.parametrize("data", [
+    [np.float64(1.5), 2], [np.float32(1.5), 2], [1.5, np.int32(2)], [np.int32(1), np.int32(2)],
+    [np.int32(1), 2], [np.float16(1.0), 2.0], [[np.float64(1.0)], [2.0]], (np.float64(2.0),),
+    [1.5, 2.5], [[1, 2], [3, 4.5]], np.float64(3.0), 2.5, [np.array([1.5]), np.array([2.0])],
+], ids=repr)
+def test_tensor_infers_torch_dtype_from_lists(data):
+    """Lists mixing NumPy scalars and Python numbers take the dtype torch.tensor gives them
+    (a NumPy float64 among Python floats keeps float64; Python floats alone are float32)."""
+    want = torch.tensor(np.array(data) if isinstance(data, list) and
+                        isinstance(data[0], np.ndarray) else data)
+    got = dl.tensor(data)
+    assert got.dtype.name == str(want.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
