@@ -15,8 +15,10 @@ from .activation import (
     Tanh,
 )
 from .activation_extra import *  # noqa: F403  (each module exports its __all__)
+from .activation_softmin import *  # noqa: F403
 from .attention import MultiheadAttention, TransformerEncoderLayer
 from .containers import ModuleList, Sequential
+from .distance import *  # noqa: F403
 from .layers import (
     AvgPool2d,
     BatchNorm1d,

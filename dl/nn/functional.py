@@ -243,9 +243,20 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None
 
 
 # the functional surface beyond the core, one module per family (each exports its __all__)
-from . import functional_act, functional_layers, functional_losses  # noqa: E402
+from . import (  # noqa: E402
+    functional_act,
+    functional_distance,
+    functional_layers,
+    functional_losses,
+    functional_one_hot,
+    functional_softmin,
+)
 from .functional_act import *  # noqa: E402, F403
+from .functional_distance import *  # noqa: E402, F403
 from .functional_layers import *  # noqa: E402, F403
 from .functional_losses import *  # noqa: E402, F403
+from .functional_one_hot import *  # noqa: E402, F403
+from .functional_softmin import *  # noqa: E402, F403
 
 __all__ += functional_act.__all__ + functional_layers.__all__ + functional_losses.__all__
+__all__ += functional_distance.__all__ + functional_one_hot.__all__ + functional_softmin.__all__

@@ -1,0 +1,91 @@
+"""Entries for the torch functions added for ported PyTorch code (each composed of existing dl
+ops): one_hot, normalize, cosine_similarity, pairwise_distance, softmin, ...
+
+Integer samples that must run on the wgpu runtimes use int32 arrays (no int64 there);
+int64 index arrays arrive there as int32, and int64 results may come back as int32."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as TF
+
+import dl
+import dl.nn.functional as F
+
+from .core import ALL_FLOATS, FLOATS, OpInfo, Sample, arr, iarr
+
+I32 = np.int32
+NO_I64 = "no 64-bit integers on the wgpu runtimes (int64 samples arrive as int32)"
+
+
+def _dt(lib, kw: dict) -> dict:
+    """A dtype given by name in a sample, as lib's dtype."""
+    return {k: getattr(lib, v) if k == "dtype" else v for k, v in kw.items()}
+
+
+def _warned(fn, *args):
+    """fn(*args), which must warn (the implicit softmax dim)."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y = fn(*args)
+    assert any("Implicit dimension" in str(m.message) for m in w), [str(m.message) for m in w]
+    return y
+
+
+def _zero_rows(shape, seed=0):
+    """Random values with the first row all zeros (a zero norm: eps clamps it)."""
+    a = arr(shape, seed)
+    a[0] = 0.0
+    return a
+
+
+OPS = [
+    # ---- nn.functional: encodings and distances ----------------------------------------
+    # dl takes int32 indices too (torch: int64 only; the reference casts them)
+    OpInfo("one_hot", op=lambda t, *a: F.one_hot(t, *a),
+           ref=lambda t, *a: TF.one_hot(t.long(), *a), grad=False, dtypes=(dl.float32,),
+           samples=lambda: [Sample(iarr((3, 4), 5), 5, desc="num_classes given"),
+                            Sample(iarr((7,), 6, 1), desc="inferred (max + 1)"),
+                            Sample(np.array(2, np.int64), 4, desc="0-d"),
+                            Sample(iarr((0, 2), 3), 3, desc="size 0"),
+                            Sample(iarr((2, 3), 4, 2).astype(np.int32) * 0 + 3, 4,
+                                   desc="int32, last class")]),
+    OpInfo("normalize", op=lambda x, *a, **k: F.normalize(x, *a, **k),
+           ref=lambda x, *a, **k: TF.normalize(x, *a, **k), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((3, 4)), desc="p 2 dim 1"),
+                            Sample(arr((4, 3), 1), 1.0, 0, noncontig=True, desc="p 1 dim 0"),
+                            Sample(_zero_rows((3, 4), 2), dim=-1, desc="zero row (eps)"),
+                            Sample(arr((2, 3, 2), 3), 3.0, -2, desc="p 3, 3-d"),
+                            Sample(arr((5,), 4), dim=0, eps=0.5, desc="1-d, big eps"),
+                            Sample(arr((0, 3)), desc="size 0")]),
+    OpInfo("cosine_similarity", op=lambda a, b, *r, **k: F.cosine_similarity(a, b, *r, **k),
+           ref=lambda a, b, *r, **k: TF.cosine_similarity(a, b, *r, **k),
+           samples=lambda: [Sample(arr((3, 4)), arr((3, 4), 1), desc="dim 1"),
+                            Sample(arr((2, 1, 4), 2), arr((3, 4), 3), dim=-1,
+                                   desc="broadcast, dim -1"),
+                            Sample(arr((4, 3), 4), _zero_rows((4, 3), 5), 0,
+                                   desc="a zero vector (eps)"),
+                            Sample(arr((3, 4), 6) * 1e-10, arr((3, 4), 7), eps=1e-6,
+                                   desc="norm below eps"),
+                            Sample(arr((3, 4), 8), iarr((3, 4), 5, 9), desc="int operand"),
+                            Sample(arr((0, 3)), arr((0, 3), 1), desc="size 0")]),
+    OpInfo("pairwise_distance", op=lambda a, b, *r, **k: F.pairwise_distance(a, b, *r, **k),
+           ref=lambda a, b, *r, **k: TF.pairwise_distance(a, b, *r, **k),
+           samples=lambda: [Sample(arr((3, 4)), arr((3, 4), 1), desc="p 2"),
+                            Sample(arr((3, 4), 2), arr((4,), 3), 1.0, keepdim=True,
+                                   desc="broadcast, p 1, keepdim"),
+                            Sample(arr((2, 3), 4), arr((2, 3), 5), float("inf"), desc="p inf"),
+                            Sample(arr((2, 3), 6), arr((2, 3), 7), -1.0, desc="p -1"),
+                            Sample(np.array(1.5), np.array(-0.5), desc="0-d"),
+                            Sample(arr((2, 3), 8), arr((2, 3), 8), desc="equal (eps only)")]),
+    OpInfo("softmin", op=lambda x, *a, **k: F.softmin(x, *a, **_dt(dl, k)),
+           ref=lambda x, *a, **k: TF.softmin(x, *a, **_dt(torch, k)), dtypes=FLOATS,
+           samples=lambda: [Sample(arr((3, 5)), 1), Sample(arr((2, 3, 4), 1), -1),
+                            Sample(arr((4,), 2), 0, dtype="float64", desc="dtype"),
+                            Sample(arr((0, 3)), 1, desc="size 0")]),
+    OpInfo("softmin_implicit_dim", op=lambda x: _warned(F.softmin, x),
+           ref=lambda x: _warned(TF.softmin, x),
+           samples=lambda: [Sample(arr((3, 4))), Sample(arr((2, 3, 4), 1))]),
+]
