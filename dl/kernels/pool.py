@@ -72,7 +72,7 @@ def pool2d(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW: Comp
         out[(n * out.stride(0) + oh * out.stride(1) + ow * out.stride(2)
              + c * L * out.stride(3)) // L] = _window(
             x, xb, x.stride(1) // L, x.stride(2) // L, h0, w0, hn, wn, ident, F,
-            KH, KW, DH, DW, MAX, COUNT_PAD)
+            KH, KW, DH, DW, MAX, COUNT_PAD, PH, PW)
 
 
 @cube
@@ -98,7 +98,7 @@ def _max_or_nan(acc, seen):
 @cube
 def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Comptime[int],
             DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool],
-            COUNT_PAD: Comptime[bool]):
+            COUNT_PAD: Comptime[bool], PH: Comptime[int], PW: Comptime[int]):
     """One output of a window at (h0, w0) with a bounds test per tap (line units); T is the
     kernel's element type."""
     acc = ident
@@ -120,7 +120,12 @@ def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Co
         acc = _max_or_nan(acc, seen)
     else:
         if COUNT_PAD:
-            acc = acc * T(1.0 / (KH * KW))
+            rows = min(h0 + KH, hn + PH) - h0
+            cols = min(w0 + KW, wn + PW) - w0
+            if rows * cols == KH * KW:
+                acc = acc * T(1.0 / (KH * KW))
+            else:  # a ceil_mode window past the padding: torch's divisor stops there
+                acc = acc * (T(1.0) / T(rows * cols))
         else:
             acc = acc / T(max(cnt, 1))
     return acc
@@ -273,7 +278,12 @@ def pool2d_rows(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW:
                 for kh in cb.range(KH, unroll=True):
                     if h0 + kh * DH >= 0 and h0 + kh * DH < hn:
                         hcnt += KW
-                div = F(1.0 / (KH * KW)) if COUNT_PAD else F(max(hcnt, 1))
+                div = F(max(hcnt, 1))
+                if COUNT_PAD:
+                    div = F(1.0 / (KH * KW))
+                    hrows = min(h0 + KH, hn + PH) - h0
+                    if hrows != KH:  # a ceil_mode row past the padding (see _window)
+                        div = F(1.0) / F(hrows * KW)
                 _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
                           KH, KW, SW, PW, DH, DW, MAX, COUNT_PAD, True)
             # only the few edge columns (a test inside a loop over all of them would be
@@ -281,7 +291,8 @@ def pool2d_rows(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW:
             for e in range(lo + u32(own) - hi):
                 ow = e if e < lo else hi + (e - lo)
                 out[ob + ow * os2] = _window(x, xb, xs1, xs2, h0, i32(ow * SW) - PW, hn, wn,
-                                             ident, F, KH, KW, DH, DW, MAX, COUNT_PAD)
+                                             ident, F, KH, KW, DH, DW, MAX, COUNT_PAD,
+                                             PH, PW)
 
 
 def _run(dim_cpu: int, dim_gpu: int):
@@ -328,11 +339,18 @@ def _pair(v) -> tuple[int, int]:
     return (int(v), int(v)) if isinstance(v, int) else (int(v[0]), int(v[1]))
 
 
-def out_size(n: int, k: int, s: int, p: int, d: int) -> int:
-    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+def out_size(n: int, k: int, s: int, p: int, d: int, ceil: bool = False) -> int:
+    """Outputs along an axis of n inputs; ceil (a pool's ceil_mode): a last, partial window
+    too, provided it starts inside the input or the left padding (PyTorch's rule)."""
+    span = n + 2 * p - d * (k - 1) - 1
+    if not ceil:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= n + p else out
 
 
-def geometry(h: int, w: int, kernel, stride, padding, dilation) -> tuple:
+def geometry(h: int, w: int, kernel, stride, padding, dilation, ceil_mode: bool = False
+             ) -> tuple:
     """Validated (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow) of a pool over an h x w input."""
     kh, kw = _pair(kernel)
     sh, sw = _pair(stride if stride is not None else kernel)
@@ -340,19 +358,21 @@ def geometry(h: int, w: int, kernel, stride, padding, dilation) -> tuple:
     dh, dw = _pair(dilation)
     if min(kh, kw, sh, sw, dh, dw) < 1 or ph > kh // 2 or pw > kw // 2 or min(ph, pw) < 0:
         raise ValueError("pool2d: kernel/stride/dilation >= 1 and 0 <= padding <= kernel // 2")
-    oh, ow = out_size(h, kh, sh, ph, dh), out_size(w, kw, sw, pw, dw)
+    oh, ow = out_size(h, kh, sh, ph, dh, ceil_mode), out_size(w, kw, sw, pw, dw, ceil_mode)
     if oh < 1 or ow < 1:
         raise ValueError(f"pool2d: the window does not fit the {h}x{w} input")
     return kh, kw, sh, sw, ph, pw, dh, dw, oh, ow
 
 
-def _pool(rt, x, kernel, stride, padding, dilation, layout, is_max, count_include_pad):
+def _pool(rt, x, kernel, stride, padding, dilation, layout, is_max, count_include_pad,
+          ceil_mode=False):
     b = x.buffer
     if len(b.shape) != 4 or layout not in ("NCHW", "NHWC"):
         raise ValueError(f"pool2d takes a 4-D NCHW or NHWC input, got {b.shape} {layout}")
     xv = permute(b, (0, 2, 3, 1)) if layout == "NCHW" else b  # index order N, H, W, C
     n, h, w, c = xv.shape
-    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geometry(h, w, kernel, stride, padding, dilation)
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geometry(h, w, kernel, stride, padding, dilation,
+                                                      ceil_mode)
     if layout == "NCHW":
         out = rt.empty((n, c, oh, ow), b.elem)
         ov = permute(out, (0, 2, 3, 1))
@@ -369,36 +389,41 @@ def _pool(rt, x, kernel, stride, padding, dilation, layout, is_max, count_includ
     return out
 
 
-def max_pool2d(rt, x, kernel, stride=None, padding=0, dilation=1, layout="NCHW"):
-    return _pool(rt, x, kernel, stride, padding, dilation, layout, True, False)
+def max_pool2d(rt, x, kernel, stride=None, padding=0, dilation=1, layout="NCHW",
+               ceil_mode=False):
+    return _pool(rt, x, kernel, stride, padding, dilation, layout, True, False, ceil_mode)
 
 
-def avg_pool2d(rt, x, kernel, stride=None, padding=0, layout="NCHW", count_include_pad=True):
-    return _pool(rt, x, kernel, stride, padding, 1, layout, False, count_include_pad)
+def avg_pool2d(rt, x, kernel, stride=None, padding=0, layout="NCHW", count_include_pad=True,
+               ceil_mode=False):
+    return _pool(rt, x, kernel, stride, padding, 1, layout, False, count_include_pad,
+                 ceil_mode)
 
 
 def reference(x, kernel, stride=None, padding=0, dilation=1, is_max=True,
-              count_include_pad=True):
-    """NCHW NumPy float64 reference."""
+              count_include_pad=True, ceil_mode=False):
+    """NCHW NumPy float64 reference (a window by a loop: ceil_mode's last windows clipped,
+    with count_include_pad their divisor stops at the padding, as PyTorch's)."""
     kh, kw = _pair(kernel)
     sh, sw = _pair(stride if stride is not None else kernel)
     ph, pw = _pair(padding)
     dh, dw = _pair(dilation)
     x = x.astype(np.float64)
     n, c, h, w = x.shape
-    fillv = -np.inf if is_max else 0.0
-    xp = np.full((n, c, h + 2 * ph, w + 2 * pw), fillv)
-    xp[:, :, ph:ph + h, pw:pw + w] = x
-    ones = np.zeros((h + 2 * ph, w + 2 * pw))
-    ones[ph:ph + h, pw:pw + w] = 1
-    oh, ow = out_size(h, kh, sh, ph, dh), out_size(w, kw, sw, pw, dw)
-    taps = [xp[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
-            for i in range(kh) for j in range(kw)]
-    if is_max:
-        return np.max(taps, axis=0)
-    s = np.sum(taps, axis=0)
-    if count_include_pad:
-        return s / (kh * kw)
-    cnt = sum(ones[i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
-              for i in range(kh) for j in range(kw))
-    return s / cnt
+    oh, ow = out_size(h, kh, sh, ph, dh, ceil_mode), out_size(w, kw, sw, pw, dw, ceil_mode)
+    out = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        rows = [r for r in range(i * sh - ph, i * sh - ph + (kh - 1) * dh + 1, dh)]
+        for j in range(ow):
+            cols = [q for q in range(j * sw - pw, j * sw - pw + (kw - 1) * dw + 1, dw)]
+            taps = x[:, :, [r for r in rows if 0 <= r < h]][:, :, :, [q for q in cols
+                                                                      if 0 <= q < w]]
+            if is_max:
+                out[:, :, i, j] = taps.max(axis=(2, 3))
+                continue
+            if count_include_pad:  # the window clipped at the padding's far edge
+                div = (sum(r < h + ph for r in rows)) * (sum(q < w + pw for q in cols))
+            else:
+                div = taps.shape[2] * taps.shape[3]
+            out[:, :, i, j] = taps.sum(axis=(2, 3)) / div
+    return out

@@ -172,7 +172,8 @@ def avg_pool2d_backward(g: Array[F], out: Array[F], H: Comptime[int], W: Comptim
                         PH: Comptime[int], PW: Comptime[int],
                         COUNT_PAD: Comptime[bool]):
     """g (N, C, OH, OW) and out (N, C, H, W), contiguous; each window's gradient is shared
-    by its divisor (KH * KW, or its taps inside the input without COUNT_PAD)."""
+    by its divisor (KH * KW, less a ceil_mode window's part past the padding; or its taps
+    inside the input without COUNT_PAD)."""
     i = ABSOLUTE_POS
     if i < out.len():
         w = i % W
@@ -185,13 +186,15 @@ def avg_pool2d_backward(g: Array[F], out: Array[F], H: Comptime[int], W: Comptim
                 for kw in cb.range(KW, unroll=True):
                     ow = window_source(w, PW, kw, 1, SW, OW)
                     if ow >= 0:
-                        div = F(KH * KW)
-                        if not COUNT_PAD:
-                            h0 = oh * SH - PH
-                            w0 = ow * SW - PW
+                        h0 = oh * SH - PH
+                        w0 = ow * SW - PW
+                        if COUNT_PAD:  # the window up to the padding's far edge (ceil_mode)
+                            rows = min(h0 + KH, i32(H + PH)) - h0
+                            cols = min(w0 + KW, i32(W + PW)) - w0
+                        else:
                             rows = min(h0 + KH, i32(H)) - max(h0, 0)
                             cols = min(w0 + KW, i32(W)) - max(w0, 0)
-                            div = F(rows * cols)
+                        div = F(rows * cols)
                         acc += g[(nc * OH + u32(oh)) * OW + u32(ow)] / div
         out[i] = acc
 
@@ -203,7 +206,8 @@ def max_pool_with_indices(rt, x, geo: tuple):
     n, c, h, w = x.shape
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
     y, idx = rt.empty((n, c, oh, ow), x.elem), rt.empty((n, c, oh, ow), i32)
-    if ph == 0 and pw == 0:
+    if ph == 0 and pw == 0 and (oh - 1) * sh + (kh - 1) * dh < h and \
+            (ow - 1) * sw + (kw - 1) * dw < w:  # every tap inside (not so with ceil_mode)
         launch_1d(max_pool2d_indices_unpadded, rt, idx.size, x=x, y=y, idx=idx, C=c, OH=oh,
                   OW=ow, W=w, KH=kh, KW=kw, SH=sh, SW=sw, DH=dh, DW=dw)
     else:

@@ -6,6 +6,7 @@ import math
 
 from .. import dtypes, ops
 from ..autograd import no_grad
+from ..ops.conv import refuse_indices
 from . import functional as F
 from . import init
 from .module import Module
@@ -159,34 +160,43 @@ class Conv2d(Module):
 
 class MaxPool2d(Module):
     """2-D max pooling over (N, C, H, W) inputs (`F.max_pool2d`); stride defaults to
-    kernel_size."""
+    kernel_size. PyTorch's arguments in its order (return_indices=True is refused)."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
         super().__init__()
+        refuse_indices(return_indices)
         self.kernel_size, self.stride = kernel_size, stride
         self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x):
         """Max-pools x (N, C, H, W)."""
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
 
     def extra_repr(self) -> str:
         """The module's settings, shown in its repr."""
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+                f", dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
 class AvgPool2d(Module):
     """2-D average pooling over (N, C, H, W) inputs (`F.avg_pool2d`); stride defaults
-    to kernel_size."""
+    to kernel_size. PyTorch's arguments in its order (divisor_override is refused)."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
         super().__init__()
+        if divisor_override is not None:
+            raise NotImplementedError("AvgPool2d: divisor_override is not supported")
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.count_include_pad = count_include_pad
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
 
     def forward(self, x):
         """Average-pools x (N, C, H, W)."""
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
     def extra_repr(self) -> str:

@@ -147,24 +147,35 @@ def _pool_geo(kernel_size, stride, padding, dilation=1):
     return kh, kw, sh, sw, ph, pw, dh, dw
 
 
+def refuse_indices(return_indices: bool) -> None:
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True is not supported (dl has "
+                                  "no max_unpool2d to use them)")
+
+
 @register("max_pool2d")
-def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
+def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     """2-D max pooling of an (N, C, H, W) (or unbatched (C, H, W)) float32/float64 tensor.
 
-    kernel_size, stride (default: kernel_size), padding, dilation: ints or pairs.
-    No ceil_mode or return_indices. Differentiable (to the
-    first maximum of each window)."""
+    kernel_size, stride (default: kernel_size), padding, dilation: ints or pairs;
+    ceil_mode as PyTorch's (a last, partial window where it starts inside the input or the
+    left padding). No return_indices. Differentiable (to the first maximum of each
+    window)."""
+    refuse_indices(return_indices)
     if x.ndim == 3:
-        return max_pool2d(x.unsqueeze(0), kernel_size, stride, padding, dilation).squeeze(0)
+        return max_pool2d(x.unsqueeze(0), kernel_size, stride, padding, dilation,
+                          ceil_mode).squeeze(0)
     _float(x, "max_pool2d")
     kh, kw, sh, sw, ph, pw, dh, dw = _pool_geo(kernel_size, stride, padding, dilation)
+    ceil_mode = bool(ceil_mode)
     if not (is_grad_enabled() and x.requires_grad):
         buf = counted("max_pool2d", lib_pool.max_pool2d, x.device.rt, operand(x), (kh, kw),
-                      (sh, sw), (ph, pw), (dh, dw))
+                      (sh, sw), (ph, pw), (dh, dw), ceil_mode=ceil_mode)
         return result(buf, x.dtype, x.device)
     # with a gradient, one kernel writes the maxima and their positions
     n, c, h, w = x.shape
-    geo = lib_pool.geometry(h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+    geo = lib_pool.geometry(h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode)
     y_b, idx_b = counted("max_pool2d", max_pool_with_indices, x.device.rt, operand(x), geo)
     y = result(y_b, x.dtype, x.device)
 
@@ -176,20 +187,24 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1) -> Te
 
 
 @register("avg_pool2d")
-def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0,
-               count_include_pad: bool = True) -> Tensor:
+def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
     """2-D average pooling of an (N, C, H, W) (or unbatched (C, H, W)) float32/float64
-    tensor.
+    tensor, with PyTorch's arguments in its order.
 
-    kernel_size, stride (default: kernel_size), padding: ints or pairs; count_include_pad
-    as PyTorch's. No ceil_mode or divisor_override. Differentiable."""
+    kernel_size, stride (default: kernel_size), padding: ints or pairs; ceil_mode and
+    count_include_pad as PyTorch's (a ceil_mode window's divisor stops at the padding).
+    No divisor_override. Differentiable."""
+    if divisor_override is not None:
+        raise NotImplementedError("avg_pool2d: divisor_override is not supported")
     if x.ndim == 3:
-        return avg_pool2d(x.unsqueeze(0), kernel_size, stride, padding,
+        return avg_pool2d(x.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
                           count_include_pad).squeeze(0)
     _float(x, "avg_pool2d")
     kh, kw, sh, sw, ph, pw, _, _ = _pool_geo(kernel_size, stride, padding)
     buf = counted("avg_pool2d", lib_pool.avg_pool2d, x.device.rt, operand(x), (kh, kw),
-                  (sh, sw), (ph, pw), count_include_pad=count_include_pad)
+                  (sh, sw), (ph, pw), count_include_pad=bool(count_include_pad),
+                  ceil_mode=bool(ceil_mode))
     y = result(buf, x.dtype, x.device)
     n, c, h, w = x.shape
     oh, ow = y.shape[2:]

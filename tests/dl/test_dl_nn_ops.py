@@ -222,6 +222,18 @@ def test_pool_gradients_on_every_runtime(dev):
         close(ox.grad, tx.grad, atol=1e-6)
 
 
+@pytest.mark.parametrize("geo", [(3, 2, 0), (3, 2, 1), ((2, 3), (2, 2), (1, 1))], ids=str)
+def test_pool_modules_ceil_mode_in_torch_argument_order(geo):
+    """nn.MaxPool2d / nn.AvgPool2d take PyTorch's positional arguments (MaxPool2d: dilation,
+    return_indices, ceil_mode; AvgPool2d: ceil_mode, count_include_pad): forward and
+    gradient with ceil_mode, where a last window is cut by the input's end."""
+    x = rand_np((2, 3, 7, 8), 63)
+    for args in ((1, False, True), (2, False, True)):
+        _check(nn.MaxPool2d(*geo, *args), torch.nn.MaxPool2d(*geo, *args), x)
+    for args in ((True,), (True, False), (False, False)):
+        _check(nn.AvgPool2d(*geo, *args), torch.nn.AvgPool2d(*geo, *args), x)
+
+
 def test_embedding():
     w = rand_np((10, 4), 1)
     idx = np.array([[1, 3, 3], [0, 9, 1]])

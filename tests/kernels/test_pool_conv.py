@@ -9,7 +9,10 @@ from dl.kernels import pool as P
 POOL_CASES = [((1, 3, 7, 9), 3, 1, 1, 1), ((2, 16, 9, 8), 2, 2, 0, 1),
               ((1, 1, 5, 5), (3, 2), (2, 1), (1, 1), (2, 1)), ((1, 5, 11, 10), 5, 2, 2, 2),
               # rows wide enough for the vectorised interior loop of `rows`, plus remainders
-              ((2, 3, 6, 67), 3, 1, 1, 1), ((1, 2, 9, 70), (5, 3), (1, 2), (2, 1), (1, 2))]
+              ((2, 3, 6, 67), 3, 1, 1, 1), ((1, 2, 9, 70), (5, 3), (1, 2), (2, 1), (1, 2)),
+              # ceil_mode: last windows cut by the input's end, or past the padding
+              ((1, 2, 7, 67), 2, 2, 0, 1, True), ((2, 3, 6, 68), 3, 2, 1, 1, True),
+              ((1, 2, 10, 70), (5, 3), (3, 2), (2, 1), (1, 2), True)]
 
 
 @pytest.mark.parametrize("name", names(P.POOL))
@@ -17,18 +20,21 @@ POOL_CASES = [((1, 3, 7, 9), 3, 1, 1, 1), ((2, 16, 9, 8), 2, 2, 0, 1),
 @pytest.mark.parametrize("kind", ["max", "avg", "avg_nopad"])
 @pytest.mark.parametrize("case", POOL_CASES, ids=str)
 def test_pool_candidates(rt, name, layout, kind, case, monkeypatch):
-    shape, k, s, p, d = case
+    shape, k, s, p, d, *ceil = case
+    ceil = bool(ceil)
     x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
     if kind == "max":  # a NaN tap makes its windows NaN (torch's, and NumPy's max here)
         x.reshape(-1)[5::97] = np.nan
     xi = x if layout == "NCHW" else np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     with candidate(P.POOL, name, monkeypatch):
         if kind == "max":
-            out = P.max_pool2d(rt, rt.from_numpy(xi), k, s, p, d, layout)
+            out = P.max_pool2d(rt, rt.from_numpy(xi), k, s, p, d, layout, ceil_mode=ceil)
         else:
-            out = P.avg_pool2d(rt, rt.from_numpy(xi), k, s, p, layout, kind == "avg")
+            out = P.avg_pool2d(rt, rt.from_numpy(xi), k, s, p, layout, kind == "avg",
+                               ceil_mode=ceil)
     got = out.numpy() if layout == "NCHW" else out.numpy().transpose(0, 3, 1, 2)
-    ref = P.reference(x, k, s, p, d if kind == "max" else 1, kind == "max", kind == "avg")
+    ref = P.reference(x, k, s, p, d if kind == "max" else 1, kind == "max", kind == "avg",
+                      ceil_mode=ceil)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 

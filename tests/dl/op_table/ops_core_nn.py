@@ -43,12 +43,24 @@ def _pool_samples(avg=False):
           Sample(arr((2, 2, 6, 8), 2), (2, 3), desc="kernel pair"),
           Sample(arr((1, 2, 6, 6), 3), 2, noncontig=True, desc="transposed H, W"),
           Sample(ties((1, 2, 4, 4), 4), 2, desc="ties"),
-          Sample(arr((2, 5, 4), 7), 2, desc="unbatched (C, H, W)")]
+          Sample(arr((2, 5, 4), 7), 2, desc="unbatched (C, H, W)"),
+          # ceil_mode: a last window cut by the input's end; past the padding (6 rows, 3 / 2 /
+          # 1: its divisor stops at the padding); unbatched
+          Sample(arr((1, 3, 7, 9), 8), 2, ceil_mode=True, desc="ceil_mode"),
+          Sample(arr((2, 2, 6, 6), 9), 3, stride=2, padding=1, ceil_mode=True,
+                 desc="ceil_mode past the padding", device=True),
+          Sample(arr((2, 5, 5), 10), (2, 3), stride=(2, 2), ceil_mode=True,
+                 desc="ceil_mode unbatched")]
     if avg:
         ss.append(Sample(arr((1, 2, 5, 5), 5), 3, stride=2, padding=1,
                          count_include_pad=False, desc="count_include_pad False"))
+        ss.append(Sample(arr((1, 2, 6, 7), 11), 3, stride=2, padding=1, ceil_mode=True,
+                         count_include_pad=False, desc="ceil_mode count_include_pad False",
+                         device=True))
     else:
         ss.append(Sample(arr((1, 2, 7, 7), 6), 2, dilation=2, desc="dilation 2"))
+        ss.append(Sample(arr((1, 2, 8, 8), 12), 3, stride=2, dilation=2, padding=1,
+                         ceil_mode=True, desc="ceil_mode dilation 2", device=True))
     return ss
 
 
@@ -109,11 +121,11 @@ OPS = [
            note="dl's conv2d takes a fused activation `act` (PyTorch's does not)"),
     OpInfo("max_pool2d", op=lambda x, k, **kw: F.max_pool2d(x, k, **kw),
            ref=lambda x, k, **kw: TF.max_pool2d(x, k, **kw), samples=lambda: _pool_samples(),
-           note="max_pool2d has no ceil_mode or return_indices"),
+           note="max_pool2d has no return_indices"),
     OpInfo("avg_pool2d", op=lambda x, k, **kw: F.avg_pool2d(x, k, **kw),
            ref=lambda x, k, **kw: TF.avg_pool2d(x, k, **kw),
            samples=lambda: _pool_samples(True),
-           note="avg_pool2d has no ceil_mode or divisor_override"),
+           note="avg_pool2d has no divisor_override"),
     OpInfo("batch_norm_train", op=lambda x, w, b: _bn(True)(dl, x, w, b),
            ref=lambda x, w, b: _bn(True)(torch, x, w, b), samples=_bn_samples,
            dtypes=ALL_FLOATS, tol={dl.float32: (1e-4, 1e-5), dl.float64: (1e-10, 1e-10),
