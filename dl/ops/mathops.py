@@ -3,9 +3,10 @@ any/all, isclose/allclose, linspace/logspace (issue 17).
 
 Everything here is built from the lazy elementwise ops (they fuse), the reductions of
 dl/ops/reduce.py (a lazy input is reduced as it is computed) and matmul: einsum lowers to
-diagonal views, permutes, reshapes and one batched matmul (or a broadcast multiply and a sum)
-per pair of operands. The elementwise ops of the family (atan2, remainder, bitwise ops,
-predicates, lerp, hypot, activations) are declared in dl/ops/elementwise.py."""
+diagonal views (dl/ops/diagonals.py), permutes, reshapes and one batched matmul (or a
+broadcast multiply and a sum) per pair of operands. The elementwise ops of the family (atan2,
+remainder, bitwise ops, predicates, lerp, hypot, activations) are declared in
+dl/ops/elementwise.py."""
 from __future__ import annotations
 
 import builtins as _builtins
@@ -17,7 +18,8 @@ from ..autograd import no_grad, record
 from ..tensor import Tensor
 from . import linalg as _linalg_module
 from .common import is_tensor, result_type
-from .creation import arange, eye, full
+from .creation import arange, full
+from .diagonals import diagonal
 from .elementwise import (
     DTypeError,
     abs,
@@ -30,6 +32,7 @@ from .elementwise import (
     where,
 )
 from .linalg import matmul
+from .movedim import movedim
 from .reduce import amax, amin
 from .reduce import sum as _sum
 from .registry import register
@@ -275,25 +278,6 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1,  # noqa: A
 
 
 # ---- einsum --------------------------------------------------------------------------------
-def _diagonal(x: Tensor, i: int, j: int) -> Tensor:
-    """x's diagonal over dims i < j (equal sizes), as dim i; dim j removed. A view; its
-    gradient is the incoming gradient spread on the diagonal (a broadcast multiply by eye)."""
-    n = x.shape[i]
-    src = x._materialise()
-    shape = tuple(s for d, s in enumerate(src.shape) if d != j)
-    st = list(src._strides)
-    st[i] += st[j]
-    del st[j]
-    y = src._view(shape, tuple(st), src.offset)
-
-    def back(g):
-        mask_shape = [1] * x.ndim
-        mask_shape[i] = mask_shape[j] = n
-        mask = eye(n, dtype=g.dtype, device=g.device).reshape(mask_shape)
-        return (g.unsqueeze(j) * mask,)
-    return record(y, "diagonal", (x,), back)
-
-
 def _parse_term(term: str, what: str) -> list:
     out, k = [], 0
     while k < len(term):
@@ -442,7 +426,7 @@ def einsum(equation: str, *operands) -> Tensor:
                 raise ValueError(f"einsum(): subscript {labs[i]!r} is repeated in operand {k} "
                                  f"(shape {ops[k].shape}) over dims of sizes {x.shape[i]} and "
                                  f"{x.shape[j]}")
-            x = _diagonal(x, i, j)
+            x = movedim(diagonal(x, 0, i, j), -1, i)  # the diagonal in dim i's place
             del labs[j]
         ops[k], labels[k] = x, labs
     out_set = set(out)

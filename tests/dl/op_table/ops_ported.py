@@ -17,7 +17,7 @@ import dl.nn.functional as F
 from .core import ALL_FLOATS, FLOATS, OpInfo, Sample, arr, iarr
 
 I32 = np.int32
-NO_I64 = "no 64-bit integers on the wgpu runtimes (int64 samples arrive as int32)"
+NO_I64_SUM = "integer sums accumulate in int64 (as torch's), which the wgpu runtimes lack"
 
 
 def _dt(lib, kw: dict) -> dict:
@@ -88,4 +88,49 @@ OPS = [
     OpInfo("softmin_implicit_dim", op=lambda x: _warned(F.softmin, x),
            ref=lambda x: _warned(TF.softmin, x),
            samples=lambda: [Sample(arr((3, 4))), Sample(arr((2, 3, 4), 1))]),
+    # ---- dims and diagonals ---------------------------------------------------------------
+    OpInfo("movedim", op=lambda x, s, d: dl.movedim(x, s, d),
+           ref=lambda x, s, d: torch.movedim(x, s, d), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((2, 3, 4)), 0, -1, desc="int dims, negative"),
+                            Sample(arr((2, 3, 4, 2), 1), (0, 1), (2, 0), desc="tuples"),
+                            Sample(arr((3, 4), 2), [1], [0], noncontig=True,
+                                   desc="lists, noncontig"),
+                            Sample(arr((0, 3)), 0, 1, desc="size 0"),
+                            Sample(np.array(1.5), 0, -1, desc="0-d")]),
+    OpInfo("moveaxis_method", op=lambda x, s, d: x.moveaxis(s, d),
+           ref=lambda x, s, d: x.moveaxis(s, d),
+           samples=lambda: [Sample(arr((2, 3, 4)), (2, 0), (0, 1))]),
+    OpInfo("diagonal", op=lambda x, *a, **k: dl.diagonal(x, *a, **k),
+           ref=lambda x, *a, **k: torch.diagonal(x, *a, **k), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((4, 4))),
+                            Sample(arr((3, 5), 1), 1, desc="offset 1, wide"),
+                            Sample(arr((5, 3), 2), -2, noncontig=True, desc="offset -2"),
+                            Sample(arr((2, 3, 4), 3), 1, 2, 0, desc="dims (2, 0), 3-d"),
+                            Sample(arr((2, 3, 4), 4), dim1=-1, dim2=-2, desc="negative dims"),
+                            Sample(arr((2, 3), 5), 5, desc="off the matrix: empty"),
+                            Sample(arr((0, 3)), desc="size 0")]),
+    OpInfo("diagonal_method", op=lambda x, *a: x.diagonal(*a),
+           ref=lambda x, *a: x.diagonal(*a), samples=lambda: [Sample(arr((3, 4)), -1)]),
+    OpInfo("diag_embed", op=lambda x, *a, **k: dl.diag_embed(x, *a, **k),
+           ref=lambda x, *a, **k: torch.diag_embed(x, *a, **k), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((2, 3))),
+                            Sample(arr((2, 3), 1), 1, 0, 2, desc="offset 1, dims (0, 2)"),
+                            Sample(arr((3,), 2), -2, desc="offset -2"),
+                            Sample(arr((2, 3), 3), -1, 2, 0, desc="dims (2, 0)"),
+                            Sample(arr((2, 0), 4), 1, desc="empty diagonal")]),
+    OpInfo("diag_embed_int", op=lambda x, *a: dl.diag_embed(x, *a),
+           ref=lambda x, *a: torch.diag_embed(x, *a), grad=False,
+           samples=lambda: [Sample(iarr((2, 3), 9).astype(I32), 1, desc="int32"),
+                            Sample(iarr((3,), 2, 1) == 1, -1, desc="bool")]),
+    OpInfo("diag", op=lambda x, *a: dl.diag(x, *a), ref=lambda x, *a: torch.diag(x, *a),
+           samples=lambda: [Sample(arr((3,)), desc="1-d"), Sample(arr((3, 4), 1), desc="2-d"),
+                            Sample(arr((3,), 2), -1, desc="1-d, offset -1"),
+                            Sample(arr((4, 3), 3), 1, noncontig=True, desc="2-d, offset 1"),
+                            Sample(arr((0,)), 2, desc="1-d empty, offset 2")]),
+    OpInfo("trace", op=lambda x: dl.trace(x), ref=lambda x: torch.trace(x), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((3, 3))), Sample(arr((2, 4), 1), noncontig=True),
+                            Sample(arr((0, 3)), desc="size 0")]),
+    OpInfo("trace_int", op=lambda x: x.trace(), ref=lambda x: x.trace(), grad=False,
+           skip={"wgpu": NO_I64_SUM, "wgpu-spirv": NO_I64_SUM},
+           samples=lambda: [Sample(iarr((3, 4), 9).astype(I32), desc="int32: int64 sum")]),
 ]
