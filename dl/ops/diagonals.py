@@ -9,7 +9,7 @@ from ..tensor import Tensor
 from .creation import eye, zeros, zeros_like
 from .elementwise import DTypeError, where
 from .indexing import pad
-from .movedim import movedim
+from .moving_dims import movedim
 from .reduce import sum as _sum
 from .registry import register
 from .shape import _viewing, clone

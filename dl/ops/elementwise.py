@@ -16,6 +16,7 @@ import dis
 import functools
 import inspect
 import math
+import sys
 import textwrap
 
 import numpy as np
@@ -92,10 +93,14 @@ def _op_doc(math_fn, call: str, notes: list[str], dunders=(), aliases=()) -> str
     return inspect.cleandoc(math_fn.__doc__) + "\n\n" + textwrap.fill(" ".join(notes), 92)
 
 
-def _declare(fn, name: str, **exposed):
+def _declare(fn, name: str, module: str = __name__, **exposed):
+    """Registers the op `name` (and its method) and exports it from `module`'s `__all__`:
+    the module whose declaration it is (dl/ops/elementwise_special.py declares more ops with
+    this module's decorators)."""
     fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = module
     register(name, *exposed.pop("aliases", ()), method=True, **exposed)(fn)
-    __all__.append(name)
+    sys.modules[module].__all__.append(name)
     return fn
 
 
@@ -139,7 +144,7 @@ def unary(float_only: bool = True, grad=None, rounding: bool = False, dunder=Non
         notes.append("Not differentiable." if grad is None else "Its gradient is 0."
                      if grad is _zero_grad else "Differentiable.")
         fn.__doc__ = _op_doc(math_fn, f"t.{name}()", notes, (dunder,))
-        return _declare(fn, name, dunder=dunder)
+        return _declare(fn, name, math_fn.__module__, dunder=dunder)
     return wrap
 
 
@@ -458,7 +463,8 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
         notes.append("Not differentiable." if grad is None else "Differentiable in its tensor "
                      "operands (gradients summed back over broadcast dims).")
         fn.__doc__ = _op_doc(math_fn, f"a.{name}(b)", notes, (dunder, rdunder), aliases)
-        return _declare(fn, name, aliases=aliases, dunder=dunder, rdunder=rdunder)
+        return _declare(fn, name, math_fn.__module__, aliases=aliases, dunder=dunder,
+                        rdunder=rdunder)
     return wrap
 
 

@@ -32,7 +32,7 @@ from .elementwise import (
     where,
 )
 from .linalg import matmul
-from .movedim import movedim
+from .moving_dims import movedim
 from .reduce import amax, amin
 from .reduce import sum as _sum
 from .registry import register

@@ -14,9 +14,14 @@ import torch.nn.functional as TF
 import dl
 import dl.nn.functional as F
 
-from .core import ALL_FLOATS, FLOATS, OpInfo, Sample, arr, iarr
+from .core import ALL_FLOATS, FLOATS, OpInfo, Sample, arr, edge_values, iarr
+from .ops_math import _binary_samples, _t, _unary_samples
 
 I32 = np.int32
+INF, NAN = float("inf"), float("nan")
+EDGE = edge_values()
+_FINITE = "WGSL and Vulkan may assume finite floats (infinities and nan among the samples)"
+SHADER_FINITE = {"wgpu": _FINITE, "wgpu-spirv": _FINITE}
 NO_I64_SUM = "integer sums accumulate in int64 (as torch's), which the wgpu runtimes lack"
 
 
@@ -133,4 +138,58 @@ OPS = [
     OpInfo("trace_int", op=lambda x: x.trace(), ref=lambda x: x.trace(), grad=False,
            skip={"wgpu": NO_I64_SUM, "wgpu-spirv": NO_I64_SUM},
            samples=lambda: [Sample(iarr((3, 4), 9).astype(I32), desc="int32: int64 sum")]),
+    # ---- elementwise special functions ---------------------------------------------------
+    *[OpInfo(n, op=lambda a, b, n=n: getattr(dl, n)(a, b),
+             ref=lambda a, b, n=n: getattr(torch, n)(a, _t(b, a)), dtypes=ALL_FLOATS,
+             samples=_binary_samples())
+      for n in ("logaddexp", "logaddexp2")],
+    # PyTorch's gradients at infinities: nan where both are the same infinity
+    *[OpInfo(f"{n}_infinities", op=lambda a, b, n=n: getattr(dl, n)(a, b),
+             ref=lambda a, b, n=n: getattr(torch, n)(a, b),
+             skip=SHADER_FINITE,
+             samples=lambda: [Sample(np.array([INF, -INF, INF, -INF, 1.0, -INF]),
+                                     np.array([INF, -INF, -INF, 1.0, 1.0, 2.0]))])
+      for n in ("logaddexp", "logaddexp2")],
+    OpInfo("xlogy", op=lambda a, b: dl.xlogy(a, b), ref=lambda a, b: torch.xlogy(a, b),
+           dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((3, 5)), arr((3, 5), 1, 0.1, 3.0), desc="typical"),
+                            Sample(arr((4, 1, 3), 2), arr((5, 1), 3, 0.1, 3.0),
+                                   desc="broadcast"),
+                            Sample(arr((2, 3), 4), 2.5, desc="scalar other"),
+                            Sample(1.5, arr((2, 3), 5, 0.1, 3.0), desc="scalar self"),
+                            Sample(arr((0, 3)), arr((1, 3), 1), desc="size 0")]),
+    # a = 0: 0 whatever b but nan; gradients PyTorch's (0 for a where a = 0 and b <= 0)
+    OpInfo("xlogy_special", op=lambda a, b: dl.xlogy(a, b), ref=lambda a, b: torch.xlogy(a, b),
+           skip=SHADER_FINITE,
+           samples=lambda: [Sample(np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, -0.0]),
+                                   np.array([0.0, -1.0, NAN, INF, 2.0, 0.0, -1.0, 0.5])),
+                            Sample(np.array([0.0, 1.0, 0.0]), -1.0, desc="scalar b <= 0")]),
+    OpInfo("xlogy_int", op=lambda a, b: dl.xlogy(a, b), ref=lambda a, b: torch.xlogy(a, b),
+           grad=False, samples=lambda: [Sample(iarr((3, 4), 5).astype(I32),
+                                               iarr((3, 4), 5, 1, 1).astype(I32))]),
+    OpInfo("copysign", op=lambda a, b: dl.copysign(a, b),
+           ref=lambda a, b: torch.copysign(a, b), dtypes=ALL_FLOATS, signed_zero=True,
+           samples=lambda: [*_binary_samples()(),
+                            Sample(np.array([0.0, -0.0, 1.0, -2.0, 3.0]),
+                                   np.array([-1.0, 1.0, -0.0, 0.0, -0.0]),
+                                   desc="zeros (the gradient's 0 at a = 0)")]),
+    OpInfo("copysign_int", op=lambda a, b: dl.copysign(a, b),
+           ref=lambda a, b: torch.copysign(a, b), grad=False,
+           samples=lambda: [Sample(iarr((3, 4), 5, 0, -5).astype(I32),
+                                   iarr((3, 4), 5, 1, -5).astype(I32)),
+                            Sample(arr((2, 3)), iarr((2, 3), 3, 2, -3).astype(I32),
+                                   desc="float and int")]),
+    OpInfo("frac", op=lambda x: dl.frac(x), ref=lambda x: torch.frac(x), dtypes=ALL_FLOATS,
+           signed_zero=True, samples=_unary_samples(-5.0, 5.0)),
+    OpInfo("sinc", op=lambda x: dl.sinc(x), ref=lambda x: torch.sinc(x), dtypes=ALL_FLOATS,
+           samples=_unary_samples(), tol={dl.float32: (1e-5, 1e-6)}),
+    OpInfo("sinc_zero", op=lambda x: dl.sinc(x), ref=lambda x: torch.sinc(x),
+           samples=lambda: [Sample(np.array([0.0, -0.0, 1.0, -0.5, 1e-30, 2.5]),
+                                   desc="0 (1, gradient 0), integers (0)")]),
+    OpInfo("special_methods",
+           op=lambda a, b: (a.logaddexp(b), a.logaddexp2(b), b.xlogy(b), a.copysign(b),
+                            a.frac(), a.sinc()),
+           ref=lambda a, b: (a.logaddexp(b), a.logaddexp2(b), b.xlogy(b), a.copysign(b),
+                             a.frac(), a.sinc()),
+           samples=lambda: [Sample(arr((3, 4)), arr((3, 4), 1, 0.1, 2.0))]),
 ]

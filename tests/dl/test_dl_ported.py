@@ -1,0 +1,129 @@
+"""The torch functions added for ported PyTorch code: the errors they raise where torch
+raises (values and gradients are the op table's: tests/dl/op_table/ops_ported.py), their
+modules, and the declarations of dl/ops/elementwise_special.py."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import dl
+import dl.nn.functional as F
+from dl.ops.elementwise import DTypeError
+
+
+def test_one_hot_errors():
+    with pytest.raises(RuntimeError, match="non-negative"):
+        F.one_hot(dl.tensor([1, -1]))
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        F.one_hot(dl.tensor([1, 3]), 3)
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        F.one_hot(dl.tensor([1]), -2)
+    with pytest.raises(RuntimeError, match="empty tensor"):
+        F.one_hot(dl.zeros(0, dtype=dl.int64))
+    with pytest.raises(DTypeError, match="LongTensor"):
+        F.one_hot(dl.tensor([1.0]))
+    with pytest.raises(DTypeError):
+        F.one_hot(dl.tensor([True]))
+
+
+def test_distance_errors():
+    with pytest.raises(DTypeError, match="floating point"):
+        F.cosine_similarity(dl.tensor([1, 2]), dl.tensor([1, 2]), dim=0)
+    with pytest.raises(DTypeError):
+        F.normalize(dl.tensor([1, 2]), dim=0)  # the norm's rule, as torch's
+    with pytest.raises(TypeError):
+        F.normalize(dl.ones(2, 3), out=dl.ones(2, 3))
+
+
+def test_distance_modules_match_torch():
+    a, b = np.random.default_rng(0).normal(size=(2, 3, 4))
+    for m, tm in ((dl.nn.CosineSimilarity(dim=-1, eps=1e-6),
+                   torch.nn.CosineSimilarity(dim=-1, eps=1e-6)),
+                  (dl.nn.PairwiseDistance(1.0, keepdim=True),
+                   torch.nn.PairwiseDistance(1.0, keepdim=True))):
+        np.testing.assert_allclose(m(dl.tensor(a), dl.tensor(b)).numpy(),
+                                   tm(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-12)
+    x = np.random.default_rng(1).normal(size=(2, 3))
+    np.testing.assert_allclose(dl.nn.Softmin(1)(dl.tensor(x)).numpy(),
+                               torch.nn.Softmin(1)(torch.tensor(x)).numpy(), rtol=1e-12)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dl.nn.Softmin()(dl.tensor(x))
+    assert any("Implicit dimension" in str(m.message) for m in w)
+    assert repr(dl.nn.Softmin(1)) == "Softmin(dim=1)"
+
+
+def test_movedim_errors():
+    x = dl.ones(2, 3, 4)
+    with pytest.raises(RuntimeError, match="repeated dim in `source`"):
+        dl.movedim(x, (0, 0), (1, 2))
+    with pytest.raises(RuntimeError, match="repeated dim in `destination`"):
+        dl.movedim(x, (0, 1), (1, 1))
+    with pytest.raises(RuntimeError, match="same number of dims"):
+        dl.movedim(x, (0, 1), (1,))
+    with pytest.raises(IndexError):
+        dl.movedim(x, 0, 3)
+    with pytest.raises(TypeError):
+        dl.movedim(x, 0.0, 1)
+    assert dl.moveaxis is dl.movedim and x.moveaxis(0, -1).shape == (3, 4, 2)
+
+
+def test_diagonal_errors():
+    with pytest.raises(RuntimeError, match="cannot be identical"):
+        dl.diagonal(dl.ones(2, 3), 0, 1, -1)
+    with pytest.raises(IndexError):
+        dl.diagonal(dl.ones(3))
+    with pytest.raises(RuntimeError, match="cannot be identical"):
+        dl.diag_embed(dl.ones(2, 2), 0, 0, 0)
+    with pytest.raises(RuntimeError, match="Supports 1D or 2D"):
+        dl.diag(dl.ones(2, 2, 2))
+    with pytest.raises(RuntimeError, match="expected a matrix"):
+        dl.trace(dl.ones(3))
+    with pytest.raises(DTypeError):
+        dl.trace(dl.ones(2, 2, dtype=dl.bool_))
+
+
+def test_diagonal_is_a_view_and_diag_a_copy():
+    """Writes through diagonal() reach the input (torch's `x.diagonal().fill_(0)` idiom), with
+    autograd too; diag() of a matrix is a copy, as torch's."""
+    x = dl.ones(3, 3)
+    x.diagonal(1).fill_(5.0)
+    np.testing.assert_array_equal(x.numpy(), np.ones((3, 3)) + 4 * np.eye(3, k=1))
+    d = dl.diag(x)
+    d.fill_(0.0)
+    assert x.numpy()[0, 0] == 1.0
+    w = dl.ones(3, 3, requires_grad=True)
+    y = w * 2
+    y.diagonal().zero_()
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * (1 - np.eye(3)))
+
+
+def test_special_errors():
+    for op in (dl.logaddexp, dl.logaddexp2):
+        with pytest.raises(DTypeError):
+            op(dl.tensor([1, 2]), dl.tensor([1, 2]))
+    with pytest.raises(DTypeError):
+        dl.frac(dl.tensor([1, 2]))
+    with pytest.raises(DTypeError):
+        dl.frac(dl.tensor([True]))
+
+
+def test_special_ops_are_declarations():
+    """Each op of dl/ops/elementwise_special.py is, from its one declaration, an op in the
+    registry, a name in dl.ops and dl, a Tensor method and an emitter of fused kernels (as
+    tests/dl/test_layering.py checks for dl/ops/elementwise.py)."""
+    from dl.fusion.emit_ops import EMITTERS
+    from dl.ops import OPS, elementwise, elementwise_special
+    assert sorted(elementwise_special.__all__) == ["copysign", "frac", "logaddexp",
+                                                   "logaddexp2", "sinc", "xlogy"]
+    for name in elementwise_special.__all__:
+        fn = getattr(elementwise_special, name)
+        assert name not in elementwise.__all__, name
+        assert getattr(dl.ops, name) is fn and getattr(dl, name) is fn, name
+        assert OPS[name] is fn and getattr(dl.Tensor, name) is fn, name
+        assert name in EMITTERS, name
+        assert fn.__doc__ and fn.__module__ == "dl.ops.elementwise_special", name
