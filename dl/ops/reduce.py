@@ -309,18 +309,32 @@ max = register("max", method=True)(_max_min("max"))  # noqa: A001
 min = register("min", method=True)(_max_min("min"))  # noqa: A001
 
 
+def _correction(what: str, dim, unbiased, correction) -> tuple:
+    """(dim, correction) from PyTorch's var/std overloads: (dim, unbiased, keepdim)
+    positionally, `var(unbiased)` (a bool first: every dim), or correction by keyword."""
+    if isinstance(dim, bool):  # torch.var(x, False): unbiased, over every dim
+        if unbiased is not None:
+            raise TypeError(f"{what}: unbiased given twice (as the first argument and again)")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{what}: give unbiased or correction, not both")
+    if unbiased is not None:
+        return dim, int(bool(unbiased))
+    return dim, 1 if correction is None else correction
+
+
 @register("var", method=True)
-def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
-        unbiased: bool | None = None) -> Tensor:
+def var(x: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
     """The variance of x over `dim` (an int, a tuple, or None: all dims).
 
-    Divides by n - correction (1: the unbiased estimate, PyTorch's default; `unbiased`
-    overrides it as in older PyTorch); nan where n <= correction. Two passes, both fused
+    Divides by n - correction (1: the unbiased estimate, PyTorch's default); PyTorch's
+    overloads: `var(x, dim, unbiased, keepdim)` positionally, `var(x, unbiased)` over every
+    dim, `correction=` by keyword. nan where n <= correction. Two passes, both fused
     reductions: the mean, then the squares of (x - mean) summed on read. Differentiable
     through those ops. Float tensors only (a TypeError naming var, or std, otherwise).
     Also `t.var()`."""
-    if unbiased is not None:
-        correction = int(unbiased)
+    dim, correction = _correction("var", dim, unbiased, correction)
     _float_input(x, "var")
     dims = _dims(x, dim)
     n = shapes.numel(x.shape[d] for d in dims)
@@ -330,13 +344,14 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
 
 
 @register("std", method=True)
-def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
-        unbiased: bool | None = None) -> Tensor:
+def std(x: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
     """The standard deviation of x over `dim`: sqrt(var(x, ...)), with var's
     arguments. Differentiable; where the deviation is 0 the gradient is 0, as PyTorch's
     (sqrt's own, g / (2 * 0) times var's 0, is NaN). Also `t.std()`."""
+    dim, correction = _correction("std", dim, unbiased, correction)
     _float_input(x, "std")
-    v = var(x, dim, keepdim, correction, unbiased)
+    v = var(x, dim, keepdim=keepdim, correction=correction)
     y = v.detach().sqrt()
     if v.requires_grad:
         ys = saved_output(y)

@@ -240,6 +240,16 @@ OPS = [
            samples=_var_samples, dtypes=ALL_FLOATS),
     OpInfo("std", op=lambda x, **k: dl.std(x, **k), ref=lambda x, **k: torch.std(x, **k),
            samples=_var_samples, dtypes=ALL_FLOATS),
+    # PyTorch's positional overloads: (dim, unbiased, keepdim) and (unbiased) alone
+    *[OpInfo(f"{n}_positional", op=lambda x, *a, n=n: getattr(x, n)(*a),
+             ref=lambda x, *a, n=n: getattr(x, n)(*a),
+             samples=lambda: [Sample(arr((3, 5)), 0, False, desc="dim, unbiased=False"),
+                              Sample(arr((3, 5), 1), 1, True, True,
+                                     desc="dim, unbiased, keepdim"),
+                              Sample(arr((3, 5), 2), False, desc="unbiased=False alone"),
+                              Sample(arr((2, 3, 4), 3), (0, 2), False, True,
+                                     desc="dims, biased, keepdim")])
+      for n in ("var", "std")],
     # ---- rows ------------------------------------------------------------------------------
     OpInfo("softmax", op=lambda x, d: dl.softmax(x, d), ref=lambda x, d: torch.softmax(x, d),
            samples=_rows_samples(), dtypes=ALL_FLOATS),
