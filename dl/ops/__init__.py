@@ -22,11 +22,15 @@ from .creation import (
 from .diagonals import *  # noqa: F403  (diagonal, diag, diag_embed, trace)
 from .elementwise import *  # noqa: F403  (every declared elementwise op: its __all__)
 from .elementwise_special import *  # noqa: F403  (logaddexp, xlogy, sinc, ...)
+from .finite_differences import diff
 from .index import cat, gather, index_select, repeat, stack
 from .indexing import *  # noqa: F403  (issue 17's modules each export their __all__)
 from .linalg import bmm, linear, matmul, mm
 from .mathops import *  # noqa: F403
 from .moving_dims import moveaxis, movedim
+from .nan_reductions import nanmean, nansum
+from .nonzero_count import count_nonzero
+from .paired_reductions import aminmax, std_mean, var_mean
 from .random import Generator, manual_seed
 from .reduce import (
     amax,

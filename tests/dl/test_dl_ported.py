@@ -127,3 +127,34 @@ def test_special_ops_are_declarations():
         assert OPS[name] is fn and getattr(dl.Tensor, name) is fn, name
         assert name in EMITTERS, name
         assert fn.__doc__ and fn.__module__ == "dl.ops.elementwise_special", name
+
+
+def test_reduction_errors():
+    with pytest.raises(DTypeError, match="floating point"):
+        dl.nanmean(dl.tensor([1, 2]))
+    with pytest.raises(DTypeError, match="floating point"):
+        dl.var_mean(dl.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="both unbiased and correction"):
+        dl.std_mean(dl.ones(3), 0, True, correction=0)
+    with pytest.raises(IndexError, match="non-zero size"):
+        dl.aminmax(dl.ones(0, 2), dim=0)
+    with pytest.raises(RuntimeError, match="no identity"):
+        dl.aminmax(dl.ones(0, 2))
+    with pytest.raises(TypeError):
+        dl.aminmax(dl.ones(2, 2), 1)  # dim is keyword-only, as torch's
+    r = dl.aminmax(dl.tensor([[1.0, 3.0], [2.0, 0.0]]), dim=1)
+    assert r.min.tolist() == [1.0, 0.0] and r.max.tolist() == [3.0, 2.0]
+    assert repr(r).startswith("dl.return_types.aminmax(min=")
+
+
+def test_diff_errors():
+    with pytest.raises(RuntimeError, match="at least one-dimensional"):
+        dl.diff(dl.tensor(1.0))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        dl.diff(dl.ones(3), n=-1)
+    with pytest.raises(RuntimeError, match="same dimension"):
+        dl.diff(dl.ones(2, 3), prepend=dl.zeros(3))
+    with pytest.raises(RuntimeError, match=r"input.size\(0\) = 2, but got tensor.size\(0\) = 3"):
+        dl.diff(dl.ones(2, 3), prepend=dl.zeros(3, 1))
+    with pytest.raises(TypeError):
+        dl.diff(dl.ones(2, 3), prepend=2.0)

@@ -14,7 +14,7 @@ import torch.nn.functional as TF
 import dl
 import dl.nn.functional as F
 
-from .core import ALL_FLOATS, FLOATS, OpInfo, Sample, arr, edge_values, iarr
+from .core import ALL_FLOATS, FLOATS, OpInfo, Sample, arr, barr, edge_values, iarr, ties
 from .ops_math import _binary_samples, _t, _unary_samples
 
 I32 = np.int32
@@ -37,6 +37,16 @@ def _warned(fn, *args):
         y = fn(*args)
     assert any("Implicit dimension" in str(m.message) for m in w), [str(m.message) for m in w]
     return y
+
+
+def _nans(shape, seed=0, p=0.3):
+    """Random values with about a share p of nan."""
+    return np.where(barr(shape, seed + 5, p), NAN, arr(shape, seed))
+
+
+def _zeros(shape, seed=0):
+    """Random values with about a third of zeros."""
+    return np.where(barr(shape, seed + 5, 0.33), 0.0, arr(shape, seed))
 
 
 def _zero_rows(shape, seed=0):
@@ -192,4 +202,75 @@ OPS = [
            ref=lambda a, b: (a.logaddexp(b), a.logaddexp2(b), b.xlogy(b), a.copysign(b),
                              a.frac(), a.sinc()),
            samples=lambda: [Sample(arr((3, 4)), arr((3, 4), 1, 0.1, 2.0))]),
+    # ---- reductions ------------------------------------------------------------------------
+    OpInfo("nansum", op=lambda x, *a, **k: dl.nansum(x, *a, **_dt(dl, k)),
+           ref=lambda x, *a, **k: torch.nansum(x, *a, **_dt(torch, k)), dtypes=ALL_FLOATS,
+           skip=SHADER_FINITE,
+           samples=lambda: [Sample(_nans((3, 5)), 1, desc="dim 1"),
+                            Sample(_nans((2, 3, 4), 1), (0, -1), keepdim=True,
+                                   desc="dims (0, -1), keepdim"),
+                            Sample(_nans((4, 3), 2), noncontig=True, desc="all dims"),
+                            Sample(_nans((3, 4), 3), 0, dtype="float64", desc="dtype"),
+                            Sample(np.full((2, 2), NAN), 1, desc="all nan"),
+                            Sample(arr((0, 3)), 1, desc="size 0")]),
+    OpInfo("nansum_int", op=lambda x, *a: dl.nansum(x, *a), ref=lambda x, *a: torch.nansum(x, *a),
+           grad=False, skip={"wgpu": NO_I64_SUM, "wgpu-spirv": NO_I64_SUM},
+           samples=lambda: [Sample(iarr((3, 4), 9).astype(I32), 0, desc="int32: int64"),
+                            Sample(barr((3, 4)), desc="bool: int64")]),
+    OpInfo("nanmean", op=lambda x, *a, **k: dl.nanmean(x, *a, **_dt(dl, k)),
+           ref=lambda x, *a, **k: torch.nanmean(x, *a, **_dt(torch, k)), dtypes=ALL_FLOATS,
+           skip=SHADER_FINITE,
+           samples=lambda: [Sample(_nans((3, 5)), 1, desc="dim 1"),
+                            Sample(_nans((2, 3, 4), 1), (0, 2), True, desc="dims, keepdim"),
+                            Sample(_nans((4, 3), 2), noncontig=True, desc="all dims"),
+                            Sample(np.array([[NAN, NAN], [1.0, NAN]]), -1,
+                                   desc="an all-nan row (nan)"),
+                            Sample(_nans((3, 4), 3), 0, dtype="float64", desc="dtype")]),
+    OpInfo("count_nonzero", op=lambda x, *a: dl.count_nonzero(x, *a),
+           ref=lambda x, *a: torch.count_nonzero(x, *a), grad=False, dtypes=ALL_FLOATS,
+           skip={"wgpu": NO_I64_SUM, "wgpu-spirv": NO_I64_SUM},
+           samples=lambda: [Sample(_zeros((3, 5))), Sample(_zeros((3, 5), 1), 1, desc="dim 1"),
+                            Sample(_zeros((2, 3, 4), 2), (0, -1), desc="dims (0, -1)"),
+                            Sample(iarr((3, 4), 3).astype(I32), -1, desc="int32"),
+                            Sample(barr((3, 4)), 0, desc="bool"),
+                            Sample(arr((0, 3)), 0, desc="size 0")]),
+    *[OpInfo(n, op=lambda x, *a, n=n, **k: getattr(dl, n)(x, *a, **k),
+             ref=lambda x, *a, n=n, **k: getattr(torch, n)(x, *a, **k), dtypes=ALL_FLOATS,
+             samples=lambda: [Sample(arr((3, 5)), 1, desc="dim 1"),
+                              Sample(arr((2, 3, 4), 1), (0, 2), False, True,
+                                     desc="dims, unbiased False, keepdim"),
+                              Sample(arr((4, 3), 2), noncontig=True, desc="all dims"),
+                              Sample(arr((3, 4), 3), False, desc="unbiased as 2nd argument"),
+                              Sample(arr((3, 4), 4), dim=0, correction=2, keepdim=True,
+                                     desc="correction 2"),
+                              Sample(np.ones((2, 3)), 1, desc="constant (std's 0 gradient)")])
+      for n in ("var_mean", "std_mean")],
+    OpInfo("aminmax", op=lambda x, **k: dl.aminmax(x, **k),
+           ref=lambda x, **k: torch.aminmax(x, **k), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(ties((3, 5)), dim=1, desc="dim 1, ties"),
+                            Sample(ties((3, 4), 1), desc="all, ties"),
+                            Sample(arr((2, 3, 4), 2), dim=-2, keepdim=True,
+                                   desc="dim -2, keepdim"),
+                            Sample(arr((4, 3), 3), keepdim=True, noncontig=True,
+                                   desc="all, keepdim"),
+                            Sample(np.array(1.5), dim=0, desc="0-d"),
+                            Sample(arr((0, 3)), dim=1, desc="size 0 kept")]),
+    OpInfo("aminmax_int", op=lambda x, **k: x.aminmax(**k), ref=lambda x, **k: x.aminmax(**k),
+           grad=False, samples=lambda: [Sample(iarr((3, 4), 9).astype(I32), dim=0),
+                                        Sample(barr((3, 4)), desc="bool")]),
+    OpInfo("diff", op=lambda x, *a, **k: dl.diff(x, *a, **k),
+           ref=lambda x, *a, **k: torch.diff(x, *a, **k), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((3, 5))),
+                            Sample(arr((4, 3), 1), 2, 0, noncontig=True, desc="n 2, dim 0"),
+                            Sample(arr((2, 3), 2), 1, -1, arr((2, 1), 3), arr((2, 2), 4),
+                                   desc="prepend, append"),
+                            Sample(arr((3,), 5), 5, desc="n past the length"),
+                            Sample(arr((3,), 6), 0, desc="n 0"),
+                            Sample(arr((0, 3)), 1, 0, desc="size 0")]),
+    OpInfo("diff_int_bool", op=lambda x, *a, **k: x.diff(*a, **k),
+           ref=lambda x, *a, **k: x.diff(*a, **k), grad=False,
+           samples=lambda: [Sample(iarr((3, 4), 9).astype(I32), 2, desc="int32"),
+                            Sample(barr((3, 4)), 1, 0, desc="bool: !="),
+                            Sample(iarr((2, 3), 9).astype(I32), 1, -1, arr((2, 1)),
+                                   desc="int32, float prepend: float")]),
 ]
