@@ -34,7 +34,7 @@ def var_mean(input: Tensor, dim=None, unbiased: bool | None = None,  # noqa: A00
     `var_mean(x, dim, correction=c, keepdim=k)`); the variance divides by n - correction
     (default 1). Float tensors only (DTypeError). Differentiable in both."""
     dim, c, keepdim = _spread("var_mean", input, dim, unbiased, keepdim, correction)
-    return var(input, dim, keepdim=keepdim, correction=c), mean(input, dim, keepdim)
+    return var(input, dim, keepdim=keepdim, correction=c), mean(input, dim, keepdim=keepdim)
 
 
 @register("std_mean")
@@ -43,7 +43,7 @@ def std_mean(input: Tensor, dim=None, unbiased: bool | None = None,  # noqa: A00
     """(std, mean) of input over `dim`, as torch.std_mean (var_mean's arguments).
     Differentiable in both (std's gradient is 0 where it is 0, as PyTorch's)."""
     dim, c, keepdim = _spread("std_mean", input, dim, unbiased, keepdim, correction)
-    return std(input, dim, keepdim=keepdim, correction=c), mean(input, dim, keepdim)
+    return std(input, dim, keepdim=keepdim, correction=c), mean(input, dim, keepdim=keepdim)
 
 
 class AminmaxResult(tuple):
