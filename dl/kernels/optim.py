@@ -26,19 +26,21 @@ def _grad(g, p, wd, MAXIMIZE: Comptime[bool], WD: Comptime[bool]):
 
 
 @cube
-def _adam_at(p, g, m, v, vmax, pi_: u32, gi_: u32, mi_: u32, vi_: u32, xi_: u32, decay, wd, b1,
-             b2, eps, step_size, inv_sqrt_bc2, MAXIMIZE: Comptime[bool],
+def _adam_at(p, g, m, v, vmax, pi_: u32, gi_: u32, mi_: u32, vi_: u32, xi_: u32, decay, wd,
+             b2, omb1, omb2, eps, step_size, inv_sqrt_bc2, MAXIMIZE: Comptime[bool],
              COUPLED_WD: Comptime[bool], DECOUPLED_WD: Comptime[bool], AMSGRAD: Comptime[bool]):
     """One element's Adam step (p[pi_], g[gi_], m[mi_], v[vi_]; AMSGRAD: the denominator
     follows the largest v so far, vmax[xi_], as PyTorch's; without it vmax is not
     touched): the one- and the multi-tensor kernels share it, so their results are the
-    same bits."""
+    same bits. omb1, omb2: 1 - b1 and 1 - b2 from the host (in double, as PyTorch's: 1 - b2
+    in float32 is 1.3e-5 off at b2 = 0.999, 1.4e-3 at 0.99999); m moves by PyTorch's lerp."""
     pi = p[pi_]
     gi = _grad(g[gi_], pi, wd, MAXIMIZE, COUPLED_WD)
     if DECOUPLED_WD:
         pi = pi * decay
-    mi = m[mi_] * b1 + gi * (1 - b1)
-    vi = v[vi_] * b2 + gi * gi * (1 - b2)
+    mi = m[mi_]
+    mi = mi + omb1 * (gi - mi)
+    vi = v[vi_] * b2 + gi * gi * omb2
     m[mi_] = mi
     v[vi_] = vi
     if AMSGRAD:
@@ -49,15 +51,17 @@ def _adam_at(p, g, m, v, vmax, pi_: u32, gi_: u32, mi_: u32, vi_: u32, xi_: u32,
 
 @cube(launch=True, unchecked=True, nowrap=True)  # n units in contiguous tensors of n
 def adam_kernel(p: Array[F], g: Array[F], m: Array[F], v: Array[F], x: Array[F], n: u32,
-                po: u32, go: u32, mo: u32, vo: u32, xo: u32, decay: F, wd: F, b1: F, b2: F,
-                eps: F, step_size: F, inv_sqrt_bc2: F, MAXIMIZE: Comptime[bool],
+                po: u32, go: u32, mo: u32, vo: u32, xo: u32, decay: F, wd: F, b2: F,
+                omb1: F, omb2: F, eps: F, step_size: F, inv_sqrt_bc2: F,
+                MAXIMIZE: Comptime[bool],
                 COUPLED_WD: Comptime[bool], DECOUPLED_WD: Comptime[bool],
                 AMSGRAD: Comptime[bool]):
     """x: the largest v so far with AMSGRAD (else a placeholder the step never touches)."""
     i = ABSOLUTE_POS
     if i < n:
-        _adam_at(p, g, m, v, x, po + i, go + i, mo + i, vo + i, xo + i, decay, wd, b1, b2,
-                 eps, step_size, inv_sqrt_bc2, MAXIMIZE, COUPLED_WD, DECOUPLED_WD, AMSGRAD)
+        _adam_at(p, g, m, v, x, po + i, go + i, mo + i, vo + i, xo + i, decay, wd, b2,
+                 omb1, omb2, eps, step_size, inv_sqrt_bc2, MAXIMIZE, COUPLED_WD, DECOUPLED_WD,
+                 AMSGRAD)
 
 
 @cube
@@ -95,8 +99,9 @@ def sgd_kernel(p: Array[F], g: Array[F], buf: Array[F], n: u32, po: u32, go: u32
 def adam_scalars(*, lr, b1, b2, eps, wd, step) -> dict:
     """adam_kernel's scalar arguments for a step (what changes from step to step)."""
     bc1, bc2 = 1.0 - b1 ** step, 1.0 - b2 ** step
-    return dict(decay=1.0 - lr * wd, wd=float(wd), b1=float(b1), b2=float(b2),
-                eps=float(eps), step_size=lr / bc1, inv_sqrt_bc2=1.0 / bc2 ** 0.5)
+    return dict(decay=1.0 - lr * wd, wd=float(wd), b2=float(b2), omb1=1.0 - b1,
+                omb2=1.0 - b2, eps=float(eps), step_size=lr / bc1,
+                inv_sqrt_bc2=1.0 / bc2 ** 0.5)
 
 
 def adam_step(rt, p, g, m, v, scalars: dict, *, wd, decoupled, maximize, vmax=None):

@@ -52,7 +52,7 @@ class Rule:
 
 
 ADAM = Rule("adam", ("p", "g", "m", "v"),
-            ("decay", "wd", "b1", "b2", "eps", "step_size", "inv_sqrt_bc2"),
+            ("decay", "wd", "b2", "omb1", "omb2", "eps", "step_size", "inv_sqrt_bc2"),
             (("MAXIMIZE", "bool"), ("COUPLED_WD", "bool"), ("DECOUPLED_WD", "bool"),
              ("AMSGRAD", "bool")), "_adam_at", stand_in="v")
 ADAM_AMSGRAD = Rule("adam_amsgrad", ("p", "g", "m", "v", "x"), ADAM.scalars, ADAM.flags,

@@ -56,7 +56,7 @@ class Adam(Optimizer):
             param = p * (1.0 - lr * wd)
         elif wd:
             g = g + p * wd
-        new_m = m * b1 + g * (1.0 - b1)
+        new_m = m + (g - m) * (1.0 - b1)  # PyTorch's lerp (the kernel's too)
         new_v = v * b2 + g * g * (1.0 - b2)
         bc1, bc2 = 1.0 - b1 ** t, 1.0 - b2 ** t
         writes = [(m, new_m), (v, new_v)]

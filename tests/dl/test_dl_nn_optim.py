@@ -96,6 +96,9 @@ OPTIMS = {
                      lambda p: torch.optim.Adam(p, lr=0.02, betas=(0.5, 0.9), amsgrad=True)),
     "adamw_amsgrad": (lambda p: dl.optim.AdamW(p, lr=0.01, weight_decay=0.1, amsgrad=True),
                       lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1, amsgrad=True)),
+    # 1 - beta2 taken in double, as PyTorch's (in float32 it is 1.4e-3 off here)
+    "adam_beta2_near_1": (lambda p: dl.optim.Adam(p, lr=0.05, betas=(0.9, 0.99999)),
+                          lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.9, 0.99999))),
 }
 
 
