@@ -34,5 +34,6 @@ from .layers_extra import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .module import Module
 from .parameter import Parameter
+from .unflatten import *  # noqa: F403
 
 MultiHeadAttention = MultiheadAttention

@@ -1,5 +1,6 @@
 """Tensor-level ops, each registered by name in `registry.OPS`; the registration declares
 the Tensor methods and operators that call it (dl/ops/registry.py)."""
+from .at_least_dims import atleast_1d, atleast_2d, atleast_3d
 from .conv import avg_pool2d, conv2d, max_pool2d
 from .creation import (
     arange,
@@ -23,8 +24,11 @@ from .diagonals import *  # noqa: F403  (diagonal, diag, diag_embed, trace)
 from .elementwise import *  # noqa: F403  (every declared elementwise op: its __all__)
 from .elementwise_special import *  # noqa: F403  (logaddexp, xlogy, sinc, ...)
 from .finite_differences import diff
+from .flips_rotations import fliplr, flipud, rot90
+from .grids import cartesian_prod, meshgrid
 from .index import cat, gather, index_select, repeat, stack
 from .indexing import *  # noqa: F403  (issue 17's modules each export their __all__)
+from .interleaved_repeats import repeat_interleave
 from .linalg import bmm, linear, matmul, mm
 from .mathops import *  # noqa: F403
 from .moving_dims import moveaxis, movedim
@@ -48,6 +52,7 @@ from .reduce import (
 )
 from .registry import OPS, add_method, register
 from .rows import layer_norm, log_softmax, softmax
+from .scaled_products import addcdiv, addcdiv_, addcmul, addcmul_
 from .shape import (
     assign,
     broadcast_tensors,
@@ -70,6 +75,8 @@ from .shape import (
     zero_,
 )
 from .sorting import *  # noqa: F403
+from .tensor_products import cross, kron, tensordot
+from .unflattening import unflatten
 
 # isort: split
 # last: the in-place forms (`t.add_`, `t += x`) of the ops registered above

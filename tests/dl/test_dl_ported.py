@@ -158,3 +158,84 @@ def test_diff_errors():
         dl.diff(dl.ones(2, 3), prepend=dl.zeros(3, 1))
     with pytest.raises(TypeError):
         dl.diff(dl.ones(2, 3), prepend=2.0)
+
+
+def test_grid_and_product_errors():
+    a, b = dl.ones(3), dl.ones(2)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        dl.meshgrid(a, b.to(dl.float64), indexing="ij")
+    with pytest.raises(RuntimeError, match="indexing must be one of"):
+        dl.meshgrid(a, b, indexing="foo")
+    with pytest.raises(RuntimeError, match="0D or 1D"):
+        dl.meshgrid(a, dl.ones(2, 2), indexing="ij")
+    with pytest.raises(RuntimeError, match="non-empty"):
+        dl.meshgrid(indexing="ij")
+    with pytest.warns(UserWarning, match="indexing argument"):
+        assert dl.meshgrid(a, b)[0].shape == (3, 2)
+    with pytest.raises(RuntimeError, match="1D vector"):
+        dl.cartesian_prod(a, dl.ones(2, 2))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        dl.tensordot(dl.ones(2, 3, dtype=dl.int64), dl.ones(3, 5), 1)
+    with pytest.raises(RuntimeError, match="dims >= 0"):
+        dl.tensordot(dl.ones(2, 3), dl.ones(3, 5), -1)
+    with pytest.raises(RuntimeError, match="contracted dimensions need to match"):
+        dl.tensordot(dl.ones(2, 3), dl.ones(4, 5), ([1], [0]))
+    assert dl.tensordot(dl.ones(2, 3), dl.ones(3, 5), dl.tensor(1)).shape == (2, 5)
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        dl.linalg.cross(dl.ones(4, 3), dl.ones(3))
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        dl.cross(dl.ones(3, 2), dl.ones(3, 2), dim=1)
+    with pytest.raises(RuntimeError, match="no dimension of size 3"), \
+            pytest.warns(UserWarning, match="without specifying the dim"):
+        dl.cross(dl.ones(2, 2), dl.ones(2, 2))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        dl.cross(dl.ones(2, 3, dtype=dl.int64), dl.ones(2, 3), dim=1)
+
+
+def test_flip_repeat_reshape_errors():
+    with pytest.raises(RuntimeError, match=">= 2-d"):
+        dl.fliplr(dl.ones(3))
+    with pytest.raises(RuntimeError, match=">= 1-d"):
+        dl.flipud(dl.tensor(1.0))
+    x = dl.ones(2, 3)
+    with pytest.raises(RuntimeError, match="rotation dims == 2"):
+        dl.rot90(x, 1, [0])
+    with pytest.raises(RuntimeError, match="to be different"):
+        dl.rot90(x, 1, [0, -2])
+    with pytest.raises(RuntimeError, match="total dims >= 2"):
+        dl.rot90(dl.ones(3))
+    with pytest.raises(RuntimeError, match="can not be negative"):
+        dl.repeat_interleave(dl.ones(2), dl.tensor([-1, 2]))
+    with pytest.raises(RuntimeError, match="non-negative"):
+        dl.repeat_interleave(dl.ones(2), -1)
+    with pytest.raises(RuntimeError, match="same size as input"):
+        dl.repeat_interleave(dl.ones(2), dl.tensor([1, 2, 3]))
+    with pytest.raises(RuntimeError, match="integer tensor"):
+        dl.repeat_interleave(dl.ones(2), dl.tensor([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="0-dim or 1-dim"):
+        dl.repeat_interleave(x, dl.tensor([[1, 2]]), 0)
+    with pytest.raises(RuntimeError, match="don't multiply up"):
+        dl.unflatten(dl.ones(2, 6), 1, (4, 3))
+    with pytest.raises(RuntimeError, match="non-empty"):
+        dl.unflatten(dl.ones(2, 6), 1, ())
+    assert repr(dl.nn.Unflatten(1, (2, 3))) == "Unflatten(dim=1, unflattened_size=(2, 3))"
+    assert dl.atleast_1d() == ()
+    with pytest.raises(TypeError):
+        dl.atleast_1d(3)
+
+
+def test_addc_errors_and_inplace():
+    i = dl.ones(3, dtype=dl.int64)
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        dl.addcdiv(dl.ones(3), i, i)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.addcmul_(dl.ones(3), dl.ones(3))  # a float result into an int tensor, as torch
+    with pytest.raises(TypeError):
+        dl.addcmul(dl.ones(3), dl.ones(3), dl.ones(3), 2)  # value is keyword-only
+    x = dl.zeros(3, requires_grad=True)
+    y = x * 1.0
+    t1 = dl.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y.addcmul_(t1, t1, value=0.5)
+    y.sum().backward()
+    np.testing.assert_allclose(t1.grad.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0, 1.0])

@@ -15,13 +15,14 @@ import dl
 import dl.nn.functional as F
 
 from .core import ALL_FLOATS, FLOATS, OpInfo, Sample, arr, barr, edge_values, iarr, ties
-from .ops_math import _binary_samples, _t, _unary_samples
+from .ops_math import _away, _binary_samples, _t, _unary_samples
 
 I32 = np.int32
 INF, NAN = float("inf"), float("nan")
 EDGE = edge_values()
 _FINITE = "WGSL and Vulkan may assume finite floats (infinities and nan among the samples)"
 SHADER_FINITE = {"wgpu": _FINITE, "wgpu-spirv": _FINITE}
+NO_DIM = "without specifying the dim"  # torch.cross's deprecation warning
 NO_I64_SUM = "integer sums accumulate in int64 (as torch's), which the wgpu runtimes lack"
 
 
@@ -30,13 +31,20 @@ def _dt(lib, kw: dict) -> dict:
     return {k: getattr(lib, v) if k == "dtype" else v for k, v in kw.items()}
 
 
-def _warned(fn, *args):
-    """fn(*args), which must warn (the implicit softmax dim)."""
+def _warned(fn, *args, what="Implicit dimension"):
+    """fn(*args), which must warn with `what` (the implicit softmax dim, cross's dim)."""
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         y = fn(*args)
-    assert any("Implicit dimension" in str(m.message) for m in w), [str(m.message) for m in w]
+    assert any(what in str(m.message) for m in w), [str(m.message) for m in w]
     return y
+
+
+def _quiet(fn, *args):
+    """fn(*args), its warnings ignored."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
 
 
 def _nans(shape, seed=0, p=0.3):
@@ -273,4 +281,132 @@ OPS = [
                             Sample(barr((3, 4)), 1, 0, desc="bool: !="),
                             Sample(iarr((2, 3), 9).astype(I32), 1, -1, arr((2, 1)),
                                    desc="int32, float prepend: float")]),
+    # ---- grids, products, flips, repeats, reshapes ---------------------------------------
+    OpInfo("meshgrid", op=lambda *xs, **k: dl.meshgrid(*xs, **k),
+           ref=lambda *xs, **k: torch.meshgrid(*xs, **k), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((3,)), arr((2,), 1), indexing="ij", desc="ij"),
+                            Sample(arr((3,)), arr((2,), 1), arr((4,), 2), indexing="xy",
+                                   desc="xy, three"),
+                            Sample(np.array(1.5), arr((3,), 3), indexing="ij", desc="0-d"),
+                            Sample(arr((3,), 4), indexing="xy", desc="one tensor"),
+                            Sample(arr((0,)), arr((2,), 5), indexing="xy", desc="size 0")]),
+    OpInfo("meshgrid_list", op=lambda xs: dl.meshgrid(xs, indexing="xy"),
+           ref=lambda xs: torch.meshgrid(xs, indexing="xy"),
+           samples=lambda: [Sample([arr((3,)), arr((2,), 1)])]),
+    OpInfo("cartesian_prod", op=lambda *xs: dl.cartesian_prod(*xs),
+           ref=lambda *xs: torch.cartesian_prod(*xs),
+           samples=lambda: [Sample(arr((3,)), arr((2,), 1)),
+                            Sample(arr((2,)), arr((2,), 1), arr((3,), 2), desc="three"),
+                            Sample(arr((3,), 3), desc="one tensor")]),
+    OpInfo("tensordot", op=lambda a, b, *d: dl.tensordot(a, b, *d),
+           ref=lambda a, b, *d: torch.tensordot(a, b, *d), tol={dl.float32: (1e-5, 1e-5)},
+           samples=lambda: [Sample(arr((2, 3, 4)), arr((3, 4, 5), 1), desc="dims 2"),
+                            Sample(arr((2, 3, 4), 2), arr((4, 3, 5), 3), ([1, 2], [1, 0]),
+                                   desc="dim lists"),
+                            Sample(arr((2, 3), 4), arr((4, 2), 5), 0, desc="dims 0: outer"),
+                            Sample(arr((3, 4), 6), arr((2, 3), 7), ([-2], [-1]),
+                                   noncontig=True, desc="negative dims, noncontig"),
+                            Sample(arr((0, 3)), arr((3, 2), 8), 1, desc="size 0")]),
+    OpInfo("tensordot_int", op=lambda a, b, d: dl.tensordot(a, b, d),
+           ref=lambda a, b, d: torch.tensordot(a, b, d), grad=False,
+           skip={"wgpu": NO_I64_SUM, "wgpu-spirv": NO_I64_SUM},
+           samples=lambda: [Sample(iarr((2, 3), 5).astype(I32), iarr((3, 4), 5, 1).astype(I32),
+                                   1)]),
+    OpInfo("kron", op=lambda a, b: dl.kron(a, b), ref=lambda a, b: torch.kron(a, b),
+           dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((2, 3)), arr((2, 2), 1)),
+                            Sample(arr((2, 3), 2), arr((4,), 3), desc="ranks differ"),
+                            Sample(arr((3,), 4), arr((2, 2, 1), 5), noncontig=True,
+                                   desc="1-d and 3-d"),
+                            Sample(np.array(1.5), arr((3,), 6), desc="0-d"),
+                            Sample(arr((0, 2)), arr((2, 2), 7), desc="size 0"),
+                            Sample(iarr((2, 2), 4).astype(I32), arr((2,), 8),
+                                   desc="int and float")]),
+    OpInfo("cross", op=lambda a, b, *d: dl.cross(a, b, *d),
+           ref=lambda a, b, *d: torch.cross(a, b, *d), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((4, 3)), arr((4, 3), 1), 1),
+                            Sample(arr((3, 2)), arr((3, 2), 2), 0, noncontig=True,
+                                   desc="dim 0, noncontig"),
+                            Sample(arr((2, 1, 3), 3), arr((2, 4, 3), 4), -1,
+                                   desc="broadcast"),
+                            Sample(arr((0, 3)), arr((0, 3), 1), -1, desc="size 0")]),
+    OpInfo("cross_default_dim", op=lambda a, b: _warned(dl.cross, a, b, what=NO_DIM),
+           ref=lambda a, b: _quiet(torch.cross, a, b),  # torch warns once per process
+           samples=lambda: [Sample(arr((2, 3, 3)), arr((2, 3, 3), 1), desc="first size-3 dim"),
+                            Sample(arr((1, 3)), arr((3, 3), 2), desc="broadcast")]),
+    OpInfo("linalg_cross", op=lambda a, b, **k: dl.linalg.cross(a, b, **k),
+           ref=lambda a, b, **k: torch.linalg.cross(a, b, **k),
+           samples=lambda: [Sample(arr((4, 3)), arr((1, 3), 1)),
+                            Sample(arr((3, 2)), arr((3, 2), 2), dim=0, desc="dim 0")]),
+    OpInfo("cross_int", op=lambda a, b: a.cross(b, dim=-1), ref=lambda a, b: a.cross(b, dim=-1),
+           grad=False, samples=lambda: [Sample(iarr((2, 3), 9, 0, -9).astype(I32),
+                                               iarr((2, 3), 9, 1, -9).astype(I32))]),
+    OpInfo("fliplr_flipud", op=lambda x: (dl.fliplr(x), x.flipud()),
+           ref=lambda x: (torch.fliplr(x), x.flipud()), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((3, 4))), Sample(arr((2, 3, 2), 1), noncontig=True),
+                            Sample(arr((0, 2)), desc="size 0")]),
+    OpInfo("flipud_1d", op=lambda x: dl.flipud(x), ref=lambda x: torch.flipud(x),
+           samples=lambda: [Sample(arr((5,)))]),
+    OpInfo("rot90", op=lambda x, *a: dl.rot90(x, *a), ref=lambda x, *a: torch.rot90(x, *a),
+           dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((2, 3))), Sample(arr((2, 3), 1), 2, desc="k 2"),
+                            Sample(arr((2, 3), 2), -1, [1, 0], desc="k -1, dims (1, 0)"),
+                            Sample(arr((2, 3, 4), 3), 3, [-1, 0], noncontig=True,
+                                   desc="k 3, 3-d"),
+                            Sample(arr((2, 3), 4), 4, desc="k 4: a copy"),
+                            Sample(arr((0, 3)), 1, desc="size 0")]),
+    OpInfo("repeat_interleave", op=lambda x, *a, **k: dl.repeat_interleave(x, *a, **k),
+           ref=lambda x, *a, **k: torch.repeat_interleave(x, *a, **k), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((2, 3)), 2, desc="int, flattened"),
+                            Sample(arr((2, 3), 1), 3, 1, desc="int, dim 1"),
+                            Sample(arr((3, 2), 2), np.array([1, 0, 2]), 0,
+                                   desc="tensor counts, a zero"),
+                            Sample(arr((2, 3), 3), np.array([2]), -1, noncontig=True,
+                                   desc="one count"),
+                            Sample(arr((2, 2), 4), 2, 0, output_size=4, desc="output_size"),
+                            Sample(np.array(1.5), 3, desc="0-d"),
+                            Sample(arr((0, 2)), 2, 0, desc="size 0")]),
+    OpInfo("repeat_interleave_counts", op=lambda c: dl.repeat_interleave(c),
+           ref=lambda c: torch.repeat_interleave(c), grad=False,
+           samples=lambda: [Sample(np.array([2, 0, 1, 3]), desc="indices, repeated")]),
+    OpInfo("unflatten", op=lambda x, d, s: dl.unflatten(x, d, s),
+           ref=lambda x, d, s: torch.unflatten(x, d, s), dtypes=ALL_FLOATS,
+           samples=lambda: [Sample(arr((2, 6)), 1, (2, 3)),
+                            Sample(arr((2, 6), 1), -1, (-1, 3), desc="-1 size"),
+                            Sample(arr((6, 2), 2), 0, [3, 1, 2], noncontig=True,
+                                   desc="noncontig (a copy)"),
+                            Sample(arr((2, 0), 3), 1, (-1, 3), desc="size 0")]),
+    OpInfo("unflatten_module", op=lambda x: dl.nn.Unflatten(-1, (2, 3))(x.unflatten(0, (1, 2))),
+           ref=lambda x: torch.nn.Unflatten(-1, (2, 3))(x.unflatten(0, (1, 2))),
+           samples=lambda: [Sample(arr((2, 6)))]),
+    OpInfo("atleast_nd", op=lambda *xs: (dl.atleast_1d(*xs), dl.atleast_2d(*xs),
+                                         dl.atleast_3d(*xs)),
+           ref=lambda *xs: (torch.atleast_1d(*xs), torch.atleast_2d(*xs),
+                            torch.atleast_3d(*xs)),
+           samples=lambda: [Sample(np.array(1.5), desc="0-d"), Sample(arr((3,)), desc="1-d"),
+                            Sample(arr((2, 3)), desc="2-d"), Sample(arr((2, 3, 2)), desc="3-d"),
+                            Sample(np.array(1.5), arr((3,)), arr((2, 3)), desc="several")]),
+    OpInfo("atleast_list", op=lambda xs: dl.atleast_2d(xs), ref=lambda xs: torch.atleast_2d(xs),
+           samples=lambda: [Sample([np.array(1.5), arr((3,))])]),
+    *[OpInfo(n, op=lambda a, b, c, n=n, **k: getattr(dl, n)(a, b, c, **k),
+             ref=lambda a, b, c, n=n, **k: getattr(torch, n)(a, b, c, **k), dtypes=ALL_FLOATS,
+             samples=lambda: [Sample(arr((3, 4)), arr((3, 4), 1), _away((3, 4), 2)),
+                              Sample(arr((3, 1)), arr((4,), 3), _away((2, 1, 1), 4),
+                                     value=-0.5, desc="broadcast, value"),
+                              Sample(arr((2, 3), 5), arr((2, 3), 6), _away((2, 3), 7),
+                                     value=2, noncontig=True, desc="int value"),
+                              Sample(arr((0, 3)), arr((0, 3), 1), _away((1, 3), 2),
+                                     desc="size 0")])
+      for n in ("addcmul", "addcdiv")],
+    OpInfo("addcmul_int", op=lambda a, b, c, **k: a.addcmul(b, c, **k),
+           ref=lambda a, b, c, **k: a.addcmul(b, c, **k), grad=False,
+           samples=lambda: [Sample(*(iarr((2, 3), 9, s, -9).astype(I32) for s in range(3)),
+                                   value=-2.7, desc="int32, value truncated"),
+                            Sample(iarr((2, 3), 9).astype(I32), arr((2, 3)), arr((2, 3), 1),
+                                   desc="int input, float tensors")]),
+    OpInfo("addcmul_addcdiv_inplace",
+           op=lambda x, a, b: x.addcmul_(a, b, value=0.5).addcdiv_(a, b, value=2.0),
+           ref=lambda x, a, b: x.addcmul_(a, b, value=0.5).addcdiv_(a, b, value=2.0),
+           inplace=True, grad=False,
+           samples=lambda: [Sample(arr((3, 4)), arr((3, 4), 1), _away((4,), 2))]),
 ]
