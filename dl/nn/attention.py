@@ -46,7 +46,12 @@ class MultiheadAttention(Module):
         Masks as PyTorch's: a bool `attn_mask` (L, S) or `key_padding_mask` (B, S) is True
         where attention is *not* allowed; a float mask is added to the scores. The weights
         are averaged over the heads unless `average_attn_weights=False`; with
-        need_weights=False the second item is None."""
+        need_weights=False the second item is None. is_causal is PyTorch's hint that
+        attn_mask is the causal mask (it needs the mask: RuntimeError without one)."""
+        if is_causal and attn_mask is None:  # PyTorch's error: is_causal is a hint on a mask
+            raise RuntimeError("MultiheadAttention: is_causal=True needs the causal attn_mask "
+                               "as well (PyTorch raises too): a bool (L, L) mask, True above "
+                               "the diagonal")
         self_attn = query is key and key is value
         if not self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))

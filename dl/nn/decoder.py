@@ -18,8 +18,8 @@ class TransformerDecoderLayer(Module):
 
     activation: "relu" or "gelu" (fused into linear1's matmul epilogue) or a callable on
     tensors. Inputs are (seq, batch, d_model), or (batch, seq, d_model) with batch_first;
-    masks as MultiheadAttention's. tgt_is_causal without a tgt_mask applies the causal mask
-    (PyTorch asks for the mask as well)."""
+    masks as MultiheadAttention's; tgt_is_causal / memory_is_causal are hints that need
+    their mask too (RuntimeError without one, as PyTorch's)."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,

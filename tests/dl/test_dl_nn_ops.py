@@ -423,6 +423,18 @@ def test_attention_causal_with_a_mask_raises_as_torch():
     got = ours(dx, dx, dx, attn_mask=dl.tensor(causal), is_causal=True)[0]
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+    # the hint without its mask raises in both (a key padding mask is not that mask: dl
+    # once dropped the causal mask there, and applied it with no mask at all)
+    pad = np.array([[False] * 4 + [True]] * 2)
+    for kw in ({}, {"key_padding_mask": pad}):
+        with pytest.raises(RuntimeError, match="is_causal"):
+            ref(*[torch.tensor(x)] * 3, is_causal=True,
+                **{k: torch.tensor(v) for k, v in kw.items()})
+        with pytest.raises(RuntimeError, match="is_causal"):
+            ours(dx, dx, dx, is_causal=True, **{k: dl.tensor(v) for k, v in kw.items()})
+    layer = dl.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    with pytest.raises(RuntimeError, match="is_causal"):
+        layer(dx, is_causal=True)
 
 
 def test_nn_ops_on_every_runtime(dev):
