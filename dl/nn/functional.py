@@ -231,11 +231,17 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None
             scores = ops.where(attn_mask, scores, float("-inf"))
         else:
             scores = scores + attn_mask
-    w = softmax(scores, -1)
+    dead = None
     if masked and not return_weights:
         # PyTorch's safe softmax: a query whose every key is masked attends to nothing
-        # (zeros, where a plain softmax gives NaN; MultiheadAttention's weights keep NaN)
-        w = ops.where((scores == float("-inf")).all(-1, keepdim=True), 0.0, w)
+        # (zeros, where a plain softmax gives NaN; MultiheadAttention's weights keep NaN).
+        # Its scores are replaced before the softmax too: a NaN there would reach the
+        # gradient through an additive mask (a bool mask's where already stops it)
+        dead = (scores == float("-inf")).all(-1, keepdim=True)
+        scores = ops.where(dead, 0.0, scores)
+    w = softmax(scores, -1)
+    if dead is not None:
+        w = ops.where(dead, 0.0, w)
     if dropout_p:
         w = dropout(w, dropout_p, training)
     out = ops.matmul(w, v)
