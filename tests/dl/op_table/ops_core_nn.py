@@ -179,6 +179,10 @@ OPS = [
                Sample(arr((2, 3, 4), 23), arr((2, 5, 4), 24), arr((2, 5, 4), 25),
                       np.array([[True] * 5, [False] * 5, [True, False] * 2 + [True]]),
                       device=True, desc="a query with every key masked (zeros)"),
+               # the same by an additive -inf mask: zeros, and no NaN in the gradient
+               Sample(arr((2, 3, 4), 26), arr((2, 5, 4), 27), arr((2, 5, 4), 28),
+                      np.where(np.arange(3)[:, None] == 1, -np.inf, arr((3, 5), 29)),
+                      device=True, desc="a float mask with a row of -inf"),
                Sample(arr((2, 4, 3), 14), arr((2, 4, 3), 15), arr((2, 4, 3), 16),
                       noncontig=True, desc="transposed views")],
            note="scaled_dot_product_attention has no scale or enable_gqa arguments"),
