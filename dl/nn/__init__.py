@@ -34,6 +34,8 @@ from .layers_extra import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .module import Module
 from .parameter import Parameter
+from .pixel_shuffle import *  # noqa: F403
+from .pool1d import *  # noqa: F403
 from .unflatten import *  # noqa: F403
 
 MultiHeadAttention = MultiheadAttention

@@ -255,6 +255,8 @@ from . import (  # noqa: E402
     functional_layers,
     functional_losses,
     functional_one_hot,
+    functional_pixel,
+    functional_pool1d,
     functional_softmin,
 )
 from .functional_act import *  # noqa: E402, F403
@@ -262,7 +264,10 @@ from .functional_distance import *  # noqa: E402, F403
 from .functional_layers import *  # noqa: E402, F403
 from .functional_losses import *  # noqa: E402, F403
 from .functional_one_hot import *  # noqa: E402, F403
+from .functional_pixel import *  # noqa: E402, F403
+from .functional_pool1d import *  # noqa: E402, F403
 from .functional_softmin import *  # noqa: E402, F403
 
 __all__ += functional_act.__all__ + functional_layers.__all__ + functional_losses.__all__
 __all__ += functional_distance.__all__ + functional_one_hot.__all__ + functional_softmin.__all__
+__all__ += functional_pixel.__all__ + functional_pool1d.__all__

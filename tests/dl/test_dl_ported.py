@@ -239,3 +239,28 @@ def test_addc_errors_and_inplace():
     y.sum().backward()
     np.testing.assert_allclose(t1.grad.numpy(), [1.0, 2.0, 3.0])
     np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0, 1.0])
+
+
+def test_pixel_and_pool_errors():
+    with pytest.raises(RuntimeError, match="divisible by the square"):
+        F.pixel_shuffle(dl.ones(1, 5, 2, 2), 2)
+    with pytest.raises(RuntimeError, match="at least 3 dimensions"):
+        F.pixel_shuffle(dl.ones(4, 2), 2)
+    with pytest.raises(RuntimeError, match="positive upscale_factor"):
+        F.pixel_shuffle(dl.ones(1, 4, 2, 2), 0)
+    with pytest.raises(RuntimeError, match="height to be divisible"):
+        F.pixel_unshuffle(dl.ones(1, 1, 3, 4), 2)
+    with pytest.raises(RuntimeError, match="at most half of kernel size"):
+        F.max_pool1d(dl.ones(2, 3, 5), 2, padding=2)
+    with pytest.raises(RuntimeError, match="Expected 2 to 3 dimensions"):
+        F.avg_pool1d(dl.ones(5), 2)
+    with pytest.raises(NotImplementedError):
+        F.max_pool1d(dl.ones(2, 3, 5), 2, return_indices=True)
+    with pytest.raises(NotImplementedError):
+        F.adaptive_max_pool2d(dl.ones(1, 4, 4), 2, return_indices=True)
+    with pytest.raises(RuntimeError, match="3D or 4D"):
+        F.adaptive_max_pool2d(dl.ones(4, 4), 2)
+    assert repr(dl.nn.PixelShuffle(2)) == "PixelShuffle(upscale_factor=2)"
+    assert repr(dl.nn.AvgPool1d(2)) == repr(torch.nn.AvgPool1d(2))
+    assert repr(dl.nn.MaxPool1d(2)) == repr(torch.nn.MaxPool1d(2))
+    assert repr(dl.nn.AdaptiveMaxPool2d((2, None))) == repr(torch.nn.AdaptiveMaxPool2d((2, None)))
