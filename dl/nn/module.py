@@ -64,16 +64,24 @@ class Module:
         self._modules[name] = m
 
     # ---- traversal -----------------------------------------------------------------------
-    def named_modules(self, prefix: str = ""):
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True):
         """Yields (name, module) for this module (name `prefix`) and every submodule,
-        depth first; names are dotted paths."""
+        depth first; names are dotted paths. A module reached twice (shared) comes once
+        unless remove_duplicate=False, as PyTorch's."""
+        if remove_duplicate:
+            memo = set() if memo is None else memo
+            if id(self) in memo:
+                return
+            memo.add(id(self))
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self):
-        """Yields this module and every submodule, depth first."""
+        """Yields this module and every submodule, depth first, each once."""
         for _, m in self.named_modules():
             yield m
 
@@ -86,13 +94,15 @@ class Module:
         return self
 
     def named_children(self):
-        """Yields (name, module) for the direct submodules."""
+        """Yields (name, module) for the direct submodules, each once."""
+        seen = set()
         for name, m in self._modules.items():
-            if m is not None:
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
                 yield name, m
 
     def children(self):
-        """Yields the direct submodules."""
+        """Yields the direct submodules, each once."""
         for _, m in self.named_children():
             yield m
 
@@ -100,7 +110,7 @@ class Module:
         """Yields (dotted name, Parameter) for the parameters of this module and
         (with recurse) its submodules, each shared parameter once."""
         seen = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mp, m in mods:
             for name, p in m._parameters.items():
                 if p is not None and id(p) not in seen:
@@ -113,17 +123,20 @@ class Module:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix: str = ""):
-        """Yields (dotted name, tensor) for the buffers of this module and its
-        submodules."""
-        for mp, m in self.named_modules(prefix):
+    def named_buffers(self, prefix: str = "", recurse: bool = True):
+        """Yields (dotted name, tensor) for the buffers of this module and (with recurse)
+        its submodules, each shared buffer once."""
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mp, m in mods:
             for name, b in m._buffers.items():
-                if b is not None:
+                if b is not None and id(b) not in seen:
+                    seen.add(id(b))
                     yield (f"{mp}.{name}" if mp else name), b
 
-    def buffers(self):
-        """Yields the buffers of this module and its submodules."""
-        for _, b in self.named_buffers():
+    def buffers(self, recurse: bool = True):
+        """Yields the buffers of this module and (with recurse) its submodules."""
+        for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     # ---- modes, state --------------------------------------------------------------------
@@ -149,20 +162,30 @@ class Module:
             p.requires_grad = requires_grad
         return self
 
+    def _state_items(self, prefix: str = ""):
+        """(dotted name, tensor) of every parameter and buffer in PyTorch's state_dict
+        order: a module's parameters, its buffers, then each child's, recursively; a
+        shared module or tensor under each of its names."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                yield prefix + name, p
+        for name, b in self._buffers.items():
+            if b is not None:
+                yield prefix + name, b
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m._state_items(f"{prefix}{name}.")
+
     def state_dict(self) -> OrderedDict:
         """An ordered dict of dotted name -> tensor for every parameter and buffer,
-        detached (sharing storage with the module, as PyTorch's); loadable with
+        detached (sharing storage with the module), keyed and ordered as PyTorch's (module
+        by module; a shared module under each of its names); loadable with
         `load_state_dict` or `dl.save_file`."""
-        out = OrderedDict()
-        for name, p in self.named_parameters():
-            out[name] = p.detach()
-        for name, b in self.named_buffers():
-            out[name] = b.detach()
-        return out
+        return OrderedDict((name, t.detach()) for name, t in self._state_items())
 
     def load_state_dict(self, state: dict, strict: bool = True):
         """Copy values into the existing tensors (shapes must match)."""
-        own = dict(self.named_parameters()) | dict(self.named_buffers())
+        own = dict(self._state_items())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
         if strict and (missing or unexpected):
@@ -185,14 +208,20 @@ class Module:
         """Moves or casts every parameter and buffer in place (the arguments of
         `Tensor.to`: a device and/or a dtype); returns self. Parameters are replaced by new
         Parameter objects, so make the optimiser after `to`."""
+        new: dict = {}  # id -> (old, new): a tensor shared by modules (tied weights) stays
+        # shared (the old one is kept alive here, so its id names it throughout)
         for m in self.modules():
             for name, p in m._parameters.items():
                 if p is not None:
-                    m._parameters[name] = Parameter(p.detach().to(*args, **kwargs),
-                                                    p.requires_grad)
+                    if id(p) not in new:
+                        new[id(p)] = (p, Parameter(p.detach().to(*args, **kwargs),
+                                                   p.requires_grad))
+                    m._parameters[name] = new[id(p)][1]
             for name, b in m._buffers.items():
                 if b is not None:
-                    m._buffers[name] = b.to(*args, **kwargs)
+                    if id(b) not in new:
+                        new[id(b)] = (b, b.to(*args, **kwargs))
+                    m._buffers[name] = new[id(b)][1]
         return self
 
     # ---- calling -------------------------------------------------------------------------

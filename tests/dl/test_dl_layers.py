@@ -138,3 +138,42 @@ def test_default_init_like_torch():
     assert abs(emb.std() - 1) < 0.05 and abs(emb.mean()) < 0.05
     ln = nn.LayerNorm(5)
     assert (ln.weight.numpy() == 1).all() and (ln.bias.numpy() == 0).all()
+
+
+def _shared_net(m):
+    """A net as users tie modules: one Linear twice, one BatchNorm1d twice, inside a
+    nested Sequential."""
+    lin, bn = m.Linear(3, 3), m.BatchNorm1d(3)
+    return m.Sequential(m.Linear(3, 3), bn, m.Sequential(lin, m.ReLU(), bn), lin)
+
+
+def test_module_traversal_and_state_dict_match_torch():
+    """modules / children / named_buffers / apply visit a shared module once, state_dict
+    keys it under every name, module by module (its parameters, its buffers, then its
+    children's), as PyTorch's."""
+    ours, ref = _shared_net(nn), _shared_net(torch.nn)
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in ref.named_modules()]
+    assert [n for n, _ in ours.named_children()] == [n for n, _ in ref.named_children()]
+    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in ref.named_buffers()]
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in ref.named_parameters()]
+    assert list(ours.state_dict()) == list(ref.state_dict())
+    seen: list = []
+    ours.apply(lambda m: seen.append(type(m).__name__))
+    tseen: list = []
+    ref.apply(lambda m: tseen.append(type(m).__name__))
+    assert seen == tseen
+    # torch's state_dict loads (every key, the shared ones under each name); the forward
+    # then matches
+    ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+    x = rand_np((4, 3), 5)
+    ours.eval()
+    ref.eval()
+    close(ours(dl.tensor(x)), ref(torch.tensor(x)), rtol=1e-5, atol=1e-6)
+
+
+def test_module_to_keeps_tied_parameters_tied():
+    emb, head = nn.Embedding(5, 4), nn.Linear(4, 5, bias=False)
+    head.weight = emb.weight
+    net = nn.ModuleList([emb, head]).to(dl.float64)
+    assert net[1].weight is net[0].weight and net[0].weight.dtype is dl.float64
+    assert len(list(net.parameters())) == 1
