@@ -501,8 +501,10 @@ def mul(ir, x, y):
     return ir.binary("mul", x, y)
 
 
+# b's gradient from a, not from the output, as PyTorch's: its div keeps its operands, so an
+# in-place write into the quotient (`y.div_(w); y.pow_(2)`) leaves its gradient readable
 @binary("float", lambda g, a, b, y: (g / b if is_tensor(a) else None,
-                                     -(g * y) / b if is_tensor(b) else None),
+                                     -(g * a) / (b * b) if is_tensor(b) else None),
         aliases=("true_divide",), dunder="__truediv__", rdunder="__rtruediv__", rounding=True)
 def div(ir, x, y):
     """True division a / b, elementwise (`rounding_mode` as PyTorch's)."""

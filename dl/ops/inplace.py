@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.overwrites import check_history, refuse_leaf_write
+from ..fusion.materialise import settled
 from ..fusion.writes import refuse_overlap
 from ..tensor import Tensor
 from .indexing import _alias, write_back
@@ -55,16 +56,33 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
         _check(name, x, y)
         assign(x, y, internal=True)  # one kernel: each element read, then written
         return x
-    if name in _VALUE_FREE or name in _VALUE_FREE_BY_SCALAR and not others:
+    aliased = any(_in_storage(a, x) for a in (*args, *kwargs.values()))
+    if name in _VALUE_FREE or name in _VALUE_FREE_BY_SCALAR and not (others or aliased):
         src = _alias(x)
-    else:  # the op's gradient reads x's old value: keep a copy of it, with x's history
-        with no_grad():
-            src = clone(x)._materialise()
-        src.requires_grad, src._grad_fn = x.requires_grad, x._grad_fn
+    else:  # the op's gradient reads x's old value: keep a copy of it, with x's history;
+        # so for an operand in x's memory (`y.mul_(y)`, `y.mul_(y.detach())`, a view of
+        # y), which the write would change under the gradient's feet
+        src = _snapshot(x)
+        args = tuple(_snapshot(a) if _in_storage(a, x) else a for a in args)
+        kwargs = {k: _snapshot(a) if _in_storage(a, x) else a for k, a in kwargs.items()}
     y = fn(src, *args, **kwargs)
     _check(name, x, y)
     write_back(x, y)
     return x
+
+
+def _in_storage(a, x: Tensor) -> bool:
+    """Whether a is a tensor in x's memory (x itself, a view or an alias of it; a lazy
+    `detach()` of x, whose node x's computing settled, included)."""
+    return isinstance(a, Tensor) and settled(a) and a._buf is x._buf
+
+
+def _snapshot(a: Tensor) -> Tensor:
+    """A copy of a's value now, with a's history (its gradient flows on as a's would)."""
+    with no_grad():
+        c = clone(a)._materialise()
+    c.requires_grad, c._grad_fn = a.requires_grad, a._grad_fn
+    return c
 
 
 def _check(name: str, x: Tensor, y) -> None:

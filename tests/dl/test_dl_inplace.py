@@ -698,3 +698,31 @@ def test_a_detached_lazy_value_is_an_alias_of_its_source(dev, case):
     tx, ty = DETACHED[case](torch, ta)
     close(x, tx)
     close(y, ty)
+
+
+# in-place ops reading the storage they write (torch refuses these under autograd; dl
+# computes them as the out-of-place program, on the right): once the other operand was read
+# after the write (y.mul_(y): the gradient 2y + y^2)
+_SELF_READS = [
+    ("y.mul_(y)", "y = y * y"),
+    ("y.mul_(y.detach())", "y = y * y.detach()"),
+    ("y.pow_(y)", "y = y ** y"),
+    ("y.atan2_(y)", "y = torch.atan2(y, y)"),
+    ("y.hypot_(y)", "y = torch.hypot(y, y)"),
+    ("y.div_(y.t().t())", "y = y / y"),
+    ("y[1:].mul_(y[:2].detach())", "y = torch.cat([y[:1], y[1:] * y[:2].detach()])"),
+    ("w = y * 3; y.div_(w); y.pow_(2)", "w = y * 3; y = (y / w) ** 2"),
+]
+
+
+@pytest.mark.parametrize("prog, ref", _SELF_READS, ids=[p for p, _ in _SELF_READS])
+def test_inplace_op_reading_its_own_storage_gives_the_out_of_place_gradient(dev, prog, ref):
+    x, tx = _pair((3,), 31, dev, grad=True)
+    env = {"y": x * x + 0.5, "torch": dl}
+    exec(prog, env)
+    tenv = {"y": tx * tx + 0.5, "torch": torch}
+    exec(ref, tenv)
+    close(env["y"], tenv["y"], rtol=1e-5, atol=1e-6)
+    (env["y"] * env["y"]).sum().backward()
+    (tenv["y"] * tenv["y"]).sum().backward()
+    close(x.grad, tx.grad, rtol=1e-4, atol=1e-5)
