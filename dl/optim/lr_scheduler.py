@@ -10,8 +10,8 @@ does), the closed forms for `step(epoch)`. `state_dict` is every attribute but t
 (LambdaLR leaves out its functions, as PyTorch's).
 
 Differences from PyTorch: no warning when the scheduler steps before the optimiser (dl does
-not wrap `optimizer.step`), and `initial_lr` is set by dl's optimiser at construction
-(PyTorch's first scheduler sets it from the group's rate of that moment)."""
+not wrap `optimizer.step`). `initial_lr` is PyTorch's: the first scheduler sets it from the
+group's rate of that moment."""
 from __future__ import annotations
 
 import math

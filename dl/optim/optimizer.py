@@ -2,6 +2,8 @@
 writes a step's new values (lazy, fused) into the parameters and state tensors in one kernel."""
 from __future__ import annotations
 
+import warnings
+
 from cube import recording
 
 from .. import dtypes
@@ -30,9 +32,16 @@ class Optimizer:
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.defaults = defaults
         self.param_groups = []
+        seen: set = set()
         for g in groups:
             g = {**defaults, **g, "params": list(g["params"])}
-            g.setdefault("initial_lr", g["lr"])
+            ids = {id(p) for p in g["params"]}
+            if len(ids) < len(g["params"]):
+                warnings.warn("optimizer contains a parameter group with duplicate parameters "
+                              "(PyTorch warns too: each copy is stepped)", stacklevel=2)
+            if ids & seen:
+                raise ValueError("some parameters appear in more than one parameter group")
+            seen |= ids
             self.param_groups.append(g)
         # per-parameter state keyed by the parameter itself, as PyTorch's (`opt.state[p]`;
         # a tensor hashes by identity, so a lookup never compares values)

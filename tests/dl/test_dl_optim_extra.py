@@ -381,3 +381,33 @@ def test_loss_argument_errors():
         F.l1_loss(x, dl.tensor(np.zeros(3)))
     with pytest.warns(UserWarning, match="batchmean"):
         F.kl_div(x, x)
+
+
+@pytest.mark.parametrize("sched", ["lambda", "cosine"])
+def test_scheduler_base_lr_is_the_rate_when_it_is_made(sched):
+    """A rate changed between the optimiser's construction and the first scheduler's is the
+    scheduler's base (PyTorch sets initial_lr there, not in the optimiser)."""
+    lrs = []
+    for m, o in ((dl.optim, dl.optim.SGD), (torch.optim, torch.optim.SGD)):
+        p = (nn.Parameter(dl.ones(2)) if m is dl.optim else torch.nn.Parameter(torch.ones(2)))
+        opt = o([p], lr=0.1)
+        opt.param_groups[0]["lr"] = 0.5
+        s = (m.lr_scheduler.LambdaLR(opt, lambda e: 0.9 ** e) if sched == "lambda" else
+             m.lr_scheduler.CosineAnnealingLR(opt, T_max=4))
+        seq = []
+        for _ in range(5):
+            opt.step()
+            s.step()
+            seq.append(opt.param_groups[0]["lr"])
+        lrs.append((s.base_lrs, seq))
+        assert "initial_lr" in opt.param_groups[0]
+    assert lrs[0][0] == lrs[1][0] == [0.5]
+    np.testing.assert_allclose(lrs[0][1], lrs[1][1], rtol=1e-12)
+
+
+def test_a_parameter_in_two_groups_is_refused_as_torch():
+    p, q = nn.Parameter(dl.ones(2)), nn.Parameter(dl.ones(3))
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        dl.optim.SGD([{"params": [p]}, {"params": [q, p]}], lr=0.1)
+    with pytest.warns(UserWarning, match="duplicate parameters"):
+        dl.optim.SGD([p, p], lr=0.1)
