@@ -6,24 +6,18 @@ from __future__ import annotations
 from .. import shapes
 from ..tensor import Tensor
 from .elementwise import DTypeError
-from .reduce import amax, amin, mean, std, var
+from .reduce import amax, amin, mean, std, var, var_args
 from .registry import register
 
 __all__ = ["aminmax", "std_mean", "var_mean"]
 
 
-def _spread(what: str, input: Tensor, dim, unbiased, keepdim, correction):  # noqa: A002
-    """torch's overloads: (input, dim, unbiased, keepdim), (input, unbiased) and (input,
-    dim, *, correction, keepdim); unbiased and correction are exclusive."""
-    if isinstance(dim, bool):  # var_mean(input, unbiased)
-        dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
-        raise RuntimeError(f"{what}: cannot specify both unbiased and correction")
+def _spread(what: str, input: Tensor, dim, unbiased, correction):  # noqa: A002
+    """(dim, correction) by torch's overloads (var's: `reduce.var_args`), float input only."""
     if not input.dtype.is_float:
         raise DTypeError(f"{what} only support floating point and complex dtypes (got "
                          f"{input.dtype.name})")
-    c = correction if correction is not None else 1 if unbiased is None else int(unbiased)
-    return dim, c, keepdim
+    return var_args(what, dim, unbiased, correction)
 
 
 @register("var_mean")
@@ -33,7 +27,7 @@ def var_mean(input: Tensor, dim=None, unbiased: bool | None = None,  # noqa: A00
     its overloads (`var_mean(x, dim, unbiased, keepdim)`, `var_mean(x, unbiased)`,
     `var_mean(x, dim, correction=c, keepdim=k)`); the variance divides by n - correction
     (default 1). Float tensors only (DTypeError). Differentiable in both."""
-    dim, c, keepdim = _spread("var_mean", input, dim, unbiased, keepdim, correction)
+    dim, c = _spread("var_mean", input, dim, unbiased, correction)
     return var(input, dim, keepdim=keepdim, correction=c), mean(input, dim, keepdim=keepdim)
 
 
@@ -42,7 +36,7 @@ def std_mean(input: Tensor, dim=None, unbiased: bool | None = None,  # noqa: A00
              keepdim: bool = False, *, correction=None):
     """(std, mean) of input over `dim`, as torch.std_mean (var_mean's arguments).
     Differentiable in both (std's gradient is 0 where it is 0, as PyTorch's)."""
-    dim, c, keepdim = _spread("std_mean", input, dim, unbiased, keepdim, correction)
+    dim, c = _spread("std_mean", input, dim, unbiased, correction)
     return std(input, dim, keepdim=keepdim, correction=c), mean(input, dim, keepdim=keepdim)
 
 

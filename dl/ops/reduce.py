@@ -309,7 +309,7 @@ max = register("max", method=True)(_max_min("max"))  # noqa: A001
 min = register("min", method=True)(_max_min("min"))  # noqa: A001
 
 
-def _correction(what: str, dim, unbiased, correction) -> tuple:
+def var_args(what: str, dim, unbiased, correction) -> tuple:
     """(dim, correction) from PyTorch's var/std overloads: (dim, unbiased, keepdim)
     positionally, `var(unbiased)` (a bool first: every dim), or correction by keyword."""
     if isinstance(dim, bool):  # torch.var(x, False): unbiased, over every dim
@@ -334,7 +334,7 @@ def var(x: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False
     reductions: the mean, then the squares of (x - mean) summed on read. Differentiable
     through those ops. Float tensors only (a TypeError naming var, or std, otherwise).
     Also `t.var()`."""
-    dim, correction = _correction("var", dim, unbiased, correction)
+    dim, correction = var_args("var", dim, unbiased, correction)
     _float_input(x, "var")
     dims = _dims(x, dim)
     n = shapes.numel(x.shape[d] for d in dims)
@@ -349,7 +349,7 @@ def std(x: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False
     """The standard deviation of x over `dim`: sqrt(var(x, ...)), with var's
     arguments. Differentiable; where the deviation is 0 the gradient is 0, as PyTorch's
     (sqrt's own, g / (2 * 0) times var's 0, is NaN). Also `t.std()`."""
-    dim, correction = _correction("std", dim, unbiased, correction)
+    dim, correction = var_args("std", dim, unbiased, correction)
     _float_input(x, "std")
     v = var(x, dim, keepdim=keepdim, correction=correction)
     y = v.detach().sqrt()
