@@ -160,15 +160,18 @@ def arange(start, end=None, step=1, dtype=None, device=None,
         dt = dtypes.int64 if ints else dtypes.default_float
     else:
         dt = dtypes.get(dtype)
+    if dt is dtypes.bool_:
+        raise NotImplementedError("arange: not implemented for bool (PyTorch's neither)")
     if not dt.is_float:  # PyTorch truncates start, end and step to the integer type first
         start, end, step = int(start), int(end), int(step)  # (0.5..5.2 by 1.5: 0..4)
     if step == 0:
         raise ValueError("arange step must not be 0")
     n = max(0, math.ceil((end - start) / step))
     dev = _device.get(device)
-    # float ranges compute in f64 (as PyTorch does) where the device has it
+    # float ranges compute in f64 (as PyTorch does) where the device has it; integer ones in
+    # their own type (an int32 range runs where there is no int64)
     ct = (dtypes.float64 if dev.rt.features.f64 else dtypes.float32) if dt.is_float \
-        else dtypes.int64
+        else dt.compute
     t = elementwise("arange", [start, step], [ct, ct], dt, device=dev,
                     shape=(n,))
     return _finish(t, requires_grad)

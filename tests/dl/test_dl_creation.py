@@ -100,3 +100,13 @@ def test_tensor_infers_torch_dtype_from_lists(data):
     got = dl.tensor(data)
     assert got.dtype.name == str(want.dtype).removeprefix("torch.")
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_int32_arange_on_every_runtime(dev):
+    """An int32 range computes in int32 (so it runs where there is no int64, as on wgpu),
+    with PyTorch's values past 2**16; bool ranges raise, as PyTorch's."""
+    got = dl.arange(3, 70001, 7, dtype=dl.int32, device=dev)
+    assert got.dtype is dl.int32
+    np.testing.assert_array_equal(got.numpy(), torch.arange(3, 70001, 7, dtype=torch.int32))
+    with pytest.raises(NotImplementedError):
+        dl.arange(3, dtype=dl.bool_, device=dev)
