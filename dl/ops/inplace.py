@@ -31,7 +31,8 @@ _METHODS = (*_OPERATORS, "true_divide", "fmod", "atan2", "arctan2", "hypot", "le
             "clamp_min", "clamp_max", "neg", "abs", "sqrt", "rsqrt", "exp", "log", "log1p",
             "sin", "cos", "tanh", "erf", "sigmoid", "relu", "sign", "floor", "ceil", "round",
             "reciprocal", "square", "nan_to_num", "bitwise_not", "logical_not", "logical_and",
-            "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge")
+            "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "xlogy",
+            "copysign", "frac", "sinc")
 # gradients that read no operand's old value (relu's reads its output): no copy of the old
 # value is kept for them; nor, where no other operand takes a gradient, for mul and div
 _VALUE_FREE = frozenset({"add", "sub", "neg", "relu", "dropout"})

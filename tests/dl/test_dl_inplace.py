@@ -50,6 +50,10 @@ INPLACE = {
     "floor_": (lambda t, o: t.floor_(), (6,), None),
     "lerp_": (lambda t, o: t.lerp_(o, 0.25), (6,), (6,)),
     "maximum_via_clamp": (lambda t, o: t.clamp_(min=o), (2, 3), (2, 3)),
+    "xlogy_": (lambda t, o: t.xlogy_(o.abs() + 0.5), (2, 3), (2, 3)),
+    "copysign_": (lambda t, o: t.copysign_(o), (2, 3), (3,)),
+    "frac_": (lambda t, o: t.frac_(), (6,), None),
+    "sinc_": (lambda t, o: t.sinc_(), (6,), None),
 }
 
 
