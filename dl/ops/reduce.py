@@ -317,7 +317,8 @@ def var_args(what: str, dim, unbiased, correction) -> tuple:
             raise TypeError(f"{what}: unbiased given twice (as the first argument and again)")
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
-        raise TypeError(f"{what}: give unbiased or correction, not both")
+        raise TypeError(f"{what}: cannot take both unbiased and correction (PyTorch's "
+                        f"overloads take one)")
     if unbiased is not None:
         return dim, int(bool(unbiased))
     return dim, 1 if correction is None else correction
