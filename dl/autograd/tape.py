@@ -120,6 +120,22 @@ def _released(name: str):
     return again
 
 
+def _seed(root, grad):
+    """The gradient given to backward() as PyTorch checks it: a tensor of the output's shape
+    and device, cast to the output's dtype (a float32 gradient into a float64 graph: every
+    gradient below would be float32 values under float64 labels)."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"backward(): the gradient must be a tensor, got "
+                        f"{type(grad).__name__}")
+    if tuple(grad.shape) != tuple(root.shape):
+        raise RuntimeError(f"backward(): mismatch in shape: the gradient has shape "
+                           f"{tuple(grad.shape)} and the output {tuple(root.shape)}")
+    if grad.device != root.device:
+        raise RuntimeError(f"backward(): the gradient is on {grad.device}, the output on "
+                           f"{root.device}")
+    return grad if grad.dtype is root.dtype else grad.to(root.dtype)
+
+
 def backward(root, grad=None, retain_graph: bool = False) -> None:
     if not root.requires_grad:
         raise RuntimeError("backward() on a tensor that does not require grad (set "
@@ -130,6 +146,8 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                                f"got shape {root.shape}: pass grad=")
         grad = elementwise("full", [1], [root.dtype.compute], root.dtype, device=root.device,
                            shape=root.shape)  # ones_like(root)
+    else:
+        grad = _seed(root, grad)
     with no_grad():
         node = root if root._grad_fn is None else root._grad_fn
         grads = {id(node): grad}

@@ -267,3 +267,30 @@ def test_set_grad_enabled_sets_and_restores_as_torch():
     with torch.set_grad_enabled(False):  # the behaviour copied
         assert not torch.is_grad_enabled()
     assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("op", ["interpolate", "matmul", "layer_norm", "conv2d"])
+def test_backward_casts_the_given_gradient_to_the_outputs_dtype(op):
+    """backward(g) with a float32 g into a float64 graph: g is cast first, as PyTorch's
+    (every gradient below was float32 values labelled float64, or a launch error)."""
+    fns = {"interpolate": lambda m, z: m.nn.functional.interpolate(z, size=(3, 5),
+                                                                    mode="bilinear"),
+           "matmul": lambda m, z: z.reshape(4, 6) @ z.reshape(6, 4),
+           "layer_norm": lambda m, z: m.nn.functional.layer_norm(z, (3, 2)),
+           "conv2d": lambda m, z: m.nn.functional.conv2d(z, z[:, :, :2, :2] * 1.0)}
+    a = np.random.default_rng(3).standard_normal((2, 2, 3, 2))
+    z, tz = dl.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, ty = fns[op](dl, z), fns[op](torch, tz)
+    g = np.random.default_rng(4).standard_normal(ty.shape).astype(np.float32)
+    y.backward(dl.tensor(g))
+    ty.backward(torch.tensor(g))
+    assert z.grad.dtype is dl.float64 and z.grad.numpy().dtype == np.float64
+    np.testing.assert_allclose(z.grad.numpy(), tz.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_backward_refuses_a_gradient_of_another_shape_or_kind():
+    x = dl.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="shape"):
+        (x * 2).backward(dl.ones(3))
+    with pytest.raises(TypeError, match="tensor"):
+        (x * 2).backward(2.0)
