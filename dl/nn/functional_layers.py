@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .. import dtypes, ops
+from .. import dtypes, ops, shapes
 from ..autograd import no_grad, record
 from ..kernels import adaptive_pool as lib_ap
 from ..kernels import conv as lib_conv
@@ -97,6 +97,12 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise ValueError(f"conv_transpose2d: weights {weight.shape} do not fit {cin} input "
                          f"channels in {g} groups")
     st, pd, op, dl_ = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
+    cout = weight.shape[1] * g
+    if bias is not None and tuple(bias.shape) != (cout,):  # (a size-1 bias broadcast)
+        raise ValueError(f"conv_transpose2d: bias must have shape ({cout},), got "
+                         f"{tuple(bias.shape)}")
+    if min(pd) < 0 or min(op) < 0:
+        raise ValueError("conv_transpose2d: negative padding is not supported")
     for i in range(2):
         if op[i] >= max(st[i], dl_[i]):
             raise ValueError("output padding must be smaller than either stride or dilation")
@@ -194,6 +200,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
         shape = (1, c) + (1,) * (input.ndim - 2)
         y = (input - running_mean.reshape(shape)) * (running_var.reshape(shape) + eps).rsqrt()
         return _channel_affine(y, weight, bias)
+    if shapes.numel(input.shape[2:]) <= 1:  # (the statistics of one value: zeros)
+        raise ValueError(f"instance_norm: expected more than 1 spatial element when "
+                         f"training, got input size {tuple(input.shape)} (as PyTorch)")
     if running_mean is not None and running_var is not None:
         with no_grad():
             x3 = input.detach().reshape(n, c, -1)
@@ -264,6 +273,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     ins = tuple(input.shape[2:])
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None and recompute_scale_factor:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size")
     if size is not None:
         outs = tuple(int(s) for s in size) if isinstance(size, (tuple, list)) \
             else (int(size),) * sp

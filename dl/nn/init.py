@@ -147,6 +147,9 @@ def trunc_normal_(t, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: fl
                   generator=None):
     """N(mean, std^2) truncated to [a, b], as PyTorch's: uniform values between the normal
     CDF at a and at b, mapped through the inverse CDF, then clamped to [a, b]."""
+    if a > b:
+        raise ValueError(f"trunc_normal_: the lower bound a={a} is above b={b}")
+
     def cdf(v):
         return (1.0 + math.erf(v / math.sqrt(2.0))) / 2.0
     lo, hi = 2 * cdf((a - mean) / std) - 1, 2 * cdf((b - mean) / std) - 1

@@ -219,6 +219,16 @@ class _Cell(Module):
     def _zeros(self, x):
         return ops.zeros(x.shape[0], self.hidden_size, device=x.device, dtype=x.dtype)
 
+    def _check_state(self, x, *states) -> None:
+        """A state must be (B, hidden_size) for a (B, input_size) input, as PyTorch checks
+        (a batch-1 state broadcast silently)."""
+        want = (x.shape[0], self.hidden_size)
+        for s in states:
+            if tuple(s.shape) != want:
+                raise RuntimeError(f"{type(self).__name__}: the hidden state has shape "
+                                   f"{tuple(s.shape)}, the input {tuple(x.shape)} needs "
+                                   f"{want}")
+
     def extra_repr(self) -> str:
         """The module's settings, shown in its repr."""
         return f"{self.input_size}, {self.hidden_size}, bias={self.bias}"
@@ -237,6 +247,7 @@ class LSTMCell(_Cell):
             h, c = self.forward(input.unsqueeze(0), hx)
             return h.squeeze(0), c.squeeze(0)
         h, c = hx if hx is not None else (self._zeros(input), self._zeros(input))
+        self._check_state(input, h, c)
         return _lstm_step(F.linear(input, self.weight_ih, self.bias_ih), h, c,
                           self.weight_hh, self.bias_hh)
 
@@ -253,5 +264,6 @@ class GRUCell(_Cell):
             h = self.forward(input.unsqueeze(0), None if hx is None else hx.unsqueeze(0))
             return h.squeeze(0)
         h = hx if hx is not None else self._zeros(input)
+        self._check_state(input, h)
         return _gru_step(F.linear(input, self.weight_ih, self.bias_ih), h, self.weight_hh,
                          self.bias_hh)

@@ -72,6 +72,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
         y = conv2d(x, weight, bias, stride, pads, dilation, groups, act)
         return y[:, :, trim[0]:, trim[1]:] if any(trim) else y
     _float(x, "conv2d")
+    if min(_pair(padding)) < 0:  # (it cropped the input)
+        raise ValueError("conv2d: negative padding is not supported (PyTorch raises too)")
     grad = is_grad_enabled() and any(t is not None and t.requires_grad
                                      for t in (x, weight, bias))
     fused = act if not grad else "none"

@@ -541,3 +541,30 @@ def test_batch_norm_modules_track_stats_as_torch(cls, shape, momentum):
                                    tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
     for k, v in tm.state_dict().items():
         np.testing.assert_allclose(dm.state_dict()[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-6)
+
+
+_REFUSED = {
+    "conv2d negative padding": lambda m: m.nn.functional.conv2d(
+        m.ones(1, 2, 5, 5), m.ones(3, 2, 2, 2), padding=-1),
+    "conv_transpose2d bias of 1": lambda m: m.nn.functional.conv_transpose2d(
+        m.ones(1, 2, 4, 4), m.ones(2, 3, 2, 2), bias=m.ones(1)),
+    "LSTMCell state of another batch": lambda m: m.nn.LSTMCell(3, 4)(
+        m.ones(2, 3), (m.zeros(1, 4), m.zeros(1, 4))),
+    "GRUCell state of another batch": lambda m: m.nn.GRUCell(3, 4)(m.ones(2, 3),
+                                                                   m.zeros(1, 4)),
+    "instance_norm of one spatial element": lambda m: m.nn.functional.instance_norm(
+        m.ones(2, 3, 1)),
+    "interpolate size with recompute_scale_factor": lambda m: m.nn.functional.interpolate(
+        m.ones(1, 1, 2, 2), size=(3, 3), recompute_scale_factor=True),
+    "trunc_normal_ with a > b": lambda m: m.nn.init.trunc_normal_(m.ones(3), a=2.0, b=-2.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REFUSED))
+def test_invalid_calls_raise_as_torch(case):
+    """Calls torch refuses, refused: each returned a value before (a cropped input, a
+    broadcast bias or state, zeros, a constant fill)."""
+    with pytest.raises((RuntimeError, ValueError)):
+        _REFUSED[case](torch)
+    with pytest.raises((RuntimeError, ValueError)):
+        _REFUSED[case](dl)
