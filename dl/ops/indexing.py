@@ -989,9 +989,11 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # no
         xc = getitem(x, crop) if crop else x
         shape = tuple(xc.shape[d] + max(amounts.get(d, (0, 0))[0], 0) +
                       max(amounts.get(d, (0, 0))[1], 0) for d in range(x.ndim))
-        if any(s < 0 for s in shape):
-            raise RuntimeError(f"pad: the padding {tuple(pad)} gives a negative size for the "
-                               f"input of shape {x.shape}")
+        want = tuple(x.shape[d] + sum(amounts.get(d, (0, 0))) for d in range(x.ndim))
+        if shape != want:  # a crop past the other side (the size is negative, or the crop
+            # and the padding overlap): PyTorch raises too
+            raise RuntimeError(f"pad: the padding {tuple(pad)} crops more than the input of "
+                               f"shape {x.shape} has")
         y = full(shape, 0 if value is None else value, dtype=x.dtype,
                  device=x.device)._materialise()
         inner = tuple(slice(max(amounts.get(d, (0, 0))[0], 0),

@@ -557,6 +557,10 @@ _REFUSED = {
     "interpolate size with recompute_scale_factor": lambda m: m.nn.functional.interpolate(
         m.ones(1, 1, 2, 2), size=(3, 3), recompute_scale_factor=True),
     "trunc_normal_ with a > b": lambda m: m.nn.init.trunc_normal_(m.ones(3), a=2.0, b=-2.0),
+    "pad cropping more than the size": lambda m: m.nn.functional.pad(m.ones(1, 2, 4, 4),
+                                                                     (-3, -3)),
+    "pad cropping past the other side": lambda m: m.nn.functional.pad(m.ones(1, 2, 4, 4),
+                                                                      (-5, 3)),
 }
 
 
