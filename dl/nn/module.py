@@ -106,16 +106,21 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True):
-        """Yields (dotted name, Parameter) for the parameters of this module and
-        (with recurse) its submodules, each shared parameter once."""
+    def _named_members(self, table: str, prefix: str, recurse: bool):
+        """(dotted name, tensor) for each entry of the `table` dict (_parameters or
+        _buffers) of this module and (with recurse) its submodules, each shared one once."""
         seen = set()
         mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mp, m in mods:
-            for name, p in m._parameters.items():
-                if p is not None and id(p) not in seen:
-                    seen.add(id(p))
-                    yield (f"{mp}.{name}" if mp else name), p
+            for name, t in getattr(m, table).items():
+                if t is not None and id(t) not in seen:
+                    seen.add(id(t))
+                    yield (f"{mp}.{name}" if mp else name), t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True):
+        """Yields (dotted name, Parameter) for the parameters of this module and
+        (with recurse) its submodules, each shared parameter once."""
+        return self._named_members("_parameters", prefix, recurse)
 
     def parameters(self, recurse: bool = True):
         """Yields the parameters of this module and (with recurse) its submodules, each
@@ -126,13 +131,7 @@ class Module:
     def named_buffers(self, prefix: str = "", recurse: bool = True):
         """Yields (dotted name, tensor) for the buffers of this module and (with recurse)
         its submodules, each shared buffer once."""
-        seen = set()
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
-        for mp, m in mods:
-            for name, b in m._buffers.items():
-                if b is not None and id(b) not in seen:
-                    seen.add(id(b))
-                    yield (f"{mp}.{name}" if mp else name), b
+        return self._named_members("_buffers", prefix, recurse)
 
     def buffers(self, recurse: bool = True):
         """Yields the buffers of this module and (with recurse) its submodules."""
