@@ -57,8 +57,8 @@ def apply(x: Tensor, name: str, fn, args: tuple, kwargs: dict) -> Tensor:
         _check(name, x, y)
         assign(x, y, internal=True)  # one kernel: each element read, then written
         return x
-    aliased = any(_in_storage(a, x) for a in (*args, *kwargs.values()))
-    if name in _VALUE_FREE or name in _VALUE_FREE_BY_SCALAR and not (others or aliased):
+    if name in _VALUE_FREE or name in _VALUE_FREE_BY_SCALAR and not (
+            others or any(_in_storage(a, x) for a in (*args, *kwargs.values()))):
         src = _alias(x)
     else:  # the op's gradient reads x's old value: keep a copy of it, with x's history;
         # so for an operand in x's memory (`y.mul_(y)`, `y.mul_(y.detach())`, a view of
