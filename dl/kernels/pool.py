@@ -96,6 +96,14 @@ def _max_or_nan(acc, seen):
 
 
 @cube
+def padded_extent(start, K: Comptime[int], n, P: Comptime[int]):
+    """The taps of a K-tap window from `start` before the padding's far edge (n + P along
+    an axis of n): K, less a ceil_mode window's part past it (count_include_pad's divisor,
+    PyTorch's). Forward and backward kernels share it."""
+    return min(start + K, n + P) - start
+
+
+@cube
 def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Comptime[int],
             DH: Comptime[int], DW: Comptime[int], MAX: Comptime[bool],
             COUNT_PAD: Comptime[bool], PH: Comptime[int], PW: Comptime[int]):
@@ -120,8 +128,8 @@ def _window(x, xb, xs1, xs2, h0, w0, hn, wn, ident, T, KH: Comptime[int], KW: Co
         acc = _max_or_nan(acc, seen)
     else:
         if COUNT_PAD:
-            rows = min(h0 + KH, hn + PH) - h0
-            cols = min(w0 + KW, wn + PW) - w0
+            rows = padded_extent(h0, KH, hn, PH)
+            cols = padded_extent(w0, KW, wn, PW)
             if rows * cols == KH * KW:
                 acc = acc * T(1.0 / (KH * KW))
             else:  # a ceil_mode window past the padding: torch's divisor stops there
@@ -281,7 +289,7 @@ def pool2d_rows(x: Tensor[Line[F]], out: Tensor[Line[F]], KH: Comptime[int], KW:
                 div = F(max(hcnt, 1))
                 if COUNT_PAD:
                     div = F(1.0 / (KH * KW))
-                    hrows = min(h0 + KH, hn + PH) - h0
+                    hrows = padded_extent(h0, KH, hn, PH)
                     if hrows != KH:  # a ceil_mode row past the padding (see _window)
                         div = F(1.0) / F(hrows * KW)
                 _row_span(x, out, xb, xs1, xs2, ob, os2, h0, hn, lo, hi, ident, div,
@@ -413,11 +421,11 @@ def reference(x, kernel, stride=None, padding=0, dilation=1, is_max=True,
     oh, ow = out_size(h, kh, sh, ph, dh, ceil_mode), out_size(w, kw, sw, pw, dw, ceil_mode)
     out = np.empty((n, c, oh, ow))
     for i in range(oh):
-        rows = [r for r in range(i * sh - ph, i * sh - ph + (kh - 1) * dh + 1, dh)]
+        rows = range(i * sh - ph, i * sh - ph + (kh - 1) * dh + 1, dh)
+        inside_rows = [r for r in rows if 0 <= r < h]
         for j in range(ow):
-            cols = [q for q in range(j * sw - pw, j * sw - pw + (kw - 1) * dw + 1, dw)]
-            taps = x[:, :, [r for r in rows if 0 <= r < h]][:, :, :, [q for q in cols
-                                                                      if 0 <= q < w]]
+            cols = range(j * sw - pw, j * sw - pw + (kw - 1) * dw + 1, dw)
+            taps = x[:, :, inside_rows][:, :, :, [q for q in cols if 0 <= q < w]]
             if is_max:
                 out[:, :, i, j] = taps.max(axis=(2, 3))
                 continue

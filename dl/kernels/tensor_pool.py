@@ -22,6 +22,7 @@ import cube as cb
 from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
 
 from .launch import launch_1d
+from .pool import padded_extent
 
 F = typing.TypeVar("F")
 
@@ -189,8 +190,8 @@ def avg_pool2d_backward(g: Array[F], out: Array[F], H: Comptime[int], W: Comptim
                         h0 = oh * SH - PH
                         w0 = ow * SW - PW
                         if COUNT_PAD:  # the window up to the padding's far edge (ceil_mode)
-                            rows = min(h0 + KH, i32(H + PH)) - h0
-                            cols = min(w0 + KW, i32(W + PW)) - w0
+                            rows = padded_extent(h0, KH, i32(H), PH)
+                            cols = padded_extent(w0, KW, i32(W), PW)
                         else:
                             rows = min(h0 + KH, i32(H)) - max(h0, 0)
                             cols = min(w0 + KW, i32(W)) - max(w0, 0)
