@@ -117,6 +117,12 @@ def _by_name(name: str) -> DType:
     return uint32 if name == "uint32" else _BY_NAME[name]
 
 
+def index_dtype(device) -> DType:
+    """The dtype of the indices an op returns on `device`: int64 as PyTorch's, int32 where
+    the device has no 64-bit integers (WGSL, SPIR-V here)."""
+    return int64 if getattr(device.rt.features, "int64", True) else int32
+
+
 def promote(a: DType, b: DType) -> DType:
     """Two tensors: the higher category wins; within a category the wider type; f16 with
     bf16 gives f32 (as in PyTorch)."""

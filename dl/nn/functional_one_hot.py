@@ -14,11 +14,6 @@ from ..tensor import Tensor
 __all__ = ["one_hot"]
 
 
-def _index_dtype(x: Tensor) -> dtypes.DType:
-    """int64 as PyTorch, int32 on devices without 64-bit integers."""
-    return dtypes.int64 if getattr(x.device.rt.features, "int64", True) else dtypes.int32
-
-
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """A tensor of shape (*tensor.shape, num_classes) holding 1 where the last index equals
     tensor's value, else 0; int64 (int32 on devices without 64-bit integers), as
@@ -47,7 +42,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             num_classes = hi + 1
         elif hi >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    out = _index_dtype(tensor)
+    out = dtypes.index_dtype(tensor.device)
     # arange computes integers in int64: without it the classes are float32 (exact: a
     # one-hot tensor of 2**24 classes is beyond such devices' memory)
     classes = arange(num_classes, dtype=tensor.dtype if out is dtypes.int64 else

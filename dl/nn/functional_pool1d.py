@@ -78,7 +78,7 @@ def _windows(n_in: int, n_out: int, dev) -> tuple[Tensor, int]:
     ends = [-((-(i + 1) * n_in) // n_out) for i in range(n_out)]
     k = max(e - s for s, e in zip(starts, ends))
     idx = np.array([[min(s + j, e - 1) for j in range(k)] for s, e in zip(starts, ends)])
-    it = dtypes.int64 if getattr(dev.rt.features, "int64", True) else dtypes.int32
+    it = dtypes.index_dtype(dev)
     return tensor(idx.reshape(-1), dtype=it, device=dev), k
 
 

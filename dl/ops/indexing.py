@@ -54,11 +54,6 @@ __all__ = ["scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "i
 SORT_ABOVE = 64
 
 
-def _index_dtype(dev):
-    """int64 where the device has it (WGSL has no 64-bit integers: int32 there)."""
-    return dtypes.int64 if dev.rt.features.int64 else dtypes.int32
-
-
 def _check_index(idx, what: str) -> Tensor:
     if not isinstance(idx, Tensor):
         raise TypeError(f"{what}: the index must be a tensor, got {type(idx).__name__}")
@@ -373,7 +368,7 @@ def _put(dst: Tensor, off: Tensor, pre_st: tuple, post_st: tuple, v: Tensor, mod
 
 def _offsets(idxs, strides, sizes, dev) -> Tensor:
     """sum_m wrap(idxs[m]) * strides[m] over broadcast index tensors, flattened, contiguous."""
-    it = _index_dtype(dev)
+    it = dtypes.index_dtype(dev)
     off = None
     for i, st, size in zip(idxs, strides, sizes):
         term = cast(_wrap(i, size), it) * st
@@ -649,7 +644,8 @@ def _index_add_into(dst, d, idx, source, alpha):
         source = cast(source, dst.dtype)
     xs, xst = dst.shape or (1,), dst._strides or (1,)
     src = source if source.ndim else reshape(source, 1)
-    off = contiguous(cast(_wrap(idx, xs[d]), _index_dtype(dst.device)) * xst[d])._materialise()
+    it = dtypes.index_dtype(dst.device)
+    off = contiguous(cast(_wrap(idx, xs[d]), it) * xst[d])._materialise()
     _put(dst, off, xst[:d], xst[d + 1:], src, 2)
 
 
@@ -742,7 +738,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):  # noqa: A002
     x = input
     m = x if x.dtype is dtypes.bool_ else ne(x, 0)
     m._materialise()
-    it = _index_dtype(x.device)
+    it = dtypes.index_dtype(x.device)
     rank = m.ndim
     mv = m if rank else reshape(m, 1)
     n = mv.numel()

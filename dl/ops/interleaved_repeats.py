@@ -14,11 +14,6 @@ from .registry import register
 __all__ = ["repeat_interleave"]
 
 
-def _index_dtype(x: Tensor) -> dtypes.DType:
-    """int64 as PyTorch, int32 on devices without 64-bit integers."""
-    return dtypes.int64 if getattr(x.device.rt.features, "int64", True) else dtypes.int32
-
-
 def _counts(repeats: Tensor, n: int) -> np.ndarray:
     if repeats.dtype.is_float or repeats.dtype is dtypes.bool_:
         raise RuntimeError(f"repeat_interleave: repeats must be an integer tensor, got "
@@ -48,8 +43,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     Differentiable (repeated elements sum their gradients). Also `t.repeat_interleave(...)`."""
     if repeats is None:  # repeat_interleave(repeats): the indices, repeated
         counts = _counts(input, input.numel() if input.ndim else 1)
-        return _tensor(np.repeat(np.arange(counts.size), counts), dtype=_index_dtype(input),
-                       device=input.device)
+        return _tensor(np.repeat(np.arange(counts.size), counts),
+                       dtype=dtypes.index_dtype(input.device), device=input.device)
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else shapes.norm_dim(dim, x.ndim)
     if x.ndim == 0:
@@ -57,7 +52,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,  #
     n = x.shape[d]
     if isinstance(repeats, Tensor) and repeats.numel() != 1:
         counts = _counts(repeats, n)
-        idx = _tensor(np.repeat(np.arange(n), counts), dtype=_index_dtype(x), device=x.device)
+        idx = _tensor(np.repeat(np.arange(n), counts), dtype=dtypes.index_dtype(x.device),
+                      device=x.device)
         y = index_select(x, d, idx)
     else:
         r = int(repeats.reshape(-1)[0].item() if isinstance(repeats, Tensor) else repeats)

@@ -254,8 +254,7 @@ def _arg(op: str):
         except ValueError:
             buf = counted(op, lib.reduce, src.device.rt, operand(src, contiguous=True), d, op)
         shape = src.shape[:d] + src.shape[d + 1:]
-        # int64 as PyTorch, int32 on devices without 64-bit ints (WGSL, SPIR-V here)
-        it = dtypes.int64 if getattr(x.device.rt.features, "int64", True) else dtypes.int32
+        it = dtypes.index_dtype(x.device)
         idx = _cast(result(buf, dtypes.uint32, x.device, shape), it)._materialise()
         if keepdim:
             ks = (1,) * x.ndim if dim is None else _keep_shape(x, [d])

@@ -63,11 +63,6 @@ KthvalueResult, MedianResult = _ret("kthvalue"), _ret("median")
 
 # ---- helpers -----------------------------------------------------------------------------
 
-def _index_dtype(x: Tensor):
-    """int64 as PyTorch, int32 on devices without 64-bit ints."""
-    return dtypes.int64 if getattr(x.device.rt.features, "int64", True) else dtypes.int32
-
-
 def _compute_dtype(dt):
     """The type a kernel runs in: halves in float32, bool in int32."""
     if dt.is_float:
@@ -140,8 +135,9 @@ def _scan(x: Tensor, dim, op: str, dtype, rev: bool = False, name: str = "cumsum
         x = cast(x, dtypes.get(dtype))
     out_dt = x.dtype
     if dtype is None and op != "logsumexp" and not out_dt.is_float:
-        out_dt = _index_dtype(x)  # ints and bools accumulate in int64, as PyTorch (a dtype
-        # given is the result's: cumsum(dtype=int32) of int64 is int32 there too)
+        # ints and bools accumulate in int64, as PyTorch (a dtype given is the result's:
+        # cumsum(dtype=int32) of int64 is int32 there too)
+        out_dt = dtypes.index_dtype(x.device)
     r = _Rows(x, dim, name)
     src = r.t
     cdt = _compute_dtype(out_dt)
@@ -235,7 +231,7 @@ def _sorted_rows(r: _Rows, descending: bool, lo: int, hi: int, dtype):
     cdt = _compute_dtype(src.dtype)
     if src.dtype is not cdt:
         src = cast(src, cdt)._materialise()
-    idt = _index_dtype(src)
+    idt = dtypes.index_dtype(src.device)
     vals = _out2(r.rows, hi - lo, cdt, src.device)
     inds = _out2(r.rows, hi - lo, idt, src.device)
     if r.rows and hi > lo:
@@ -398,7 +394,7 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa
     pos = np.flatnonzero(starts)
     dev = x.device
     out = [_tensor(np.ascontiguousarray(v[pos]), dtype=x.dtype, device=dev)]
-    idt = _index_dtype(x)
+    idt = dtypes.index_dtype(x.device)
     if return_inverse:
         inv = np.empty(v.shape[0], np.int64)
         inv[perm] = np.cumsum(starts) - 1
@@ -444,7 +440,7 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,  # 
     dt = dtypes.promote(seq.dtype, vals.dtype)
     cdt = _compute_dtype(dt)
     m = seq.shape[-1]
-    idt = dtypes.int32 if out_int32 else _index_dtype(seq)
+    idt = dtypes.int32 if out_int32 else dtypes.index_dtype(seq.device)
     if vals.numel() == 0 or m == 0:
         return zeros(*vals.shape, dtype=idt, device=seq.device)
     s2 = contiguous(cast(reshape(seq.detach(), -1, m), cdt))._materialise()
@@ -487,7 +483,7 @@ def bincount(x: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Te
     nb = max(hi + 1, int(minlength))
     dev = x.device
     if weights is None:
-        odt = _index_dtype(x)
+        odt = dtypes.index_dtype(x.device)
         counts = zeros(nb, dtype=dtypes.int32, device=dev)._materialise()
         if x.numel() and nb:
             counted("bincount", lib_hist.bincount, dev.rt, _as_lib(xi), None, _as_lib(counts))
