@@ -3,6 +3,7 @@ dims added up to a rank, as torch's."""
 from __future__ import annotations
 
 from ..tensor import Tensor
+from .common import tensor_args
 from .registry import register
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d"]
@@ -11,11 +12,7 @@ __all__ = ["atleast_1d", "atleast_2d", "atleast_3d"]
 def _each(tensors, fn, what: str):
     """torch's forms: one tensor gives one tensor; several, or one list or tuple, a tuple."""
     single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
-    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-    for t in ts:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{what}: expected tensors, got {type(t).__name__}")
-    out = tuple(fn(t) for t in ts)
+    out = tuple(fn(t) for t in tensor_args(tensors, what))
     return out[0] if single else out
 
 

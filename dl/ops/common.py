@@ -10,6 +10,16 @@ def is_tensor(x) -> bool:
     return isinstance(x, Tensor)
 
 
+def tensor_args(args, what: str) -> list[Tensor]:
+    """The tensors of torch's variadic forms, `f(a, b, ...)` or `f([a, b, ...])`; anything
+    else is a TypeError naming `what`."""
+    ts = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    for t in ts:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}: expected tensors, got {type(t).__name__}")
+    return ts
+
+
 def as_tensor_like(x, ref: Tensor) -> Tensor:
     """A Python scalar or array-like as a tensor on ref's device."""
     if isinstance(x, Tensor):

@@ -4,18 +4,11 @@ from __future__ import annotations
 import warnings
 
 from ..tensor import Tensor
+from .common import tensor_args
 from .index import stack
 from .registry import register
 
 __all__ = ["cartesian_prod", "meshgrid"]
-
-
-def _tensors(args, what: str) -> list[Tensor]:
-    ts = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
-    for t in ts:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{what}: expected tensors, got {type(t).__name__}")
-    return ts
 
 
 @register("meshgrid")
@@ -25,7 +18,7 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     size (views of the inputs, no copy). indexing "ij" (matrix: dim i is tensor i) or "xy"
     (Cartesian: the first two dims swapped); without it "ij", with PyTorch's warning. The
     tensors must share a dtype (RuntimeError, as PyTorch's). Differentiable."""
-    ts = _tensors(tensors, "meshgrid")
+    ts = tensor_args(tensors, "meshgrid")
     if indexing is None:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
                       "the indexing argument.", UserWarning, stacklevel=2)
@@ -60,7 +53,7 @@ def cartesian_prod(*tensors) -> Tensor:
     """The Cartesian product of 1-D tensors of one dtype, as torch.cartesian_prod: a
     (prod of sizes, len(tensors)) tensor whose rows run through every combination (the
     last tensor fastest); one tensor is returned as it is. Differentiable."""
-    ts = _tensors(tensors, "cartesian_prod")
+    ts = tensor_args(tensors, "cartesian_prod")
     for t in ts:
         if t.ndim != 1:
             raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
