@@ -11,7 +11,7 @@
 from . import autograd, distributed, dtypes, fusion, nn, ops, optim, utils
 from .autograd import enable_grad, no_grad, set_grad_enabled
 from .capture import CaptureError, capture
-from .devices import Device, set_default_device
+from .devices import Device, get_default_device, set_default_device
 from .devices import get as device
 from .dtypes import bfloat16, bool_, float16, float32, float64, int32, int64
 from .fusion import count_kernels

@@ -52,6 +52,12 @@ def set_default_device(name: str) -> None:
     default_device = get(name).name
 
 
+def get_default_device() -> Device:
+    """The device tensors are created on when none is given (`set_default_device`'s), as
+    PyTorch's `torch.get_default_device()`."""
+    return get()
+
+
 def get(d=None) -> Device:
     """The Device for `d`: a Device, a name, or None for the default device."""
     if isinstance(d, Device):

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import weakref
 
+from .. import shapes
 from ..fusion import elementwise, realise, writes
+from ..fusion.materialise import settled
 from ..tensor import Tensor
 from .grad_mode import _state as _grad_state
 from .grad_mode import no_grad
@@ -136,10 +138,40 @@ def _seed(root, grad):
     return grad if grad.dtype is root.dtype else grad.to(root.dtype)
 
 
+def _own(g: Tensor, claimed: set) -> Tensor:
+    """g as a new `.grad`, as PyTorch's AccumulateGrad takes it: dense storage of its own
+    (a copy where g is an expanded or strided view, the seed, or memory another gradient of
+    this backward already took: `a + b` sends one tensor to both), so an in-place op on one
+    gradient (`p.grad.mul_(s)`, a later accumulation) changes no other tensor."""
+    settled(g)
+    if g._buf is None:
+        key = id(g._node)  # lazy: its storage is made when it is computed
+    else:
+        key = id(g._buf)
+        if g.offset or g._strides != shapes.contiguous_strides(g.shape) or \
+                g._buf.size != shapes.numel(g.shape):
+            key = None
+    if key is None or key in claimed:
+        g = elementwise("identity", [g], [g.dtype.compute], g.dtype)  # a copy
+        key = id(g._node)
+    claimed.add(key)
+    return g
+
+
+def _accumulate(t: Tensor, g: Tensor, claimed: set) -> None:
+    """t.grad += g in place (a reference to t.grad sees the sum, as PyTorch's); the first
+    gradient becomes t.grad through `_own`."""
+    if t.grad is None:
+        t.grad = _own(g, claimed)
+    else:
+        t.grad.add_(g)
+
+
 def backward(root, grad=None, retain_graph: bool = False) -> None:
     if not root.requires_grad:
         raise RuntimeError("backward() on a tensor that does not require grad (set "
                            "requires_grad=True on a leaf it depends on)")
+    seeded = grad is None
     if grad is None:
         if root.numel() != 1:
             raise RuntimeError(f"backward() without a gradient needs a one-element output, "
@@ -148,6 +180,9 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                            shape=root.shape)  # ones_like(root)
     else:
         grad = _seed(root, grad)
+    # the caller's gradient is theirs: a leaf taking it takes a copy (the seed made here, a
+    # tensor of ones, is not claimed)
+    claimed = set() if seeded else {id(grad._buf) if grad._buf is not None else id(grad._node)}
     with no_grad():
         node = root if root._grad_fn is None else root._grad_fn
         grads = {id(node): grad}
@@ -163,14 +198,15 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
             if n.__class__ is not GradFn:  # a leaf
                 if n.requires_grad:
                     g = g if g.dtype == n.dtype else g.to(n.dtype)
-                    n.grad = g if n.grad is None else n.grad + g
+                    _accumulate(n, g, claimed)
                     touched.append(n)
                     run_post_accumulate_grad_hooks(n)
                 continue
             if n.out is not None:  # the output asked for its gradient (`retain_grad()`)
                 t = n.out()
                 if t is not None and t._grad_fn is n and t.__dict__.get("_retains_grad"):
-                    t.grad = g if t.grad is None else t.grad + g
+                    # a copy, summed out of place (PyTorch's retain_grad hook)
+                    t.grad = _own(g, claimed) if t.grad is None else t.grad + g
             gxs = n.backward(g) if n.at == writes.count[0] else backward_of(n, g)
             for e, x, gx in zip(n.inputs, n.operands, gxs):
                 if e is None or gx is None:

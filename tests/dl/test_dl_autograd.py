@@ -294,3 +294,73 @@ def test_backward_refuses_a_gradient_of_another_shape_or_kind():
         (x * 2).backward(dl.ones(3))
     with pytest.raises(TypeError, match="tensor"):
         (x * 2).backward(2.0)
+
+
+def _grads_program(m, a, b, seed):
+    """Gradient bookkeeping a torch user relies on, as the same program for dl and torch:
+    returns every value the program can observe afterwards."""
+    x = m.tensor(a, requires_grad=True)
+    y = m.tensor(b, requires_grad=True)
+    (x + y).sum().backward()  # one gradient tensor reaches both leaves
+    x.grad.mul_(5)  # in place on x's gradient only
+    seen = [x.grad.numpy().copy(), y.grad.numpy().copy(), x.grad is y.grad]
+    w = m.tensor(a, requires_grad=True)
+    w.sum().backward()  # the seed's expanded view
+    kept = w.grad
+    (w * w).sum().backward()  # accumulates into the same tensor
+    seen += [kept is w.grad, kept.numpy().copy()]
+    kept.add_(1)  # an in-place op on an accumulated gradient
+    seen.append(w.grad.numpy().copy())
+    s = m.tensor(seed)
+    v = m.tensor(a, requires_grad=True)
+    v.backward(s)  # a leaf given the caller's gradient: a copy
+    s.mul_(0)
+    seen += [v.grad.numpy().copy(), v.grad is s]
+    u = m.tensor(a, requires_grad=True)
+    z = u.clone()
+    z.retain_grad()
+    z.backward(m.tensor(seed))
+    u.grad.mul_(3)  # the retained gradient of z is its own copy
+    seen += [z.grad.numpy().copy(), u.grad.numpy().copy()]
+    return seen
+
+
+def test_leaf_gradients_are_accumulated_in_place_into_storage_of_their_own(dev):
+    """As torch's AccumulateGrad: `p.grad` is dense storage of its own (two leaves fed by
+    one tensor got one shared object, and `w.sum().backward()` gave an expanded view that
+    refused `w.grad.mul_()`), a second backward adds into the same tensor (a reference to
+    p.grad saw stale values), and the caller's gradient is copied, not adopted."""
+    rng = np.random.default_rng(11)
+    a, b, seed = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(3))
+    prev = dl.get_default_device()
+    dl.set_default_device(dev)
+    try:
+        ours = _grads_program(dl, a, b, seed)
+    finally:
+        dl.set_default_device(prev)
+    ref = _grads_program(torch, a, b, seed)
+    assert len(ours) == len(ref)
+    for o, r in zip(ours, ref, strict=True):
+        if isinstance(r, bool):
+            assert o is r
+        else:
+            np.testing.assert_allclose(o, r, rtol=1e-6, atol=1e-6)
+
+
+def test_zero_grad_keeping_tensors_zeroes_the_gradient_a_reference_holds(dev):
+    """`zero_grad(set_to_none=False)` and gradient accumulation over two micro-batches, as
+    torch: the gradient tensor taken before is the one zeroed and summed into."""
+    rng = np.random.default_rng(12)
+    a, x1, x2 = (rng.standard_normal((4, 4)).astype(np.float32) for _ in range(3))
+    out = []
+    for m, kw in ((dl, {"device": dev}), (torch, {})):
+        w = m.tensor(a, requires_grad=True, **kw)
+        opt = m.optim.SGD([w], lr=0.1)
+        (w @ m.tensor(x1, **kw)).sum().backward()
+        g = w.grad
+        opt.zero_grad(set_to_none=False)
+        for x in (x1, x2):
+            (w @ m.tensor(x, **kw)).tanh().sum().backward()
+        out.append((g is w.grad, g.numpy().copy()))
+    assert out[0][0] is out[1][0] is True
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-5, atol=1e-6)
