@@ -237,8 +237,13 @@ amax = register("amax", method=True)(_amax("max"))
 amin = register("amin", method=True)(_amax("min"))
 
 
-def _arg(op: str):
+def _arg(op: str, bools: bool = False):
+    """argmax / argmin; bools: taking bool tensors too (max(dim) of bools, which torch
+    takes; its argmax refuses them)."""
     def fn(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        if x.dtype is dtypes.bool_ and not bools:
+            raise RuntimeError(f"{op}() does not support bool input, as PyTorch's (.int() "
+                               f"first)")
         src = x.reshape(-1) if dim is None else x
         d = 0 if dim is None else shapes.norm_dim(dim, (x.ndim or 1))
         if src.ndim == 0:
@@ -270,6 +275,7 @@ def _arg(op: str):
 
 argmax = register("argmax", method=True)(_arg("argmax"))
 argmin = register("argmin", method=True)(_arg("argmin"))
+_ARG_ANY = {"max": _arg("argmax", bools=True), "min": _arg("argmin", bools=True)}
 
 
 def _max_min(op: str):
@@ -285,7 +291,7 @@ def _max_min(op: str):
         if isinstance(dim, Tensor):
             return OPS["maximum" if op == "max" else "minimum"](x, dim)
         d = shapes.norm_dim(dim, (x.ndim or 1))
-        idx = (argmax if op == "max" else argmin)(x, d, keepdim=True)
+        idx = _ARG_ANY[op](x, d, keepdim=True)
         vals = x.gather(d, idx) if x.ndim else x
         if not keepdim and x.ndim:
             vals, idx = vals.squeeze(d), idx.squeeze(d)

@@ -28,7 +28,7 @@ from ..kernels import sort as lib_sort
 from ..tensor import Tensor
 from .creation import tensor as _tensor
 from .creation import zeros
-from .elementwise import cast, where
+from .elementwise import cast, check_dtype, where
 from .libcall import counted, operand
 from .registry import register
 from .shape import contiguous, reshape
@@ -68,6 +68,9 @@ def _compute_dtype(dt):
     if dt.is_float:
         return dtypes.float32 if dt.itemsize == 2 else dt
     return dtypes.int32 if dt is dtypes.bool_ else dt
+
+
+_BOOL_HINT = " (as PyTorch's; .int() first)"
 
 
 class _Rows:
@@ -291,6 +294,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
 
     nan counts as the largest value; among equal values the lower index comes first. The
     values are differentiable. Also `t.topk(k)`."""
+    check_dtype("topk", x.dtype, "no_bool", _BOOL_HINT)
     r = _Rows(x, dim, "topk")
     k = int(k)
     if not 0 <= k <= r.n:
@@ -321,6 +325,7 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
 
     nan counts as the largest value. keepdim keeps dim with size 1. The values are
     differentiable. Also `t.kthvalue(k, dim)`."""
+    check_dtype("kthvalue", x.dtype, "no_bool", _BOOL_HINT)
     r = _Rows(x, dim, "kthvalue")
     k = int(k)
     if not 1 <= k <= r.n:
@@ -337,6 +342,7 @@ def median(x: Tensor, dim=None, keepdim: bool = False):
     pair along dim; keepdim keeps dim with size 1. A row holding nan gives nan (and, with
     dim, the index of its first nan), as PyTorch. The values are differentiable. Also
     `t.median()`."""
+    check_dtype("median", x.dtype, "no_bool", _BOOL_HINT)
     if dim is None:
         if x.numel() == 0:
             raise RuntimeError("median() of an empty tensor")

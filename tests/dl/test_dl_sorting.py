@@ -211,3 +211,19 @@ def test_methods_and_named_results():
     assert x.cumsum(1).tolist() == [[3.0, 4.0, 6.0]]
     assert x.kthvalue(2).values.tolist() == [2.0]
     assert "values" in repr(s)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin", "topk", "kthvalue", "median"])
+def test_ops_torch_refuses_on_bools_are_refused(op):
+    """argmax / argmin / topk / kthvalue / median of a bool tensor raise, as torch's (they
+    returned indices and values); max, sort and argsort of bools still work, as torch's."""
+    a = np.array([[True, False, True], [False, False, True]])
+    call = {"topk": lambda m, t: m.topk(t, 2), "kthvalue": lambda m, t: m.kthvalue(t, 1)}.get(
+        op, lambda m, t: getattr(m, op)(t))
+    with pytest.raises((RuntimeError, NotImplementedError)):
+        call(torch, torch.tensor(a))
+    with pytest.raises(RuntimeError, match=op):
+        call(dl, dl.tensor(a))
+    for f in (lambda m, t: m.max(t, 1)[1], lambda m, t: m.sort(t, 1)[0],
+              lambda m, t: m.argsort(t, dim=1, stable=True)):
+        np.testing.assert_array_equal(f(dl, dl.tensor(a)).numpy(), f(torch, torch.tensor(a)))
