@@ -1003,19 +1003,32 @@ def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:  # no
                                   f"circular)")
     if value not in (None, 0):
         raise RuntimeError(f"pad: padding mode {mode!r} doesn't take in value argument")
-    if k > 3 or k > x.ndim - 1:
-        raise NotImplementedError(f"pad ({mode}): pads the last 1-3 dims of a batched input, "
-                                  f"got padding {tuple(pad)} for shape {x.shape}")
-    if any(p < 0 for p in pad):
-        if mode != "circular":
-            raise RuntimeError(f"pad ({mode}): negative padding {tuple(pad)}")
+    if k > 3 or x.ndim not in (k + 1, k + 2):  # PyTorch's combinations
+        raise NotImplementedError(
+            f"pad ({mode}): padding of length {len(pad)} for a {x.ndim}-d input; the modes "
+            f"other than constant pad the last 1, 2 or 3 dims of an input with one or two "
+            f"dims more (lengths 2, 4, 6 for 2-3, 3-4, 4-5 dims), as PyTorch's")
     y = x
     for d, (lo, hi) in sorted(amounts.items(), reverse=True):
-        if lo < 0 or hi < 0:
-            n = y.shape[d]
-            y = narrow(y, d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
-            lo, hi = max(lo, 0), max(hi, 0)
-        y = _pad_dim(y, d, lo, hi, mode)
+        if lo >= 0 and hi >= 0:
+            y = _pad_dim(y, d, lo, hi, mode)
+            continue
+        # a negative amount crops, as PyTorch's: circular crops before it pads, reflect and
+        # replicate pad the original dim first (their padding reads the cropped-off edge)
+        first = mode == "circular"
+        if not first:
+            y = _pad_dim(y, d, max(lo, 0), max(hi, 0), mode)
+        n, cut = y.shape[d], max(-lo, 0)
+        keep = n - cut - max(-hi, 0)
+        if keep < 1 if first else keep < 0:
+            raise RuntimeError(f"pad ({mode}): the padding {tuple(pad)} crops more than "
+                               f"dimension {d} of size {x.shape[d]} has")
+        y = narrow(y, d, cut, keep)
+        if first:
+            y = _pad_dim(y, d, max(lo, 0), max(hi, 0), mode)
+    if all(y.shape[d] == 0 for d in amounts):  # PyTorch's check, once all are cropped away
+        raise RuntimeError(f"pad ({mode}): the input of shape {x.shape} is too small: the "
+                           f"padding {tuple(pad)} leaves no element in the padded dims")
     return contiguous(y) if y is x else y
 
 

@@ -2,6 +2,8 @@
 indices on every runtime (WGSL has no int64), errors, determinism of accumulation."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -328,3 +330,33 @@ def test_gradients_of_several_views_sum_as_torchs(dev, case):
         f(x).backward()
         f(tx).backward()
         close(x.grad, tx.grad)
+
+
+def test_pad_modes_crop_and_refuse_as_torch():
+    """reflect / replicate with negative amounts crop after padding the original dim, as
+    torch's (they were refused); padding lengths torch refuses for an input's rank are
+    refused (they were applied), and so is a crop that leaves no element in any padded dim.
+    Values and gradients against torch over every amount in [-3, 3]."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 2, 4, 3))
+    cases = [(m, p) for m in ("reflect", "replicate")
+             for p in itertools.product(range(-3, 4), repeat=4)]
+    cases += [(m, p) for m in ("reflect", "replicate", "circular")
+              for p in ((-1, 1), (1, 1, 1, 1, 1, 1), (1, 1, 1, 1, 1, 1, 1, 1))]
+    for mode, p in cases[::23] + cases[-9:]:
+        tx = torch.tensor(a, requires_grad=True)
+        x = dl.tensor(a, requires_grad=True)
+        try:
+            want = torch.nn.functional.pad(tx, p, mode=mode)
+        except (RuntimeError, NotImplementedError):
+            with pytest.raises((RuntimeError, NotImplementedError)):
+                dl.nn.functional.pad(x, p, mode=mode)
+            continue
+        got = dl.nn.functional.pad(x, p, mode=mode)
+        assert got.shape == tuple(want.shape), (mode, p)
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), err_msg=str((mode, p)))
+        if want.numel():
+            g = rng.standard_normal(want.shape)
+            want.backward(torch.tensor(g))
+            got.backward(dl.tensor(g))
+            np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), err_msg=str((mode, p)))
