@@ -322,6 +322,20 @@ class Range:
     loc: Loc = None
 
 
+def range_steps_past_end(r: Range) -> bool:
+    """Whether the counter of r, stepped past its last value, may leave its type's range:
+    a step of magnitude above 1 and an end that is not a constant far enough from the type's
+    limit (`range(n, 0, -2)` on u32 from 5 reaches 1, then 2**32 - 1). Such a loop must stop
+    on the distance left to the end, not on a compare of the wrapped counter."""
+    if abs(r.step) == 1:
+        return False  # the counter reaches end exactly, inside the type
+    if not isinstance(r.end, Const):
+        return True
+    lo, hi = r.var.type.elem.int_range
+    end = int(r.end.value)
+    return end + r.step - 1 > hi if r.step > 0 else end + r.step + 1 < lo
+
+
 @dataclass(eq=False, slots=True)
 class Break:
     loc: Loc = None

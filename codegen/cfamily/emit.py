@@ -240,10 +240,21 @@ class Emitter(StructuredEmitter):
         cmp = "<" if st > 0 else ">"
         inc = f"{name} += {self.v.const(st, t)}" if st > 0 else \
             f"{name} -= {self.v.const(-st, t)}"
-        self.line(f"for ({name} = {self.val(op.start, 0, t)}; {name} {cmp} "
-                  f"{self.val(op.end, 0, t)}; {inc}) {{")
+        end = self.val(op.end, 0, t)
+        if not isinstance(op.end, ir.Const):  # the end is read once, as the IR's range: the
+            e = self.temp()                    # body may rebind the variable it came from
+            self.line(f"{{ const {self.reg(t)} {e} = {end};")
+            end = e
+        if ir.range_steps_past_end(op):  # stop on the distance left, which cannot wrap
+            ut = self.reg(SCALARS[f"u{t.bits}"])  # unsigned: no signed overflow
+            hi, lo = (end, name) if st > 0 else (name, end)
+            left = f"({ut})(({ut})({hi}) - ({ut})({lo}))"
+            inc = f"{name} = {left} <= {abs(st)}u ? {end} : " + \
+                (f"{name} + {self.v.const(st, t)}" if st > 0 else
+                 f"{name} - {self.v.const(-st, t)}")
+        self.line(f"for ({name} = {self.val(op.start, 0, t)}; {name} {cmp} {end}; {inc}) {{")
         self.nested(op.body)
-        self.line("}")
+        self.line("}" if isinstance(op.end, ir.Const) else "} }")
 
     def vector_op(self, op) -> str | None:
         """One native-vector expression for op (its dst is a vector), or None: lanes."""

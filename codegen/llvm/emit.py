@@ -369,7 +369,13 @@ class Emitter:
         body()
         stack.pop()
         fn.block(latch)
-        self.write(op.var, fn.op(f"add {ll} {self.read(op.var)}, {const(op.step, t)}"))
+        v = self.read(op.var)
+        if ir.range_steps_past_end(op):  # stop on the distance left, which cannot wrap
+            left = fn.op(f"sub {ll} {end}, {v}" if op.step > 0 else f"sub {ll} {v}, {end}")
+            step = fn.label("rstep")
+            fn.cbr(a.icmp("ule", ll, left, const(abs(op.step), t)), exit_, step)
+            fn.block(step)
+        self.write(op.var, fn.op(f"add {ll} {v}, {const(op.step, t)}"))
         fn.br(hdr)
         fn.block(exit_)
 

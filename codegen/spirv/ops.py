@@ -502,7 +502,14 @@ def _loop(em: Emitter, rng: ir.Range | None, body) -> None:
     em.branch(cont)
     em.label(cont)
     if rng is not None:
-        em.write(rng.var, binary(em, "add", t, em.val(rng.var), em.c(rng.step, t)))
+        v = em.val(rng.var)
+        nxt = binary(em, "add", t, v, em.c(rng.step, t))
+        if ir.range_steps_past_end(rng):  # stop on the distance left (u32 math, exact)
+            hi, lo = (end, v) if rng.step > 0 else (v, end)
+            left = m.op("ISub", em.t(u32), hi, lo)
+            last = m.op("ULessThanEqual", m.bool(), left, em.u(abs(rng.step)))
+            nxt = m.op("Select", em.t(t), last, end, nxt)
+        em.write(rng.var, nxt)
     m.emit("code", "Branch", header)
     em.terminated = True
     em.label(merge)

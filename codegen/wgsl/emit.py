@@ -187,7 +187,12 @@ class Emitter(StructuredEmitter):
         self.block(op.body)
         self.line("continuing {")
         step = k(op.step, t)
-        self.line(f"    {v} = {self.x.wrap(t, f'({v} + {step})')};")
+        nxt = self.x.wrap(t, f"({v} + {step})")
+        if ir.range_steps_past_end(op):  # stop on the distance left (u32 math wraps, exact)
+            hi, lo = (end, v) if op.step > 0 else (v, end)
+            nxt = f"select({nxt}, {end}, bitcast<u32>({hi}) - bitcast<u32>({lo}) <= " \
+                  f"{abs(op.step)}u)"
+        self.line(f"    {v} = {nxt};")
         self.line("}")
         self.depth -= 1
         self.line("}")
