@@ -300,6 +300,8 @@ def math1(b: Builder, op: str, x):
         raise ArithError(f"{op} needs a float argument, got {x.type}; cast it first")
     if op == "abs" and x.type.elem.kind == "uint":
         return x
+    if op == "abs" and x.type.elem.is_bool:  # Python: abs(True) is the int 1
+        return b.cast(x, with_elem(x.type, i32))
     return b.unary(op, x)
 
 
@@ -315,6 +317,8 @@ def minmax(b: Builder, op: str, x, y):
     x, y, t = pair(b, x, y)
     if t.elem.is_float:
         return b.select(b.binary("lt" if op == "min" else "gt", y, x), y, x)
+    if t.elem.is_bool:  # False < True: max is or, min is and (a bool, as Python's)
+        return b.binary("or" if op == "max" else "and", x, y)
     return b.binary(op, x, y)
 
 
@@ -333,9 +337,26 @@ def nonfinite_test(b: Builder, op: str, x):
     return b.binary("eq" if op == "isinf" else "lt", mag, b.const(math.inf, x.type))
 
 
+def _convert_literal(x, e: Scalar):
+    """A compile-time number converted as Python's bool()/int()/float() would before it is
+    typed e (`u32(True)` is 1, `boolean(2)` is True, `i32(2.7)` is 2: toward zero, as the
+    runtime cast)."""
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, bool):
+        return x if e.is_bool else int(x) if e.is_int else float(x)
+    if isinstance(x, int | float) and e.is_bool:
+        return bool(x)
+    if isinstance(x, float) and e.is_int:
+        if not math.isfinite(x):
+            raise ArithError(f"cannot convert {x} to {e}")
+        return int(x)
+    return x
+
+
 def cast(b: Builder, x, t: Type):
     if not is_runtime(x):
-        x = literal(b, x, t if t.lanes == 1 else t.elem)
+        x = literal(b, _convert_literal(x, t.elem), t if t.lanes == 1 else t.elem)
         if x.type == t:
             return x
     if x.type == t:

@@ -172,7 +172,8 @@ def _ternary(op):
         x, y, _ = arith.pair(tr.b, vals[0], vals[1])
         x, z, _ = arith.pair(tr.b, x, vals[2])
         y, z, _ = arith.pair(tr.b, y, z)
-        if op == "clamp" and x.type.elem.is_float:  # min(max(x, lo), hi), as Python's
+        if op == "clamp" and (x.type.elem.is_float or x.type.elem.is_bool):
+            # min(max(x, lo), hi), as Python's
             return arith.minmax(tr.b, "min", arith.minmax(tr.b, "max", x, y), z)
         return tr.b.ternary(op, x, y, z)
     return handler

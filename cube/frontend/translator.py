@@ -397,13 +397,36 @@ class Translator:
                                         is_cb_range=fn is lang.range)
         seq = self.expr(it)
         if isinstance(seq, (tuple, list, builtins.range)):
-            for v in seq:  # a compile-time sequence: unrolled
-                self._assign(node.target, v, node, True)
-                self._unrolled_body(node)
+            self._unrolled(node, list(seq))  # a compile-time sequence: unrolled
             return
         raise self.error("a for loop must iterate over range(...), cb.range(...) or a "
                          "compile-time tuple", it)
         del f
+
+    def _unrolled(self, node, values: list) -> None:
+        """The body once per value, the target bound to it. In a helper whose body may
+        return (inside an if), the iterations after one are run only if it did not: a
+        `return` ends the loop, as Python's (inside a runtime loop, its break does)."""
+        f = self.frame
+        guard = f.ret_flag is not None and not f.is_kernel and not f.loops and \
+            any(_contains_return(s) for s in node.body)
+        for i, v in enumerate(values):
+            self._assign(node.target, v, node, True)
+            self._unrolled_body(node)
+            if guard and i + 1 < len(values):
+                self._materialise(node.body)
+                with self.b.if_(self.b.unary("not", f.ret_flag)):
+                    f.runtime_depth += 1
+                    try:
+                        self._unrolled(node, values[i + 1:])
+                        ended = False
+                    except _Terminated:
+                        ended = True  # the later iterations return on every path
+                    finally:
+                        f.runtime_depth -= 1
+                if ended:
+                    raise _Terminated
+                return
 
     def _unrolled_body(self, node):
         n = loop_exits(node.body)
@@ -434,9 +457,7 @@ class Translator:
             if is_runtime(start) or is_runtime(end):
                 raise self.error("an unrolled range needs compile-time bounds; use "
                                  "cb.comptime(...) or drop unroll=True", call)
-            for v in builtins.range(int(start), int(end), int(step)):
-                self._assign(node.target, v, node, True)
-                self._unrolled_body(node)
+            self._unrolled(node, list(builtins.range(int(start), int(end), int(step))))
             return
         if not isinstance(node.target, ast.Name):
             raise self.error("a range loop needs a single loop variable", node.target)
@@ -663,7 +684,11 @@ class Translator:
                 idx = int(idx)
             else:
                 raise self.error(f"an index must be an integer, got {describe(idx)}", node)
-        return ir.Const(idx, u32 if idx >= 0 else i32)
+        if idx < 0:  # Python would read from the end; an offset below 0 is out of bounds
+            a = ast.unparse(node.value) if isinstance(node, ast.Subscript) else "a"
+            raise self.error(f"the index {idx} is negative: cube does not count from the end "
+                             f"as Python (write len({a}) - {-idx})", node)
+        return ir.Const(idx, u32)
 
     def _load(self, ref: MemRef, idx, node):
         if isinstance(idx, tuple):

@@ -588,3 +588,135 @@ def test_augmented_assignment_evaluates_its_index_once(rt):
     assert c.numpy().tolist() == count
     assert mem.numpy().tolist() == pm
     assert lanes.numpy().tolist() == pl
+
+
+# ---- a return inside an unrolled loop ends it, as Python's ---------------------------------
+
+TABLE = (0.5, -1.0, 2.0, -3.0)
+
+
+def first_below(x, lim, n):
+    """Plain Python: the reference of every helper below."""
+    for k in range(n):
+        if x[k] < lim:
+            return k
+    return -1
+
+
+@cube
+def first_below_unrolled(x, base, lim, N: Comptime[int]):
+    for k in cb.range(N, unroll=True):
+        if x[base + k] < lim:
+            return k
+    return -1
+
+
+@cube
+def first_below_enumerate(x, base, lim):
+    for k, t in enumerate(TABLE):
+        if x[base + k] < lim * t * t / (t * t):  # t only to use the pair
+            return k
+    return -1
+
+
+@cube
+def first_below_nested(x, base, lim):
+    for a in cb.range(2, unroll=True):  # 2 x 2 unrolled: the inner return ends both
+        for b in cb.range(2, unroll=True):
+            if x[base + 2 * a + b] < lim:
+                return 2 * a + b
+    return -1
+
+
+@cube
+def first_below_runtime_inner(x, base, lim, n):
+    for a in cb.range(2, unroll=True):
+        for b in range(n):  # a runtime loop inside the unrolled one
+            if x[base + 2 * a + b] < lim:
+                return i32(2 * a + b)  # b is a u32 counter
+    return -1
+
+
+@cube
+def first_below_in_runtime_loop(x, base, lim, n):
+    for a in range(n):  # the unrolled loop inside a runtime one
+        for b in cb.range(2, unroll=True):
+            if x[base + 2 * a + b] < lim:
+                return i32(2 * a + b)
+    return -1
+
+
+@cube(launch=True)
+def first_below_all(x: Array[f32], out: Array[i32], lim: f32, n: u32):
+    i = ABSOLUTE_POS
+    if i * 4 < len(x):
+        b = i * 4
+        out[5 * i] = first_below_unrolled(x, b, lim, 4)
+        out[5 * i + 1] = first_below_enumerate(x, b, lim)
+        out[5 * i + 2] = first_below_nested(x, b, lim)
+        out[5 * i + 3] = first_below_runtime_inner(x, b, lim, n)
+        out[5 * i + 4] = first_below_in_runtime_loop(x, b, lim, n)
+
+
+def test_return_inside_unrolled_loops_ends_them(rt):
+    """Every helper finds the first entry below the limit, as the plain Python loop: the
+    iterations unrolled after a `return` ran, and a later hit returned again (its index
+    won), on every runtime."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(4 * 16).astype(np.float32)
+    x[8:12] = 5.0  # a row with no hit
+    out = rt.from_numpy(np.zeros(5 * 16, np.int32))
+    first_below_all.launch(rt, cube_count=1, cube_dim=16, x=rt.from_numpy(x), out=out,
+                           lim=-0.3, n=2)
+    got = out.numpy().reshape(16, 5)
+    want = [first_below(x[4 * i:4 * i + 4], np.float32(-0.3), 4) for i in range(16)]
+    for j in range(5):
+        assert got[:, j].tolist() == want, j
+
+
+# ---- bools in builtins and casts, as Python's ----------------------------------------------
+
+
+@cube(launch=True)
+def bool_builtins(x: Array[f32], out: Array[i32]):
+    i = ABSOLUTE_POS
+    if 2 * i + 1 < len(x):
+        a = x[2 * i] > 0.0
+        b = x[2 * i + 1] > 0.0
+        out[6 * i] = i32(max(a, b))
+        out[6 * i + 1] = i32(min(a, b))
+        out[6 * i + 2] = abs(a) + abs(b) * 10
+        out[6 * i + 3] = i32(cb.clamp(a, False, b))
+        out[6 * i + 4] = i32(u32(True) + u32(False)) + i32(f32(True) * 2.0)
+        out[6 * i + 5] = i32(2.7) + i32(-2.7) * 10 + i32(L.max(a, True))
+
+
+def test_bool_builtins_and_casts_are_pythons(rt):
+    """max/min/abs/clamp of bools and u32/i32/f32 of bool and float literals give Python's
+    values (they reached the IR verifier, or were refused: "cannot combine a bool literal")."""
+    x = np.array([1.0, -1.0, -1.0, -2.0, -3.0, 4.0, 5, 6], np.float32)
+    out = rt.from_numpy(np.zeros(24, np.int32))
+    bool_builtins.launch(rt, cube_count=1, cube_dim=4, x=rt.from_numpy(x), out=out)
+    want = []
+    for p, q in x.reshape(4, 2):
+        a, b = bool(p > 0), bool(q > 0)
+        want += [int(max(a, b)), int(min(a, b)), abs(a) + abs(b) * 10,
+                 int(min(max(a, False), b)), int(True) + int(False) + int(float(True) * 2.0),
+                 int(2.7) + int(-2.7) * 10 + int(max(a, True))]
+    assert out.numpy().tolist() == want
+
+
+@cube(launch=True)
+def read_from_the_end(a: Array[f32], out: Array[f32]):
+    out[0] = a[-1]
+
+
+def test_a_constant_negative_index_is_a_located_error(interp):
+    """Python's a[-1] is the last element; cube's indexes are offsets, so a constant negative
+    one is refused where it is written (it read 0, checked mode's out of bounds)."""
+    a = interp.from_numpy(np.arange(3, dtype=np.float32))
+    with pytest.raises(cb.CompileError) as e:
+        read_from_the_end.launch(interp, cube_count=1, cube_dim=1, a=a, out=interp.empty(1))
+    msg = str(e.value)
+    assert "test_frontend_soundness.py:" in msg and "negative" in msg
+    assert "out[0] = a[-1]" in msg and "len(a) - 1" in msg
