@@ -6,7 +6,7 @@ import warnings
 
 from cube import recording
 
-from .. import dtypes
+from .. import dtypes, ops
 from ..autograd import no_grad
 from ..autograd.zero_grad import zero_grads
 from ..fusion import materialise
@@ -26,29 +26,50 @@ class Optimizer:
     device, dtype and state bucket); with foreach=False each parameter's update is one
     kernel."""
     def __init__(self, params, defaults: dict):
+        if isinstance(params, Tensor):
+            raise TypeError(f"params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got a {params.dtype.name} tensor (PyTorch "
+                            f"raises too: wrap it in a list)")
         params = list(params)
         if not params:
             raise ValueError("optimizer got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.defaults = defaults
         self.param_groups = []
-        seen: set = set()
-        for g in groups:
-            g = {**defaults, **g, "params": list(g["params"])}
-            ids = {id(p) for p in g["params"]}
-            if len(ids) < len(g["params"]):
-                warnings.warn("optimizer contains a parameter group with duplicate parameters "
-                              "(PyTorch warns too: each copy is stepped)", stacklevel=2)
-            if ids & seen:
-                raise ValueError("some parameters appear in more than one parameter group")
-            seen |= ids
-            self.param_groups.append(g)
         # per-parameter state keyed by the parameter itself, as PyTorch's (`opt.state[p]`;
         # a tensor hashes by identity, so a lookup never compares values)
         self.state: dict = {}
         # while a step is being recorded: (kernel, scalars) per direct launch (`_planned`)
         self._plan: list | None = None
         self._plans: dict[int, foreach.GroupPlan | None] = {}  # per group: its launches
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Adds a group ({"params": a parameter or an iterable of them, settings...}; the
+        settings it leaves out are the constructor's), as PyTorch's: a lone parameter is the
+        group's one parameter, a set is refused (its order changes between runs), and a
+        parameter already in a group is a ValueError."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        ps = param_group["params"]
+        if isinstance(ps, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        ps = [ps] if isinstance(ps, Tensor) else list(ps)
+        for p in ps:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
+                                f"is {type(p).__name__}")
+        g = {**self.defaults, **param_group, "params": ps}
+        ids = {id(p) for p in ps}
+        if len(ids) < len(ps):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters "
+                          "(PyTorch warns too: each copy is stepped)", stacklevel=2)
+        if any(id(p) in ids for h in self.param_groups for p in h["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(g)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Sets every parameter's `.grad` to None, or with set_to_none=False zeroes the
@@ -188,10 +209,60 @@ class Optimizer:
         return True
 
     def state_dict(self) -> dict:
-        """{"state": per-parameter state by index, "param_groups": the groups' settings}.
+        """{"state": per-parameter state by index, "param_groups": the groups' settings with
+        their "params" as those indices}, as PyTorch's: the state's tensors are the
+        optimiser's own (not copies), "step" a float32 0-d tensor."""
+        index: dict = {}
+        groups = []
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(packed)
+        state = {}
+        for p, st in self.state.items():
+            if id(p) in index:
+                state[index[id(p)]] = {k: _step_tensor(v, p) if k == "step" else v
+                                       for k, v in st.items()}
+        return {"state": state, "param_groups": groups}
 
-        There is no load_state_dict."""
-        ids = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
-        return {"state": {ids[id(k)]: dict(v) for k, v in self.state.items() if id(k) in ids},
-                "param_groups": [{k: v for k, v in g.items() if k != "params"}
-                                 for g in self.param_groups]}
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Loads a `state_dict()` (of an optimiser of the same kind over parameters of the
+        same shapes, in the same groups), as PyTorch's: the groups' settings and each
+        parameter's state; tensors are cast to the parameter's dtype (floating ones) and
+        device, and shared when they already match."""
+        groups, saved = self.param_groups, state_dict["param_groups"]
+        if len(groups) != len(saved):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        params = {i: p for g, s in zip(groups, saved) for i, p in zip(s["params"], g["params"])}
+        state: dict = {}
+        for k, st in state_dict["state"].items():
+            p = params.get(k)
+            if p is None:
+                continue
+            state[p] = {name: _loaded(name, v, p) for name, v in st.items()}
+        self.state = state
+        self.param_groups = [{**{k: v for k, v in s.items() if k != "params"},
+                              "params": g["params"]} for g, s in zip(groups, saved)]
+        self._plans = {}  # launches made for the old state tensors
+
+
+def _step_tensor(step, p: Tensor):
+    """A step count as PyTorch keeps it: a float32 0-d tensor (on the host)."""
+    if isinstance(step, Tensor):
+        return step
+    return ops.tensor(float(step), dtype=dtypes.float32)
+
+
+def _loaded(name: str, v, p: Tensor):
+    """A loaded state value for parameter p: "step" as the count dl keeps (an int), a
+    tensor on p's device (a floating one in p's dtype)."""
+    if name == "step":
+        return int(v.item()) if isinstance(v, Tensor) else int(v)
+    if isinstance(v, Tensor):
+        return v.to(device=p.device, dtype=p.dtype if v.dtype.is_float else None)._materialise()
+    return v

@@ -18,7 +18,6 @@ from ..kernels import optim as kernels
 from ..kernels import optim_multi
 from ..kernels.launch import launch_1d
 from ..kernels.optim import _grad
-from ..tensor import Tensor
 from . import foreach
 from .optimizer import Optimizer
 
@@ -51,35 +50,6 @@ class StatefulOptimizer(Optimizer):
         if len(self._rule(group).buffers) <= OPENCL_MAX_BUFFERS:
             return True
         return all(p.device.rt.target != "opencl" for p in group["params"])
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Load what `state_dict()` returned: the groups' settings and, per parameter index,
-        its state (tensors copied into the parameter's dtype and device)."""
-        groups = state_dict["param_groups"]
-        if len(groups) != len(self.param_groups):
-            raise ValueError(f"loaded state dict has {len(groups)} parameter groups, the "
-                             f"optimizer {len(self.param_groups)}")
-        params = [p for g in self.param_groups for p in g["params"]]
-        state = {}
-        for i, st in state_dict["state"].items():
-            i = int(i)
-            if not 0 <= i < len(params):
-                raise ValueError(f"loaded state dict has state for parameter {i}; the "
-                                 f"optimizer has {len(params)} parameters")
-            p = params[i]
-            new = {}
-            for k, v in st.items():
-                if isinstance(v, Tensor):
-                    if v.shape != p.shape:
-                        raise ValueError(f"state {k!r} of parameter {i} has shape {v.shape}, "
-                                         f"the parameter {p.shape}")
-                    v = ops.clone(v.to(dtype=p.dtype, device=p.device))._materialise()
-                new[k] = v
-            state[p] = new
-        for g, saved in zip(self.param_groups, groups):
-            g.update({k: v for k, v in saved.items() if k != "params"})
-        self.state = state
-        self._plans = {}
 
 
 @cube
