@@ -231,6 +231,16 @@ class Tensor:
     def __float__(self) -> float:
         return float(self.item())
 
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.4f}": a 0-d tensor formats as its number, as PyTorch's; other tensors
+        take only an empty spec (their repr)."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string passed to Tensor.__format__ "
+                            f"(a tensor of shape {self.shape}; only a 0-d tensor takes a spec)")
+        return repr(self)
+
     def __int__(self) -> int:
         return int(self.item())
 

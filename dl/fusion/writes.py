@@ -40,14 +40,20 @@ def refuse_overlap(x: Tensor) -> None:
             f"it first")
 
 
-def before_writes(bufs: list, keep: tuple = ()) -> None:
-    """`before_write` for several storages (a buffer each) at once."""
+def compute_readers(bufs: list, keep: tuple = ()) -> None:
+    """Computes the pending lazy tensors whose graphs read one of these storages (a buffer
+    each), but those in keep."""
     ids = {id(b) for b in bufs}
     kept = {id(k) for k in keep}
     seen: set = set()
     hits = [t for t in prune_pending() if id(t) not in kept and _reads(t._node, ids, seen)]
     if hits:
         realise(hits)
+
+
+def before_writes(bufs: list, keep: tuple = ()) -> None:
+    """`before_write` for several storages (a buffer each) at once."""
+    compute_readers(bufs, keep)
     count[0] += 1
     for b in bufs:
         b._written = count[0]

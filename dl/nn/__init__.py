@@ -36,6 +36,7 @@ from .module import Module
 from .parameter import Parameter
 from .pixel_shuffle import *  # noqa: F403
 from .pool1d import *  # noqa: F403
+from .transformer_encoder import TransformerEncoder
 from .unflatten import *  # noqa: F403
 
 MultiHeadAttention = MultiheadAttention

@@ -16,6 +16,7 @@ from ..ops.indexing import pad
 from ..ops.linalg import linear
 from ..ops.rows import layer_norm, log_softmax, softmax
 from ..tensor import Tensor
+from .functional_losses import _warn_size
 
 __all__ = ["avg_pool2d", "batch_norm", "conv2d", "cross_entropy", "dropout", "embedding",
            "gelu", "layer_norm", "linear", "log_softmax", "max_pool2d", "mse_loss",
@@ -43,10 +44,8 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
     """The mean squared error (input - target)**2, reduced by `reduction`: "mean",
-    "sum" or "none". input and target must have the same shape (no broadcasting)."""
-    if input.shape != target.shape:
-        raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
-                         f"{target.shape} differ")
+    "sum" or "none". Shapes that differ broadcast with PyTorch's warning."""
+    _warn_size(input, target)
     d = input - target
     return _reduce(d * d, reduction)
 

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from .. import dtypes as _dtypes
 from .. import ops
 from ..autograd import no_grad
 from ..autograd.zero_grad import zero_grads
+from ..ops.shape import to_args
 from ..tensor import Tensor
 from .parameter import Parameter
 
@@ -54,10 +56,16 @@ class Module:
         `name`."""
         self._parameters[name] = p
 
-    def register_buffer(self, name: str, t: Tensor | None) -> None:
+    def register_buffer(self, name: str, t: Tensor | None, persistent: bool = True) -> None:
         """Registers tensor `t` (or None) as the buffer `name`: state that is not a
-        parameter (running statistics), saved in state_dict and moved by `to`."""
+        parameter (running statistics), moved by `to`, and saved in state_dict unless
+        persistent=False (a causal mask), as PyTorch's."""
         self._buffers[name] = t
+        skip = self.__dict__.setdefault("_non_persistent", set())
+        if persistent:
+            skip.discard(name)
+        else:
+            skip.add(name)
 
     def add_module(self, name: str, m: Module | None) -> None:
         """Registers submodule `m` (or None) under `name`."""
@@ -168,8 +176,9 @@ class Module:
         for name, p in self._parameters.items():
             if p is not None:
                 yield prefix + name, p
+        skip = self.__dict__.get("_non_persistent", ())
         for name, b in self._buffers.items():
-            if b is not None:
+            if b is not None and name not in skip:
                 yield prefix + name, b
         for name, m in self._modules.items():
             if m is not None:
@@ -204,24 +213,51 @@ class Module:
         return missing, unexpected
 
     def to(self, *args, **kwargs) -> Module:
-        """Moves or casts every parameter and buffer in place (the arguments of
-        `Tensor.to`: a device and/or a dtype); returns self. Parameters are replaced by new
-        Parameter objects, so make the optimiser after `to`."""
-        new: dict = {}  # id -> (old, new): a tensor shared by modules (tied weights) stays
-        # shared (the old one is kept alive here, so its id names it throughout)
+        """Moves or casts every parameter and buffer (the arguments of `Tensor.to`: a
+        device, a dtype, a tensor); returns self. As PyTorch's: a dtype applies to floating
+        tensors only (BatchNorm's int64 `num_batches_tracked` stays), a parameter keeps its
+        identity (its values are replaced through `.data`, so an optimiser made before still
+        steps it) and its gradient moves with it, and a buffer is replaced."""
+        device, dtype = to_args(args, kwargs.get("dtype"), kwargs.get("device"))
+
+        def conv(t):
+            return t.to(device=device, dtype=dtype if t.dtype.is_float else None)
+
+        done, new = set(), {}  # a tensor shared by modules (tied weights) stays shared
         for m in self.modules():
-            for name, p in m._parameters.items():
-                if p is not None:
-                    if id(p) not in new:
-                        new[id(p)] = (p, Parameter(p.detach().to(*args, **kwargs),
-                                                   p.requires_grad))
-                    m._parameters[name] = new[id(p)][1]
+            for p in m._parameters.values():
+                if p is not None and id(p) not in done:
+                    done.add(id(p))
+                    with no_grad():
+                        p.data = conv(p.detach())
+                        if p.grad is not None:
+                            p.grad.data = conv(p.grad.detach())
             for name, b in m._buffers.items():
                 if b is not None:
                     if id(b) not in new:
-                        new[id(b)] = (b, b.to(*args, **kwargs))
+                        new[id(b)] = (b, conv(b))  # the old one kept alive: its id stays its
                     m._buffers[name] = new[id(b)][1]
         return self
+
+    def float(self) -> Module:  # noqa: A003
+        """`to(dl.float32)`: the floating parameters and buffers cast, as PyTorch's."""
+        return self.to(dtype=_dtypes.float32)
+
+    def double(self) -> Module:
+        """`to(dl.float64)`, as PyTorch's."""
+        return self.to(dtype=_dtypes.float64)
+
+    def half(self) -> Module:
+        """`to(dl.float16)`, as PyTorch's."""
+        return self.to(dtype=_dtypes.float16)
+
+    def bfloat16(self) -> Module:
+        """`to(dl.bfloat16)`, as PyTorch's."""
+        return self.to(dtype=_dtypes.bfloat16)
+
+    def cpu(self) -> Module:
+        """`to("cpu")`, as PyTorch's."""
+        return self.to("cpu")
 
     # ---- calling -------------------------------------------------------------------------
     def forward(self, *args, **kwargs):

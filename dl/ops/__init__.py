@@ -81,3 +81,7 @@ from .unflattening import unflatten
 # isort: split
 # last: the in-place forms (`t.add_`, `t += x`) of the ops registered above
 from . import inplace  # noqa: F401
+
+# torch's function names that dl registers as aliases of another op (`dl.clip` is clamp)
+true_divide, clip, arctan2, swapaxes, concat, concatenate, ger = (OPS[n] for n in (
+    "true_divide", "clip", "arctan2", "swapaxes", "concat", "concatenate", "ger"))

@@ -251,6 +251,16 @@ def _index_view(x: Tensor, idx):
 ADVANCED: dict = {}
 
 
+def _ranges_as_lists(idx):
+    """An index with each `range` entry as the list of its ints (NumPy's and PyTorch's
+    `x[range(n), target]`)."""
+    if isinstance(idx, range):
+        return list(idx)
+    if isinstance(idx, tuple) and any(isinstance(i, range) for i in idx):
+        return tuple(list(i) if isinstance(i, range) else i for i in idx)
+    return idx
+
+
 @register("getitem", dunder="__getitem__")
 def getitem(x: Tensor, idx) -> Tensor:
     """`x[idx]`: basic indexing is a view (ints, slices with a positive step, None, ...).
@@ -258,7 +268,8 @@ def getitem(x: Tensor, idx) -> Tensor:
     and pick entries along the dims they index (several index tensors side by side put the
     index's dims in their place, apart they go first); a bool mask selects its true entries
     (a host synchronisation: the count decides the shape, see `nonzero`). Differentiable
-    (repeated indices accumulate their gradients)."""
+    (repeated indices accumulate their gradients). A `range` is a list of its ints."""
+    idx = _ranges_as_lists(idx)
     if ADVANCED["is_advanced"](idx):
         return ADVANCED["getitem"](x, idx)
     shape, strides, off = _index_view(x, idx)
@@ -308,6 +319,7 @@ def setitem(x: Tensor, idx, value) -> None:
     into x's storage, in place; with index tensors or masks among idx, as PyTorch's
     `index_put_` (repeated indices: one of the values wins). Differentiable in x and value
     as PyTorch's (x takes the result's history; a leaf that requires grad is refused)."""
+    idx = _ranges_as_lists(idx)
     if is_grad_enabled() and (x.requires_grad or getattr(value, "requires_grad", False)):
         ADVANCED["setitem_autograd"](x, idx, value)
         return
@@ -399,25 +411,55 @@ def copy_(x: Tensor, src) -> Tensor:
 
 
 # ---- conversions ---------------------------------------------------------------------------
+def to_args(args: tuple, dtype=None, device=None) -> tuple:
+    """(device, dtype) of `to`'s arguments: positional ones are a device (a Device, or a
+    runtime name such as "cpu", "cuda:0"), a tensor (its device and dtype) or a dtype."""
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, str) and a.split(":")[0] not in {d.name for d in dtypes.ALL} \
+                or isinstance(a, _device.Device):
+            device = a
+        else:
+            dtype = a
+    return device, dtype
+
+
 @register("to", method=True)
 def to(x: Tensor, *args, dtype=None, device=None) -> Tensor:
     """x on another device and/or with another dtype; x itself when nothing changes.
 
     Positional arguments are recognised as a device (a Device, or a runtime name such as
-    "cpu", "cuda:0") or a dtype (anything else); or pass `dtype=`/`device=`. A device change
-    copies through the host. Differentiable. Also `t.to(...)`."""
-    for a in args:
-        if isinstance(a, str) and a.split(":")[0] not in {d.name for d in dtypes.ALL} \
-                or isinstance(a, _device.Device):
-            device = a
-        else:
-            dtype = a
+    "cpu", "cuda:0"), a tensor (its device and dtype) or a dtype (anything else); or pass
+    `dtype=`/`device=`. A device change copies through the host. Differentiable. Also
+    `t.to(...)`."""
+    device, dtype = to_args(args, dtype, device)
     y = x
     if device is not None and _device.get(device) != x.device:
         y = _to_device(y, _device.get(device))
     if dtype is not None:
         y = cast(y, dtype)
     return y
+
+
+_LEGACY = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+           "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int64": "LongTensor",
+           "bool": "BoolTensor"}
+
+
+@tensor_method("type")
+def _type(x: Tensor, dtype=None):
+    """`t.type()`: the legacy type name ("dl.FloatTensor"); `t.type(dtype)`: t converted
+    to dtype (a dtype, or such a name), as PyTorch's."""
+    if dtype is None:
+        return f"dl.{_LEGACY[x.dtype.name]}"
+    if isinstance(dtype, str):
+        names = {v: k for k, v in _LEGACY.items()}
+        name = names.get(dtype.split(".")[-1])
+        if name is None:
+            raise ValueError(f"invalid type: {dtype!r}")
+        dtype = name
+    return to(x, dtype=dtype)
 
 
 def _to_device(x: Tensor, dev) -> Tensor:
@@ -516,14 +558,15 @@ def _mT(x: Tensor) -> Tensor:
 
 
 def _set_data(x: Tensor, value: Tensor) -> None:
-    """`t.data = v`: t now stands for v's values (its storage and view, or its lazy value),
-    keeping its own autograd flags and history, as PyTorch's."""
+    """`t.data = v`: t now stands for v's values (its storage and view, or its lazy value;
+    its dtype and device too), keeping its own autograd flags and history, as PyTorch's.
+    A lazy value made from t before keeps t's old values (it is computed first)."""
     if not isinstance(value, Tensor):
         raise TypeError(f"t.data = ... takes a tensor, got {type(value).__name__}")
-    if value.dtype is not x.dtype or value.device != x.device:
-        raise RuntimeError(f"t.data = ...: the new value is {value.dtype.name} on "
-                           f"{value.device}, the tensor {x.dtype.name} on {x.device}")
+    if x._buf is not None and x._buf is not value._buf:
+        writes.compute_readers([x._buf])  # they read t's storage through t: not the new one
     x._buf, x._node, x.shape = value._buf, value._node, value.shape
+    x.dtype, x.device = value.dtype, value.device
     x._strides, x.offset = value._strides, value.offset
     # no longer a view of what it viewed: an in-place op must not write through that base
     # (`_index_of`), and the new storage's earlier writes are no change of x's history

@@ -145,8 +145,10 @@ def test_torch_idioms_data_detach_retain_grad_grad_fn(dev):
     close(oz, tz)
     close(ol, tl)
     assert ox.requires_grad
-    with pytest.raises(RuntimeError):
-        ox.data = dl.tensor(b.astype(np.float64), device=dev)  # another dtype
+    ox.data = dl.tensor(b.astype(np.float64), device=dev)  # another dtype: as torch's
+    tx.data = torch.tensor(b.astype(np.float64))
+    assert ox.dtype is dl.float64 and tx.dtype is torch.float64 and ox.requires_grad
+    close(ox.detach(), tx.detach())
     with pytest.raises(TypeError, match="takes a tensor"):
         ox.data = b  # an array, not a tensor
     with pytest.raises(RuntimeError, match="does not require grad"):
@@ -364,3 +366,17 @@ def test_zero_grad_keeping_tensors_zeroes_the_gradient_a_reference_holds(dev):
         out.append((g is w.grad, g.numpy().copy()))
     assert out[0][0] is out[1][0] is True
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_data_assignment_keeps_lazy_readers_values(dev):
+    """`y = p * 2; p.data = v`: y keeps p's old values, as torch's eager y (dl's lazy y read
+    p's storage through p when computed, so it took v's values)."""
+    a = np.arange(3, dtype=np.float32)
+    out = []
+    for m, kw in ((dl, {"device": dev}), (torch, {})):
+        p = m.tensor(a, **kw)
+        y = p * 2
+        p.data = m.tensor(a + 10, **kw)
+        out.append((y.numpy().copy(), p.numpy().copy()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
