@@ -296,6 +296,7 @@ class CubeFunction:
         self._src: FunctionSource | None = None  # parsed on first use
         self._annotations: dict | None = None
         self._plan: list | None = None
+        self._defaults: dict = {}  # the parameters' Python defaults (set with the plan)
         self._hot: dict = {}
         self._fast: dict = {}  # fast key -> bound launcher (see _fast_path)
         self._lock = threading.Lock()
@@ -370,6 +371,12 @@ class CubeFunction:
                                    self._def_loc(name))
         return out
 
+    def defaults(self) -> dict:
+        """The parameters' Python defaults (`alpha: f32 = 2.0`, `BLOCK: Comptime[int] =
+        256`): a launch that leaves one out passes the default, as a Python call."""
+        return {n: p.default for n, p in self.signature().parameters.items()
+                if p.default is not p.empty}
+
     def arg_names(self) -> list[str]:
         """The runtime (non-comptime) parameters, in the order of a launch's argument list
         (what a recorded launch holds)."""
@@ -385,6 +392,8 @@ class CubeFunction:
         plan = self._plan
         if plan is None:
             plan = self._make_plan()
+        if self._defaults:  # a parameter's Python default stands in for a missing argument
+            args = {**self._defaults, **args}
         key = [rt]
         try:
             for name, kind in plan:
@@ -435,6 +444,7 @@ class CubeFunction:
                 raise CubeError(f"kernel {self.__name__} has a parameter named '{name}', "
                                 f"which launch(rt, cube_count, cube_dim, ...) takes itself: "
                                 f"rename it")
+        self._defaults = self.defaults()
         self._plan = [(name, _ARRAY if kind == _MEM and spec.kind == "array" else kind)
                       for name, kind, spec in specs]
         if not any(n.startswith("_cb_") for n, _ in self._plan):
@@ -743,7 +753,7 @@ def _fast_key(rt, plan, vals) -> tuple:
     return tuple(key)
 
 
-def _launcher_src(plan: list, hit: str = "") -> str:
+def _launcher_src(plan: list, hit: str = "", cf_defaults: dict | None = None) -> str:
     """The source of a kernel's generated `launch`: `hit` (a specialisation's check of its
     last launch) first, then the key lookup and the bound launcher, else the general path."""
     names = [n for n, _ in plan]
@@ -758,7 +768,9 @@ def _launcher_src(plan: list, hit: str = "") -> str:
             key.append(f"type({n})")
         else:
             key.append(n)
-    params = "".join(f", {n}=_cb_M" for n in names)
+    defaults = cf_defaults or {}
+    params = "".join(f", {n}=_cb_D[{n!r}]" if n in defaults else f", {n}=_cb_M"
+                     for n in names)
     vals = "".join(f"{n}, " for n in names)
     return f"""
 def launch(rt=None, cube_count=None, cube_dim=None, *_cb_extra{params}, **_cb_rest):{hit}
@@ -775,13 +787,15 @@ def launch(rt=None, cube_count=None, cube_dim=None, *_cb_extra{params}, **_cb_re
 
 
 def _launcher_env(cf: CubeFunction) -> dict:
-    return {"_cb_M": _MISSING_ARG, "_cb_fast": cf._fast, "_cb_miss": cf._launch_miss,
+    return {"_cb_M": _MISSING_ARG, "_cb_D": cf._defaults, "_cb_fast": cf._fast,
+            "_cb_miss": cf._launch_miss,
             "_cb_CubeError": CubeError, "_cb_getattr": getattr, "_cb_sig": _buffer_sig}
 
 
 def _dispatcher(cf: CubeFunction, plan: list):
     env = _launcher_env(cf)
-    exec(compile(_launcher_src(plan), f"<cube launch {cf.__name__}>", "exec"), env)
+    src = _launcher_src(plan, cf_defaults=cf._defaults)
+    exec(compile(src, f"<cube launch {cf.__name__}>", "exec"), env)
     fn = env["launch"]
     fn.__doc__ = CubeFunction.launch.__doc__
     return fn
@@ -895,7 +909,7 @@ def bound(cube_count, cube_dim, {''.join(n + ', ' for n, _ in plan)}):
             return (f"({v} is {last} or type({v}) is _cb_int and {v} == {last} or "
                     f"type({v}) is _cb_tuple and {v} == {last} and type({v}[0]) is _cb_int "
                     f"and type({v}[-1]) is _cb_int and type({v}[len({v}) // 2]) is _cb_int)")
-        src += _launcher_src(plan, f"""
+        src += _launcher_src(plan, cf_defaults=cf._defaults, hit=f"""
     _cb_L = _cb_last[0]
     if rt is _cb_rt and {grid("cube_count", 0)} \\
             and {grid("cube_dim", 1)} \\

@@ -1015,6 +1015,7 @@ def _dim3(d) -> tuple[int, int, int]:
 def _bind(kernel: CubeFunction, args: dict, races: _Races | None = None):
     specs = kernel._param_specs()
     names = [n for n, _, _ in specs]
+    args = {**kernel.defaults(), **args}  # a missing argument takes its Python default
     for a in args:
         if a not in names:
             raise SimulationError(f"{kernel.__name__}() got an unexpected argument '{a}'")

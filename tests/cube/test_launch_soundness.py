@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import cube as cb
-from cube import ABSOLUTE_POS, Array, Tensor, cube, f16, f32, i32, u32
+from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, f16, f32, i32, u32
 from cube_ir.types import from_numpy_dtype
 
 # ---- 1. the source is captured at import -------------------------------------------------
@@ -573,3 +573,26 @@ def test_empty_like_takes_buffers_and_numpy_arrays(rt):
         assert b.shape == (3, 2) and b.elem == cb.i16
     with pytest.raises(cb.CubeError, match="empty_like takes"):
         rt.empty_like(3)
+
+
+@cube(launch=True)
+def saxpy_defaults(x: Array[f32], y: Array[f32], alpha: f32 = 2.0, BLOCK: Comptime[int] = 4):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        y[i] = alpha * x[i] + y[i] + f32(BLOCK)
+
+
+def test_parameter_defaults_stand_in_for_missing_arguments(rt):
+    """A kernel parameter's Python default (`alpha: f32 = 2.0`, a Comptime's too) is used
+    when the launch leaves it out, as a Python call (it was "missing the argument 'alpha'",
+    with no location); given arguments still win, through the cached launch as well."""
+    from cube.simulate import simulate
+    x = np.arange(4, dtype=np.float32)
+    for kw, (alpha, block) in (({}, (2.0, 4)), ({"alpha": 3.0}, (3.0, 4)), ({}, (2.0, 4)),
+                               ({"BLOCK": 1}, (2.0, 1))):
+        y = rt.from_numpy(np.ones(4, np.float32))
+        saxpy_defaults.launch(rt, 1, 4, x=rt.from_numpy(x), y=y, **kw)
+        np.testing.assert_array_equal(y.numpy(), np.float32(alpha) * x + 1 + block)
+    ys = np.ones(4, np.float32)
+    simulate(saxpy_defaults, 1, 4, x=x, y=ys)
+    np.testing.assert_array_equal(ys, 2 * x + 1 + 4)
