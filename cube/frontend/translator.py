@@ -395,6 +395,11 @@ class Translator:
             if fn is builtins.range or fn is lang.range:
                 return self._range_loop(node, it, unroll_default=False,
                                         is_cb_range=fn is lang.range)
+            inner = it.args[0] if fn is builtins.reversed and len(it.args) == 1 and \
+                not it.keywords else None
+            if isinstance(inner, ast.Call) and self.expr(inner.func) is builtins.range:
+                return self._range_loop(node, inner, unroll_default=False,
+                                        is_cb_range=False, backwards=True)
         seq = self.expr(it)
         if isinstance(seq, (tuple, list, builtins.range)):
             self._unrolled(node, list(seq))  # a compile-time sequence: unrolled
@@ -435,7 +440,8 @@ class Translator:
         if self._block(node.body):
             raise _Terminated
 
-    def _range_loop(self, node, call, unroll_default, is_cb_range):
+    def _range_loop(self, node, call, unroll_default, is_cb_range, backwards=False):
+        """A `for` over range(...) (backwards: over reversed(range(...)))."""
         args = [self.expr(a) for a in call.args]
         unroll = unroll_default
         for kw in call.keywords:
@@ -453,6 +459,17 @@ class Translator:
             raise self.error("the step of a range must be known at compile time", call)
         if step == 0:
             raise self.error("range step must not be zero", call)
+        shift = 0
+        if backwards:  # reversed(range(a, b, s)): the same values, last first
+            if not is_runtime(start) and not is_runtime(end):
+                r = builtins.range(int(start), int(end), int(step))[::-1]
+                start, end, step = r.start, r.stop, r.step
+            elif abs(step) != 1:
+                raise self.error("reversed(range(...)) with a runtime bound takes a step of 1 "
+                                 "or -1 (write the range counting down)", call)
+            else:  # a counter from b down to a + 1 (up to a - 1), the target one behind:
+                # the bounds never step outside their type (reversed(range(n)) on a u32 n)
+                start, end, step, shift = end, start, -step, step
         if unroll:
             if is_runtime(start) or is_runtime(end):
                 raise self.error("an unrolled range needs compile-time bounds; use "
@@ -494,6 +511,8 @@ class Translator:
             f.loops.append(node)
             f.runtime_depth += 1
             try:
+                if shift:
+                    var = self.b.binary("sub", var, self.b.const(shift, t))
                 if name in f.mutable:
                     self._assign(node.target, var, node, False)
                 else:

@@ -720,3 +720,38 @@ def test_a_constant_negative_index_is_a_located_error(interp):
     msg = str(e.value)
     assert "test_frontend_soundness.py:" in msg and "negative" in msg
     assert "out[0] = a[-1]" in msg and "len(a) - 1" in msg
+
+
+# ---- reversed(range(...)) -----------------------------------------------------------------
+
+
+@cube(launch=True)
+def reversed_ranges(out: Array[i32], n: u32, a: i32, b: i32):
+    k = 0
+    for i in reversed(range(n)):  # a u32 counter down to 0: never below its type
+        out[k] = i32(i)
+        k += 1
+    for i in reversed(range(a, b)):
+        out[k] = i
+        k += 1
+    for i in reversed(range(b, a, -1)):
+        out[k] = i
+        k += 1
+    for i in reversed(range(2, 9, 3)):  # compile-time bounds: any step
+        out[k] = i32(i)
+        k += 1
+    out[31] = k
+
+
+def test_reversed_range_is_pythons(rt):
+    """`for i in reversed(range(...))` visits Python's values, last first, with runtime and
+    compile-time bounds (it was refused: "range(...) can only be used as the iterable of a
+    for loop")."""
+    for n, a, b in ((4, -2, 3), (0, 3, 3), (1, 5, 2)):
+        out = rt.from_numpy(np.zeros(32, np.int32))
+        reversed_ranges.launch(rt, cube_count=1, cube_dim=1, out=out, n=n, a=a, b=b)
+        want = [0] * 32
+        vals = [*reversed(range(n)), *reversed(range(a, b)), *reversed(range(b, a, -1)),
+                *reversed(range(2, 9, 3))]
+        want[:len(vals)], want[31] = vals, len(vals)
+        assert out.numpy().tolist() == want, (n, a, b)
