@@ -156,7 +156,7 @@ def _pow(tr, args, kwargs, node):
     return arith.binop(tr.b, "pow", args[0], args[1])
 
 
-_register((lang.pow, math.pow), _pow)
+_register((lang.pow, math.pow, builtins.pow), _pow)
 
 
 def _ternary(op):

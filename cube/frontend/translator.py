@@ -456,7 +456,8 @@ class Translator:
         start, end, step = (0, args[0], 1) if len(args) == 1 else \
             (args[0], args[1], args[2] if len(args) == 3 else 1)
         if is_runtime(step):
-            raise self.error("the step of a range must be known at compile time", call)
+            raise self.error("the step of a range must be known at compile time (a grid-stride "
+                             "loop: `i = start` then `while i < n: ...; i += stride`)", call)
         if step == 0:
             raise self.error("range step must not be zero", call)
         shift = 0
@@ -1258,6 +1259,14 @@ class Translator:
             name = getattr(fn, "__name__", None) or describe(fn)
             for a in list(args) + list(kwargs.values()):
                 if is_runtime(a) or isinstance(a, (MemRef, BoundMethod)):
+                    module = getattr(fn, "__module__", None) or ""
+                    if module in ("math", "builtins", "cmath") or module.startswith("numpy"):
+                        raise self.error(
+                            f"{module.split('.')[0]}.{name} has no kernel form: "
+                            f"{describe(a)} cannot go to it (kernels take math.sqrt, exp, "
+                            f"log, log1p, sin, cos, tanh, erf, floor, ceil, fabs, pow, isnan, "
+                            f"isinf, isfinite, abs, min, max, round, and cube's cb.* functions)",
+                            node)
                     raise self.error(f"'{name}' is a plain Python function and cannot take "
                                      f"{describe(a)}; decorate it with @cube to use it in "
                                      f"kernels", node)

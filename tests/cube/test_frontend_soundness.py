@@ -4,6 +4,7 @@ name) is a located CompileError. References are plain Python/NumPy, never our ow
 from __future__ import annotations
 
 import itertools
+import math
 import textwrap
 
 import numpy as np
@@ -755,3 +756,37 @@ def test_reversed_range_is_pythons(rt):
                 *reversed(range(2, 9, 3))]
         want[:len(vals)], want[31] = vals, len(vals)
         assert out.numpy().tolist() == want, (n, a, b)
+
+
+@cube(launch=True)
+def builtin_pow(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < len(x):
+        out[i] = pow(x[i], 2.0) + pow(x[i], 3) * 0.5
+
+
+def test_builtin_pow_is_the_power_operator(rt):
+    """Python's builtin pow(x, y) is x ** y in a kernel (it was refused as a plain Python
+    function); math.pow already was."""
+    x = np.array([0.5, -2.0, 3.0, 1.5], np.float32)
+    out = rt.empty(4)
+    builtin_pow.launch(rt, cube_count=1, cube_dim=4, x=rt.from_numpy(x), out=out)
+    want = [pow(float(v), 2.0) + pow(float(v), 3) * 0.5 for v in x]
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+
+
+@cube(launch=True)
+def math_without_kernel_form(x: Array[f32], out: Array[f32]):
+    out[0] = math.atan2(x[0], x[1])
+
+
+def test_a_math_function_without_kernel_form_is_named_as_such(interp):
+    """math.atan2 of runtime values: a located error naming math.atan2 and the functions a
+    kernel takes (it said "a plain Python function ... decorate it with @cube", which cannot
+    be done to the standard library)."""
+    x = interp.from_numpy(np.ones(2, np.float32))
+    with pytest.raises(cb.CompileError) as e:
+        math_without_kernel_form.launch(interp, 1, 1, x=x, out=interp.empty(1))
+    msg = str(e.value)
+    assert "math.atan2 has no kernel form" in msg and "math.sqrt" in msg
+    assert "test_frontend_soundness.py:" in msg and "@cube" not in msg.splitlines()[0]
