@@ -359,10 +359,23 @@ class Emitter:
         ll = reg(t)
         start, end = self.read_as(op.start, t), self.read_as(op.end, t)
         self.write(op.var, start)
+        pred = ("s" if t.elem.is_signed else "u") + ("lt" if op.step > 0 else "gt")
+        lim = None
+        if ir.range_steps_past_end(op):
+            # the last value that may take another step (end - step, computed once): the
+            # latch compares with it, so the counter never steps past its type's limit and
+            # wraps, at one compare an iteration as before
+            lo, hi = t.elem.int_range
+            s = abs(op.step)
+            if op.step > 0:
+                ok = a.icmp(pred[0] + "ge", ll, end, const(lo + s, t))
+                lim = a.select(ok, ll, fn.op(f"sub {ll} {end}, {const(s, t)}"), const(lo, t))
+            else:
+                ok = a.icmp(pred[0] + "le", ll, end, const(hi - s, t))
+                lim = a.select(ok, ll, fn.op(f"add {ll} {end}, {const(s, t)}"), const(hi, t))
         hdr, bl, latch, exit_ = (fn.label(h) for h in ("rhdr", "rbody", "rlatch", "rexit"))
         fn.block(hdr)
         v = self.read(op.var)
-        pred = ("s" if t.elem.is_signed else "u") + ("lt" if op.step > 0 else "gt")
         fn.cbr(a.icmp(pred, ll, v, end), bl, exit_)
         fn.block(bl)
         stack.append((exit_, latch))
@@ -370,10 +383,9 @@ class Emitter:
         stack.pop()
         fn.block(latch)
         v = self.read(op.var)
-        if ir.range_steps_past_end(op):  # stop on the distance left, which cannot wrap
-            left = fn.op(f"sub {ll} {end}, {v}" if op.step > 0 else f"sub {ll} {v}, {end}")
+        if lim is not None:
             step = fn.label("rstep")
-            fn.cbr(a.icmp("ule", ll, left, const(abs(op.step), t)), exit_, step)
+            fn.cbr(a.icmp(pred, ll, v, lim), step, exit_)
             fn.block(step)
         self.write(op.var, fn.op(f"add {ll} {v}, {const(op.step, t)}"))
         fn.br(hdr)
