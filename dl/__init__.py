@@ -9,7 +9,14 @@
 `dl.fusion(False)` turns fusion off; `with dl.count_kernels() as c:` counts launches.
 """
 from . import autograd, distributed, dtypes, fusion, nn, ops, optim, utils
-from .autograd import enable_grad, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .capture import CaptureError, capture
 from .devices import Device, get_default_device, set_default_device
 from .devices import get as device

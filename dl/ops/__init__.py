@@ -85,3 +85,9 @@ from . import inplace  # noqa: F401
 # torch's function names that dl registers as aliases of another op (`dl.clip` is clamp)
 true_divide, clip, arctan2, swapaxes, concat, concatenate, ger = (OPS[n] for n in (
     "true_divide", "clip", "arctan2", "swapaxes", "concat", "concatenate", "ger"))
+
+# isort: split
+# Tensor methods only (`t.normal_()`, `t.new_zeros(...)`): declared by their registration
+from . import random_fills, tensor_factories  # noqa: E402, F401
+from .random_sampling import *  # noqa: E402, F403  (randint, randperm, multinomial, ...)
+from .tensor_shortcuts import *  # noqa: E402, F403  (equal, numel, is_tensor, ...)
