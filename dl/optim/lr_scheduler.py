@@ -423,3 +423,417 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state_dict: dict) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+# ---- ExponentialLR, LinearLR, ConstantLR, MultiplicativeLR, PolynomialLR, SequentialLR,
+# ChainedScheduler, CosineAnnealingWarmRestarts and CyclicLR (PyTorch's, step for step) ----
+__all__ += ["ChainedScheduler", "ConstantLR", "CosineAnnealingWarmRestarts", "CyclicLR",
+            "ExponentialLR", "LinearLR", "MultiplicativeLR", "PolynomialLR", "SequentialLR"]
+
+
+def _update_lr(sched: LRScheduler, epoch: int) -> None:
+    """PyTorch's `_update_lr(epoch)`: jump to `epoch` (the closed form where there is one)
+    without a warning or a step count, and write each group's "lr"."""
+    sched.last_epoch = epoch
+    closed = getattr(sched, "_get_closed_form_lr", None)
+    values = closed() if closed is not None else sched.get_lr()
+    for group, lr in zip(sched.optimizer.param_groups, values):
+        group["lr"] = lr
+    sched._last_lr = sched._current()
+
+
+class ExponentialLR(LRScheduler):
+    """The rate times gamma every step."""
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial:
+            return self._current()
+        return [lr * self.gamma for lr in self._current()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """The rate times `factor` until step `total_iters`, then the rate of before."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._current()]
+        if self.last_epoch != self.total_iters:
+            return self._current()
+        return [lr * (1.0 / self.factor) for lr in self._current()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """The rate's factor goes linearly from start_factor to end_factor over total_iters
+    steps (PyTorch's recursion: each step rescales the current rate)."""
+
+    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+                             "less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor, self.end_factor = start_factor, end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in self._current()]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._current()
+        d = self.end_factor - self.start_factor
+        return [lr * (1.0 + d / (self.total_iters * self.start_factor +
+                                 (self.last_epoch - 1) * d)) for lr in self._current()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * (self.start_factor + (self.end_factor - self.start_factor) *
+                        min(self.total_iters, self.last_epoch) / self.total_iters)
+                for base in self.base_lrs]
+
+
+class MultiplicativeLR(LRScheduler):
+    """The rate times lr_lambda(last_epoch) every step after the first; one function, or
+    one per group (state_dict as LambdaLR's)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        n = len(optimizer.param_groups)
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * n
+        else:
+            if len(lr_lambda) != n:
+                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got "
+                                f"{type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    state_dict = LambdaLR.state_dict
+    load_state_dict = LambdaLR.load_state_dict
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial:
+            return self._current()
+        return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._current())]
+
+
+class PolynomialLR(LRScheduler):
+    """initial_lr (1 - t / total_iters)^power up to total_iters (by PyTorch's recursion),
+    then constant."""
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._current()
+        t, n = self.last_epoch, self.total_iters
+        decay = ((1.0 - t / n) / (1.0 - (t - 1) / n)) ** self.power
+        return [lr * decay for lr in self._current()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base in self.base_lrs]
+
+
+def _check_schedulers(owner: str, optimizer, schedulers) -> None:
+    for i, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{owner} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{owner} does not support `ReduceLROnPlateau` scheduler as it "
+                             "requires additional kwargs to be specified when calling `step`, "
+                             f"but got one at index {i} in the given schedulers sequence.")
+        if optimizer != s.optimizer:
+            raise ValueError(f"{owner} expects all schedulers to belong to the same optimizer, "
+                             f"but got scheduler {type(s).__name__} at index {i} has "
+                             f"{s.optimizer}, which is different from "
+                             f"{type(optimizer).__name__}.")
+
+
+class _Composite(LRScheduler):
+    """state_dict / load_state_dict of a scheduler of schedulers (theirs nested)."""
+
+    def state_dict(self) -> dict:
+        """Every attribute but the optimiser; "_schedulers" as their state_dicts."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Loads a `state_dict()`, the inner schedulers' included."""
+        state_dict = dict(state_dict)
+        inner = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, inner):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_Composite):
+    """Runs `schedulers` one after another, switching at the `milestones` (one fewer than
+    schedulers): at a milestone the next scheduler restarts from epoch 0, as PyTorch's."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+        if len(schedulers) < 1:
+            raise ValueError("SequentialLR expects at least one scheduler, but got no "
+                             "scheduler.")
+        _check_schedulers("SequentialLR", optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to "
+                             "be one more than the number of milestone points, but got number "
+                             f"of schedulers {len(schedulers)} and the number of milestones to "
+                             f"be equal to {len(milestones)}")
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self.recursive_undo()
+        idx = bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = self._schedulers[idx].get_last_lr()
+
+    def recursive_undo(self, sched=None) -> None:
+        """Steps every (nested) scheduler's last_epoch back by one (their constructors'
+        steps are undone)."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
+
+    def step(self) -> None:
+        """One step of the scheduler of the current phase (a restart at a milestone)."""
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        sched = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            _update_lr(sched, 0)
+        else:
+            sched.step()
+        self._last_lr = sched.get_last_lr()
+
+
+class ChainedScheduler(_Composite):
+    """Steps every scheduler of `schedulers` at each step (their effects compose)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError("ChainedScheduler expects at least one scheduler to be chained, "
+                             "but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_schedulers("ChainedScheduler", optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+    def step(self) -> None:
+        """Steps each scheduler in turn."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from initial_lr to eta_min over T_i steps, then a restart, with
+    T_i = T_0 T_mult^i; `step(epoch)` takes a fractional epoch, as PyTorch's."""
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        lo = self.eta_min
+        return [lo + (base - lo) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch=None) -> None:
+        """One step, or (no warning, as PyTorch's) jump to `epoch`, which may be fractional
+        (e.g. epoch + batch / batches)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = self._current()
+
+
+class CyclicLR(LRScheduler):
+    """The rate cycles between base_lr and max_lr (step_size_up steps up, step_size_down
+    down), with mode "triangular", "triangular2" (the amplitude halves each cycle),
+    "exp_range" (times gamma^iteration) or a custom scale_fn (of the cycle or the
+    iteration); with cycle_momentum the momentum (or Adam's beta1) cycles inversely."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn=None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum=0.8, max_momentum=0.9,
+                 last_epoch: int = -1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            defaults = getattr(optimizer, "defaults", {})
+            if "momentum" not in defaults and "betas" not in defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in defaults
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(self.max_momentums, self.base_momentums,
+                                       optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m
+                    group["max_momentum"] = m
+                    group["base_momentum"] = b
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = _triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = _triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = _ExpRange(self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The amplitude's scale at cycle (or iteration) x."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self) -> list[float]:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [base + (top - base) * scale_factor * self.scale_fn(at)
+               for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            moms = [top - (top - base) * scale_factor * self.scale_fn(at)
+                    for base, top in zip(self.base_momentums, self.max_momentums)]
+            for group, m in zip(self.optimizer.param_groups, moms):
+                if self.use_beta1:
+                    group["betas"] = (m, *group["betas"][1:])
+                else:
+                    group["momentum"] = m
+        return lrs
+
+    def state_dict(self) -> dict:
+        """Every attribute but the optimiser and the scale functions (a custom callable
+        object's __dict__ is kept, as PyTorch's)."""
+        sd = super().state_dict()
+        sd.pop("_scale_fn_ref", None)
+        fn = sd.pop("_scale_fn_custom")
+        sd["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            sd["_scale_fn_custom"] = fn.__dict__.copy()
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Loads a `state_dict()`; the scale function stays this scheduler's."""
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+def _triangular_scale_fn(x: float) -> float:
+    return 1.0
+
+
+def _triangular2_scale_fn(x: float) -> float:
+    return 1 / (2.0 ** (x - 1))
+
+
+class _ExpRange:
+    """exp_range's scale: gamma^x."""
+
+    def __init__(self, gamma: float):
+        self.gamma = gamma
+
+    def __call__(self, x: float) -> float:
+        return self.gamma ** x
