@@ -15,10 +15,12 @@ from .activation import (
     Tanh,
 )
 from .activation_extra import *  # noqa: F403  (each module exports its __all__)
+from .activation_hard import *  # noqa: F403
 from .activation_softmin import *  # noqa: F403
 from .attention import MultiheadAttention, TransformerEncoderLayer
 from .containers import ModuleList, Sequential
 from .distance import *  # noqa: F403
+from .dropout_channels import *  # noqa: F403
 from .layers import (
     AvgPool2d,
     BatchNorm1d,
@@ -33,9 +35,12 @@ from .layers import (
 from .layers_extra import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .module import Module
+from .padding import *  # noqa: F403
 from .parameter import Parameter
+from .parameter_containers import *  # noqa: F403
 from .pixel_shuffle import *  # noqa: F403
 from .pool1d import *  # noqa: F403
+from .rnn_elman import *  # noqa: F403
 from .transformer_encoder import TransformerEncoder
 from .unflatten import *  # noqa: F403
 

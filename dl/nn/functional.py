@@ -250,7 +250,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask=None
 # the functional surface beyond the core, one module per family (each exports its __all__)
 from . import (  # noqa: E402
     functional_act,
+    functional_act_hard,
     functional_distance,
+    functional_dropout,
     functional_layers,
     functional_losses,
     functional_one_hot,
@@ -259,7 +261,9 @@ from . import (  # noqa: E402
     functional_softmin,
 )
 from .functional_act import *  # noqa: E402, F403
+from .functional_act_hard import *  # noqa: E402, F403
 from .functional_distance import *  # noqa: E402, F403
+from .functional_dropout import *  # noqa: E402, F403
 from .functional_layers import *  # noqa: E402, F403
 from .functional_losses import *  # noqa: E402, F403
 from .functional_one_hot import *  # noqa: E402, F403
@@ -270,3 +274,4 @@ from .functional_softmin import *  # noqa: E402, F403
 __all__ += functional_act.__all__ + functional_layers.__all__ + functional_losses.__all__
 __all__ += functional_distance.__all__ + functional_one_hot.__all__ + functional_softmin.__all__
 __all__ += functional_pixel.__all__ + functional_pool1d.__all__
+__all__ += functional_act_hard.__all__ + functional_dropout.__all__

@@ -12,12 +12,47 @@ from ..tensor import Tensor
 from .parameter import Parameter
 
 
+class RemovableHandle:
+    """What `register_forward_hook` / `register_forward_pre_hook` return: `remove()`
+    unregisters the hook (twice is harmless); also a context manager removing it on exit,
+    as PyTorch's."""
+
+    _next_id = 0
+
+    def __init__(self, module: Module, kind: str):
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+        self._module, self._kind = module, kind
+
+    def remove(self) -> None:
+        """Unregisters the hook; the module's no-hook fast path returns when none is left."""
+        m = self._module
+        hooks = m.__dict__.get("_hooks")
+        if hooks is None:
+            return
+        hooks[self._kind].pop(self.id, None)
+        if not hooks["pre"] and not hooks["post"]:
+            del m.__dict__["_hooks"]
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
 class Module:
     """Base class of the layers: holds parameters, buffers and submodules, as PyTorch's.
 
     Subclasses call `super().__init__()`, assign `Parameter`s, submodules and tensors
     (through `register_buffer`) as attributes, and define `forward`; calling the module
-    calls `forward`. No hooks. `training` is True until `eval()`."""
+    calls `forward`, running the forward pre-hooks and hooks registered on it (as
+    PyTorch's). `training` is True until `eval()`."""
+
+    # {"pre": OrderedDict, "post": OrderedDict} on an instance with hooks; the class's None
+    # keeps the no-hook call to one attribute check
+    _hooks = None
+
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
@@ -266,7 +301,81 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if self._hooks:
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        """forward with the pre-hooks (which may replace args, or args and kwargs) before it
+        and the hooks (which may replace the output) after it, in registration order."""
+        for hook, with_kwargs in list(self._hooks["pre"].values()):
+            if with_kwargs:
+                r = hook(self, args, kwargs)
+                if r is not None:
+                    if not (isinstance(r, tuple) and len(r) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {r}.")
+                    args, kwargs = r
+            else:
+                r = hook(self, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+        out = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(self._hooks["post"].values()):
+            r = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+            if r is not None:
+                out = r
+        return out
+
+    def _add_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool) -> RemovableHandle:
+        if self._hooks is None:
+            object.__setattr__(self, "_hooks", {"pre": OrderedDict(), "post": OrderedDict()})
+        table = self._hooks[kind]
+        handle = RemovableHandle(self, kind)
+        table[handle.id] = (hook, with_kwargs)
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Registers hook(module, args) to run before each forward: a non-None result
+        replaces args (a non-tuple is wrapped in one). with_kwargs=True: hook(module, args,
+        kwargs) returning None or (args, kwargs). prepend: run before the others. Returns a
+        handle whose `remove()` unregisters it, as PyTorch's."""
+        return self._add_hook("pre", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False,
+                              with_kwargs: bool = False) -> RemovableHandle:
+        """Registers hook(module, args, output) to run after each forward (args as forward
+        got them): a non-None result replaces the output. with_kwargs=True: hook(module,
+        args, kwargs, output). prepend: run before the others. Returns a handle whose
+        `remove()` unregisters it, as PyTorch's."""
+        return self._add_hook("post", hook, prepend, with_kwargs)
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path `target` ("" is this module), as PyTorch's;
+        AttributeError when a step is missing or not a Module."""
+        mod = self
+        for item in target.split(".") if target else ():
+            if not hasattr(mod, item):
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path `target` ("layer.0.weight"), as PyTorch's;
+        AttributeError when it is missing or not a Parameter."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
+        p = getattr(mod, name)
+        if not isinstance(p, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return p
 
     def extra_repr(self) -> str:
         """The text inside the module's repr's parentheses; subclasses override it."""
