@@ -41,6 +41,7 @@ from .parameter_containers import *  # noqa: F403
 from .pixel_shuffle import *  # noqa: F403
 from .pool1d import *  # noqa: F403
 from .rnn_elman import *  # noqa: F403
+from .transformer import Transformer, TransformerDecoder
 from .transformer_encoder import TransformerEncoder
 from .unflatten import *  # noqa: F403
 
