@@ -17,6 +17,7 @@ import numpy as np
 from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
+from . import aliasing
 from .args import Packer
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, row_major_strides, storage_array
@@ -148,11 +149,16 @@ class CudaRuntime(Runtime):
     def generate(self, kernel: ir.Kernel) -> str:
         return emit_source(kernel, self.target).text
 
-    def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
-        src = emit_source(kernel, self.target)
+    def compile(self, kernel: ir.Kernel, cache_key: str | None = None,
+                aliased: frozenset = frozenset()) -> Executable:
+        """aliased: buffer positions declared without `__restrict__` (a variant for
+        launches passing them one memory: runtimes/aliasing.py)."""
+        src = emit_source(kernel, self.target, aliased)
         self.stats["codegen"] += 1
         key = make_key(self.cache_format, cache_key, self.device_id(),
-                       *self.compile_options()) if cache_key else None
+                       *self.compile_options(),
+                       *(("aliased", *sorted(aliased)) if aliased else ())) \
+            if cache_key else None
         files = default_cache().get(key) if key else None
         binary = files.get("kernel.bin") if files and files.get("source.cu") == \
             src.text.encode() else None
@@ -165,7 +171,10 @@ class CudaRuntime(Runtime):
             self.stats["cache_loads"] += 1
         module = cp.cuda.function.Module()
         module.load(binary)
-        return DeviceExecutable(self, kernel, src, module)
+        exe = DeviceExecutable(self, kernel, src, module)
+        aliasing.setup(exe, src, None if aliased else
+                       lambda s: self.compile(kernel, cache_key, s))
+        return exe
 
     def _nvrtc(self, src: CSource, kernel: ir.Kernel) -> bytes:
         prog = nvrtc.createProgram(src.text, f"{src.entry}.cu", [], [])
@@ -194,6 +203,8 @@ class DeviceExecutable(Executable):
     on each launch, and a fresh NumPy block per launch cost as much: together the larger
     part of an eager op's launch time."""
 
+    _aliased = _variants = None  # see aliasing.setup
+
     def __init__(self, rt: CudaRuntime, kernel: ir.Kernel, src: CSource, module):
         self.rt, self.kernel, self.source = rt, kernel, src.text
         self._module = module  # keeps the function alive
@@ -216,6 +227,8 @@ class DeviceExecutable(Executable):
     def launch(self, cube_count, cube_dim, args) -> None:
         blob, bufs = self.packer.pack(args)
         self.packer.check_buffers(bufs, DeviceBuffer, self.rt)
+        if self._aliased is not None and self._aliased(bufs):  # one memory, two params
+            return self._variants.get(bufs).launch(cube_count, cube_dim, args)
         try:
             cx, cy, cz = cube_count if len(cube_count) == 3 else (*cube_count, 1, 1)[:3]
             dx, dy, dz = cube_dim if len(cube_dim) == 3 else (*cube_dim, 1, 1)[:3]

@@ -16,6 +16,7 @@ import numpy as np
 from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
+from . import aliasing
 from .args import Packer
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
@@ -111,10 +112,15 @@ class OpenCLRuntime(Runtime):
     def generate(self, kernel: ir.Kernel) -> str:
         return emit_source(kernel, "opencl").text
 
-    def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
-        src = emit_source(kernel, "opencl")
+    def compile(self, kernel: ir.Kernel, cache_key: str | None = None,
+                aliased: frozenset = frozenset()) -> Executable:
+        """aliased: buffer positions declared without `restrict` (a variant for launches
+        passing them one memory: runtimes/aliasing.py)."""
+        src = emit_source(kernel, "opencl", aliased)
         self.stats["codegen"] += 1
-        key = make_key(CACHE_FORMAT, cache_key, self.device_id()) if cache_key else None
+        key = make_key(CACHE_FORMAT, cache_key, self.device_id(),
+                       *(("aliased", *sorted(aliased)) if aliased else ())) \
+            if cache_key else None
         prog = self._load_cached(key, src) if key else None
         if prog is None:
             prog = self._build(cl.Program(self.ctx, src.text), src, kernel)
@@ -122,7 +128,10 @@ class OpenCLRuntime(Runtime):
                 default_cache().put(key, {"program.bin": prog.binaries[0],
                                           "source.cl": src.text.encode()})
                 self.stats["cache_stores"] += 1
-        return ClExecutable(self, kernel, src, prog)
+        exe = ClExecutable(self, kernel, src, prog)
+        aliasing.setup(exe, src, None if aliased else
+                       lambda s: self.compile(kernel, cache_key, s))
+        return exe
 
     def _build(self, prog, src: CSource, kernel: ir.Kernel):
         try:
@@ -153,6 +162,8 @@ class OpenCLRuntime(Runtime):
 
 
 class ClExecutable(Executable):
+    _aliased = _variants = None  # see aliasing.setup
+
     def __init__(self, rt: OpenCLRuntime, kernel: ir.Kernel, src: CSource, prog):
         self.rt, self.kernel, self.source = rt, kernel, src.text
         self.knl = cl.Kernel(prog, src.entry)
@@ -163,6 +174,8 @@ class ClExecutable(Executable):
         k, knl = self.kernel, self.knl
         blob, bufs = self.packer.pack(args)
         self.packer.check_buffers(bufs, ClBuffer, self.rt)
+        if self._aliased is not None and self._aliased(bufs):  # one memory, two params
+            return self._variants.get(bufs).launch(cube_count, cube_dim, args)
         for i, b in enumerate(bufs):
             knl.set_arg(i, b.mem)
         knl.set_arg(len(bufs), blob)

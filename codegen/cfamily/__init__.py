@@ -35,13 +35,23 @@ class CSource:
     text: str
     entry: str
     layout: Layout  # buffer arguments (nbuf of them) before cube_args, its 64-bit slots
+    # per buffer argument, in order: whether the kernel writes it, whether the signature
+    # declares it `restrict` (shares its memory with no other argument)
+    written: tuple[bool, ...] = ()
+    restrict: tuple[bool, ...] = ()
 
 
-def emit_source(kernel: ir.Kernel, dialect: str | Dialect) -> CSource:
+def emit_source(kernel: ir.Kernel, dialect: str | Dialect,
+                aliased: frozenset[int] = frozenset()) -> CSource:
+    """aliased: the positions (among the buffer arguments) of buffers a launch passes
+    sharing memory: declared without `restrict` (runtimes/aliasing.py)."""
     d = DIALECTS[dialect] if isinstance(dialect, str) else dialect
     kernel = lower(kernel, LOWERINGS[d.name] if DIALECTS.get(d.name) is d else lowering(d))
-    text = Emitter(kernel, d).run()
-    return CSource(text, entry_name(kernel), layout(kernel.params, C_FAMILY))
+    em = Emitter(kernel, d, frozenset(aliased))
+    text = em.run()
+    return CSource(text, entry_name(kernel), layout(kernel.params, C_FAMILY),
+                   tuple(not ro for _, _, ro, _ in em.bufs),
+                   tuple(r and bool(d.restrict) for _, _, _, r in em.bufs))
 
 
 __all__ = ["CSource", "DIALECTS", "Dialect", "emit_source", "entry_name"]

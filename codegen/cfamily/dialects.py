@@ -114,8 +114,21 @@ class Dialect:
         u64 = self.uint(64)
         return f"typedef struct {{ {u64} s[{nslots}]; }} cube_args;"
 
-    def signature(self, entry: str, bufs: list[tuple[str, str, bool]], plane: bool) -> str:
+    # the qualifier promising the compiler that a buffer parameter shares its memory with
+    # no other ("": the dialect writes none); a launch passing one buffer to two parameters,
+    # one of them written, runs a variant without it on those (runtimes/aliasing.py)
+    restrict = ""
+
+    def signature(self, entry: str, bufs: list[tuple[str, str, bool, bool]],
+                  plane: bool) -> str:
+        """The entry point's declaration; bufs: (memory type, name, read-only, restrict) of
+        each buffer parameter in order."""
         raise NotImplementedError
+
+    def buffer_param(self, t: str, n: str, ro: bool, restrict: bool, space: str = "") -> str:
+        """One buffer parameter: `space const T* restrict name`."""
+        q = f" {self.restrict}" if restrict and self.restrict else ""
+        return f"{space}{'const ' if ro else ''}{t}*{q} {n}"
 
     def index_ids(self) -> dict[str, str]:
         """Raw builtins: local id (ux..), cube dim (dx..), cube id (gx..), cube count (cx..)."""
@@ -242,8 +255,10 @@ class Cuda(Dialect):
                        "#define CUBE_ANY(p) __any_sync(__activemask(), p)")
         return "\n".join(out)
 
+    restrict = "__restrict__"  # with const: loads may take the read-only cache path
+
     def signature(self, entry, bufs, plane) -> str:
-        ps = [f"{'const ' if ro else ''}{t}* __restrict__ {n}" for t, n, ro in bufs]
+        ps = [self.buffer_param(*b) for b in bufs]
         return f'extern "C" __global__ void {entry}({", ".join(ps + ["const cube_args args"])})'
 
     def index_ids(self) -> dict[str, str]:
@@ -399,8 +414,10 @@ class OpenCL(Dialect):
                        "enable")
         return "\n".join(out)
 
+    restrict = "restrict"
+
     def signature(self, entry, bufs, plane):
-        ps = [f"__global {'const ' if ro else ''}{t}* restrict {n}" for t, n, ro in bufs]
+        ps = [self.buffer_param(*b, space="__global ") for b in bufs]
         return f"__kernel void {entry}({', '.join(ps + ['const cube_args args'])})"
 
     def index_ids(self):
@@ -493,8 +510,8 @@ class Msl(Dialect):
         return f"struct cube_args {{ ulong s[{nslots}]; }};"
 
     def signature(self, entry, bufs, plane):
-        ps = [f"device {'const ' if ro else ''}{t}* {n} [[buffer({i})]]"
-              for i, (t, n, ro) in enumerate(bufs)]
+        ps = [f"{self.buffer_param(*b, space='device ')} [[buffer({i})]]"
+              for i, b in enumerate(bufs)]  # Msl.restrict is "": no promise to break
         ps.append(f"constant cube_args& args [[buffer({len(bufs)})]]")
         ps += ["uint3 cube_tid [[thread_position_in_threadgroup]]",
                "uint3 cube_tdim [[threads_per_threadgroup]]",

@@ -44,9 +44,11 @@ def _ident(name: str | None, fallback: str) -> str:
 
 
 class Emitter(StructuredEmitter):
-    def __init__(self, kernel: ir.Kernel, d: Dialect):
+    def __init__(self, kernel: ir.Kernel, d: Dialect, aliased: frozenset = frozenset()):
         super().__init__(kernel)
         self.d = d
+        self.aliased = aliased  # buffer positions declared without restrict
+        self.bufs: list = []  # (memory type, name, read-only, restrict) once run
         self.needs: dict = {}
         self.v = Values(d, self.needs)
         self.vo = VecOps(d, self.v)
@@ -129,10 +131,11 @@ class Emitter(StructuredEmitter):
         body, self.out = self.out, []
         self.depth = 1
         self._prologue()
-        bufs = []
+        bufs = self.bufs = []
         for p, s in zip(k.params, self.slots):
             if s.kind != "scalar":
-                bufs.append((d.mem(p.type.elem), self.mem_name(p), id(p) not in self.written))
+                bufs.append((d.mem(p.type.elem), self.mem_name(p), id(p) not in self.written,
+                             len(bufs) not in self.aliased))
         if any(p.kind != "scalar" and p.type.elem.bits == 64 and p.type.elem.is_float
                for p in k.params):
             self.need("f64")
