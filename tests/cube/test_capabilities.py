@@ -106,23 +106,23 @@ def neg_index(a: Array[f32], out: Array[f32], cnt: Array[i32], k: i32):
     m[2] = a[2]
     m[3] = a[3]
     cb.sync_cube()
-    if u == 0:
-        out[0] = a[-1]
+    if u == 0:  # (a constant negative index is a CompileError: test_frontend_soundness)
+        out[0] = a[k - 1]
         out[1] = a[k]
-        out[2] = s[-1]
+        out[2] = s[k - 1]
         out[3] = s[k]
-        out[4] = m[-1]
+        out[4] = m[k - 1]
         out[5] = m[k]
-        out[-1] = 5.0
+        out[k - 1] = 5.0
         out[k] = 6.0
-        a[-2] = 7.0
+        a[k - 1] = 7.0
         a[k] = 7.0
-        m[-1] = 8.0
+        m[k - 1] = 8.0
         m[k] = 8.0
         out[6] = m[3]
-        out[7] = f32(cb.atomic_add(cnt, -1, 1) + cb.atomic_add(cnt, k, 1))
+        out[7] = f32(cb.atomic_add(cnt, k - 1, 1) + cb.atomic_add(cnt, k, 1))
     cb.sync_cube()
-    s[-1] = 9.0
+    s[k - 1] = 9.0
     s[k] = 9.0
     cb.sync_cube()
     if u == 0:
@@ -130,9 +130,9 @@ def neg_index(a: Array[f32], out: Array[f32], cnt: Array[i32], k: i32):
 
 
 @cube(launch=True, unchecked=True)
-def neg_index_unchecked(a: Array[f32], out: Array[f32]):
-    out[0] = a[-1]  # undefined in unchecked mode, but the generated code must be valid
-    out[-1] = 1.0
+def neg_index_unchecked(a: Array[f32], out: Array[f32], k: i32):
+    out[0] = a[k]  # k < 0: undefined in unchecked mode, but the generated code must be valid
+    out[k - 1] = 1.0
 
 
 @cube(launch=True)
@@ -278,8 +278,8 @@ def test_atomic_matrix(rt, space, t, op):
 
 
 def test_negative_indices_are_out_of_bounds(rt):
-    """Checked mode: negative literal or runtime indices read 0 and write nothing, in
-    global, shared and local memory, atomics included."""
+    """Checked mode: negative runtime indices read 0 and write nothing, in global, shared
+    and local memory, atomics included."""
     a0 = np.arange(1, 5, dtype=np.float32)
     a, out = rt.from_numpy(a0), rt.from_numpy(np.full(10, -1.0, np.float32))
     cnt = rt.from_numpy(np.zeros(2, np.int32))
