@@ -108,19 +108,24 @@ class LRScheduler:
 _LRScheduler = LRScheduler  # PyTorch's older name
 
 
+def _lambdas(optimizer, lr_lambda) -> list:
+    """One function for every group, or a list of one per group (LambdaLR's and
+    MultiplicativeLR's lr_lambda)."""
+    n = len(optimizer.param_groups)
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * n
+    if len(lr_lambda) != n:
+        raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
+    return list(lr_lambda)
+
+
 class LambdaLR(LRScheduler):
     """lr = initial_lr * lr_lambda(last_epoch); one function, or one per group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         _check_optimizer(optimizer)
         self.optimizer = optimizer
-        n = len(optimizer.param_groups)
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * n
-        else:
-            if len(lr_lambda) != n:
-                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict:
@@ -517,13 +522,7 @@ class MultiplicativeLR(LRScheduler):
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         _check_optimizer(optimizer)
         self.optimizer = optimizer
-        n = len(optimizer.param_groups)
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * n
-        else:
-            if len(lr_lambda) != n:
-                raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got "
