@@ -19,7 +19,7 @@ from .module import Module
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNNBase"]
 
-_GATES = {"LSTM": 4, "GRU": 3}
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}  # weight rows per unit
 
 
 def _lstm_step(xp, h, c, w_hh, b_hh):
@@ -44,14 +44,16 @@ def _gru_step(xp, h, w_hh, b_hh):
 
 
 class RNNBase(Module):
-    """The common base of GRU and LSTM (mode "GRU" or "LSTM"); not for direct use."""
+    """The common base of GRU, LSTM and RNN (mode "GRU", "LSTM", "RNN_TANH" or
+    "RNN_RELU"): their parameters and initialisation; not for direct use."""
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
         super().__init__()
         if mode not in _GATES:
-            raise ValueError(f"mode must be 'GRU' or 'LSTM', got {mode!r}")
+            raise ValueError(f"mode must be 'GRU', 'LSTM', 'RNN_TANH' or 'RNN_RELU', got "
+                             f"{mode!r}")
         if proj_size:
             raise NotImplementedError("LSTM proj_size is not supported")
         if not 0.0 <= dropout <= 1.0:

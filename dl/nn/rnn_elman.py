@@ -5,13 +5,8 @@ bias_ih_l0, bias_hh_l0, ..._reverse; U(+-1/sqrt(hidden_size)) initialisation; th
 input sequence projected in one matmul per layer and direction)."""
 from __future__ import annotations
 
-import math
-
 from .. import ops
 from . import functional as F
-from . import init
-from .layers import _param
-from .module import Module
 from .recurrent import RNNBase
 
 __all__ = ["RNN"]
@@ -26,37 +21,13 @@ class RNN(RNNBase):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
                  dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
-        Module.__init__(self)
         if nonlinearity not in _ACTS:
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
                              "'relu'.")
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"dropout must be in [0, 1], got {dropout}")
-        if num_layers < 1 or hidden_size < 1:
-            raise ValueError("num_layers and hidden_size must be positive")
-        self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
-        self.nonlinearity, self.input_size, self.hidden_size = nonlinearity, input_size, \
-            hidden_size
-        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
-        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, 0
-        dirs = 2 if bidirectional else 1
-        kw = dict(device=device, dtype=dtype)
-        for layer in range(num_layers):
-            n_in = input_size if layer == 0 else hidden_size * dirs
-            for d in range(dirs):
-                sfx = f"_l{layer}" + ("_reverse" if d else "")
-                setattr(self, "weight_ih" + sfx, _param(hidden_size, n_in, **kw))
-                setattr(self, "weight_hh" + sfx, _param(hidden_size, hidden_size, **kw))
-                if bias:
-                    setattr(self, "bias_ih" + sfx, _param(hidden_size, **kw))
-                    setattr(self, "bias_hh" + sfx, _param(hidden_size, **kw))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Every weight and bias U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
-        b = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            init.uniform_(p, -b, b)
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
+                         hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):  # noqa: A002
         """(output, h_n). input: (L, B, input_size), (B, L, input_size) with batch_first,
