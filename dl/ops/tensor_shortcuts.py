@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.overwrites import refuse_leaf_write
+from ..fusion import writes
 from ..tensor import Tensor
 from .indexing import _alias
 from .registry import OPS, add_method, register
@@ -34,6 +35,9 @@ def _restride(x: Tensor, name: str, view, *args) -> Tensor:
         raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
     if is_grad_enabled():
         refuse_leaf_write(x, name)
+    # a lazy value made from x reads x's storage through x when computed: with x's old view
+    # (it read the new shape's strides, out of bounds)
+    writes.compute_readers([x._materialise()._buf])
     y = view(_alias(x), *args)  # from an alias: x's old history stays the view's operand
     y._materialise()
     x._buf, x.shape, x._strides, x.offset = y._buf, y.shape, y._strides, y.offset

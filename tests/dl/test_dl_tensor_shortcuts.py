@@ -265,3 +265,20 @@ def test_random_fills_run_on_device(dev):
     assert sorted(dl.randperm(100, device=dev).numpy().tolist()) == list(range(100))
     s = dl.multinomial(dl.tensor([0.0, 1.0, 3.0], device=dev), 2).numpy()
     assert sorted(s.tolist()) == [1, 2]
+
+
+@pytest.mark.parametrize("name,args", [("t_", ()), ("unsqueeze_", (0,)),
+                                       ("transpose_", (0, 1)), ("squeeze_", ())])
+def test_inplace_views_keep_lazy_readers_values(name, args):
+    """`y = x * 2; x.t_()`: y is x's old values times two, as torch's eager y (dl's lazy y
+    read x's storage with x's new strides: wrong values, past the end of the storage)."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) if name != "squeeze_" else \
+        np.arange(3, dtype=np.float32).reshape(1, 3)
+    out = []
+    for m in (dl, torch):
+        x = m.tensor(a)
+        y = x * 2
+        getattr(x, name)(*args)
+        out.append((y.numpy().copy(), x.numpy().copy()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
