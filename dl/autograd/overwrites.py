@@ -81,6 +81,15 @@ def _stale_class(cls):
     return sub
 
 
+def view_at(x: Tensor, at: int) -> tuple:
+    """(shape, strides, offset) x had when write number `at` was the latest: an in-place
+    view op (`x.t_()`) records the view it replaced (`_views_before`)."""
+    for stamp, shape, strides, offset in x.__dict__.get("_views_before", ()):
+        if stamp > at:
+            return shape, strides, offset
+    return x.shape, x._strides, x.offset
+
+
 def backward_of(fn, g):
     """fn.backward(g) where a storage that fn's output or one of its operands views was
     written in place after fn was recorded. The backward may still not read it (an add's
@@ -101,6 +110,11 @@ def backward_of(fn, g):
     classes = [(b, b.__class__) for b in stale.values()]
     for b, cls in classes:
         b.__class__ = _stale_class(cls)
+    views = []  # operands re-viewed in place since: as they were when fn was recorded
+    for x in fn.operands:
+        if isinstance(x, Tensor) and "_views_before" in x.__dict__:
+            views.append((x, (x.shape, x._strides, x.offset)))
+            x.shape, x._strides, x.offset = view_at(x, fn.at)
     try:
         gxs = tuple(fn.backward(g))
         # only the gradients an input takes: a lazy one nobody takes (mul's for an operand
@@ -116,4 +130,6 @@ def backward_of(fn, g):
     finally:
         for b, cls in classes:
             object.__setattr__(b, "__class__", cls)
+        for x, v in views:
+            x.shape, x._strides, x.offset = v
     return gxs

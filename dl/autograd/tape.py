@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from .grad_mode import _state as _grad_state
 from .grad_mode import no_grad
 from .hooks import run_post_accumulate_grad_hooks
-from .overwrites import backward_of, check_history
+from .overwrites import backward_of, check_history, view_at
 
 
 class GradFn:
@@ -138,6 +138,13 @@ def _seed(root, grad):
     return grad if grad.dtype is root.dtype else grad.to(root.dtype)
 
 
+def _shape_at(x, at: int) -> tuple:
+    """x's shape when write number `at` was the latest (an in-place view op, `x.t_()`,
+    may have changed it since: overwrites.view_at)."""
+    past = x.__dict__.get("_views_before")
+    return x.shape if not past else view_at(x, at)[0]
+
+
 def _own(g: Tensor, claimed: set) -> Tensor:
     """g as a new `.grad`, as PyTorch's AccumulateGrad takes it: dense storage of its own
     (a copy where g is an expanded or strided view, the seed, or memory another gradient of
@@ -211,7 +218,7 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
             for e, x, gx in zip(n.inputs, n.operands, gxs):
                 if e is None or gx is None:
                     continue
-                if gx.shape != x.shape:
+                if gx.shape != _shape_at(x, n.at):
                     raise RuntimeError(f"{n.name} backward gave a gradient of shape "
                                        f"{gx.shape} for an input of shape {x.shape}")
                 prev = grads.get(id(e))

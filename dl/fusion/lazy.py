@@ -56,8 +56,13 @@ def _reads_shared(args) -> bool:
     the op reads the values of now, as an eager op does, not those of a later write into
     the shared array."""
     for x in args:
-        if x.__class__ is Tensor and getattr(x._buf, "_shared_out", False):
-            return True
+        if x.__class__ is Tensor and x._buf is not None:
+            try:  # not getattr: a backward may build (and never compute) a lazy value
+                d = object.__getattribute__(x._buf, "__dict__")  # of a stale storage
+            except AttributeError:
+                continue
+            if d.get("_shared_out", False):
+                return True
     return False
 
 

@@ -8,7 +8,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.overwrites import refuse_leaf_write
 from ..fusion import writes
 from ..tensor import Tensor
-from .indexing import _alias
+from .indexing import _alias, _region
 from .registry import OPS, add_method, register
 from .shape import reshape, squeeze, t, transpose, unsqueeze
 
@@ -36,15 +36,20 @@ def _restride(x: Tensor, name: str, view, *args) -> Tensor:
     if is_grad_enabled():
         refuse_leaf_write(x, name)
     # a lazy value made from x reads x's storage through x when computed: with x's old view
-    # (it read the new shape's strides, out of bounds)
-    writes.compute_readers([x._materialise()._buf])
+    # (it read the new shape's strides, out of bounds); and, as torch bumps the version, a
+    # backward that reads x as saved before is refused (it read x with its new strides)
+    writes.before_writes([x._materialise()._buf])
+    # the view x had before this write: a backward of an op recorded earlier sees x so
+    # (dl/autograd/overwrites.py: backward_of), as torch's graph keeps its inputs' metadata
+    x.__dict__.setdefault("_views_before", []).append(
+        (writes.count[0], x.shape, x._strides, x.offset))
     y = view(_alias(x), *args)  # from an alias: x's old history stays the view's operand
     y._materialise()
     x._buf, x.shape, x._strides, x.offset = y._buf, y.shape, y._strides, y.offset
     if y._index_of is not None:  # x was a view of a base: it stays one, re-viewed
         old, (_, redo) = x._index_of, y._index_of
         x._index_of = y._index_of if old is None else \
-            (old[0], lambda b, r0=old[1]: redo(r0(b)))
+            (old[0], lambda b, r0=old[1]: redo(_region(b, r0)))
     if y.requires_grad and is_grad_enabled():
         x._grad_fn, x._hist_at = y._grad_fn, y._hist_at
     return x

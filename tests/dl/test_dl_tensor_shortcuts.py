@@ -282,3 +282,33 @@ def test_inplace_views_keep_lazy_readers_values(name, args):
         out.append((y.numpy().copy(), x.numpy().copy()))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def _after_view_op(m, program: str):
+    """Runs program (a, x, w in scope; it sets loss) with library m: x.grad, or the
+    exception's class name where backward refuses."""
+    x = m.tensor(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=True)
+    w = m.tensor(np.arange(10.0, 70.0, 10.0).reshape(2, 3))
+    scope = {"x": x, "w": w, "a": x * 1}
+    exec(program, {}, scope)
+    try:
+        scope["loss"].backward()
+    except RuntimeError:
+        return "refused"
+    return x.grad.numpy().tolist()
+
+
+@pytest.mark.parametrize("program", [
+    "r = a * w\na.t_()\nloss = r.sum()",                 # a not saved: w's gradient
+    "r = a * a\na.t_()\nloss = r.sum()",                 # a saved: refused, as torch
+    "r = a * w\na.add_(1)\nloss = r.sum()",              # an in-place op after: a not saved
+    "r = a * w\na.t_()\na.mul_(w.t())\nloss = r.sum() + a.sum()",
+    "v = a[0]\nv.unsqueeze_(0)\nv.mul_(2)\nloss = (a * w).sum()",  # a view's view op
+    "r = a * 2\na.t_()\nloss = r.sum() + a.sum()",
+])
+def test_backward_after_inplace_view_ops_as_torch(program):
+    """In-place view ops on a tensor autograd saw before: torch's gradient, or its refusal
+    where the op saved the tensor (dl gave w + 2 x^T silently for `a * a` then `a.t_()`, and
+    raised on cases torch computes: a stale operand no gradient reads, an operand's shape
+    read at backward, a view op on an indexing view)."""
+    assert _after_view_op(dl, program) == _after_view_op(torch, program)
