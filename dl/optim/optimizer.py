@@ -3,6 +3,7 @@ writes a step's new values (lazy, fused) into the parameters and state tensors i
 from __future__ import annotations
 
 import warnings
+from collections import defaultdict
 
 from cube import recording
 
@@ -36,9 +37,10 @@ class Optimizer:
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.defaults = defaults
         self.param_groups = []
-        # per-parameter state keyed by the parameter itself, as PyTorch's (`opt.state[p]`;
-        # a tensor hashes by identity, so a lookup never compares values)
-        self.state: dict = {}
+        # per-parameter state keyed by the parameter itself, as PyTorch's (`opt.state[p]`,
+        # an empty dict for a parameter without state; a tensor hashes by identity, so a
+        # lookup never compares values)
+        self.state: dict = defaultdict(dict)
         # while a step is being recorded: (kernel, scalars) per direct launch (`_planned`)
         self._plan: list | None = None
         self._plans: dict[int, foreach.GroupPlan | None] = {}  # per group: its launches
@@ -239,7 +241,7 @@ class Optimizer:
             raise ValueError("loaded state dict contains a parameter group that doesn't match "
                              "the size of optimizer's group")
         params = {i: p for g, s in zip(groups, saved) for i, p in zip(s["params"], g["params"])}
-        state: dict = {}
+        state: dict = defaultdict(dict)
         for k, st in state_dict["state"].items():
             p = params.get(k)
             if p is None:

@@ -253,3 +253,18 @@ def test_scheduler_checks():
         mod.CosineAnnealingWarmRestarts(o, T_0=0)
     with pytest.raises(ValueError):
         mod.ConstantLR(o, factor=1.5)
+
+
+def test_state_of_a_parameter_without_state_is_an_empty_dict():
+    """`opt.state[p]` for a parameter SGD keeps nothing for: {} as torch's defaultdict (a
+    KeyError before); a loaded optimiser keeps that behaviour."""
+    seen = []
+    for m in (dl, torch):
+        w = m.nn.Parameter(m.ones(2))
+        opt = m.optim.SGD([w], lr=0.1)
+        (w * 2).sum().backward()
+        opt.step()
+        again = m.optim.SGD([w], lr=0.1)
+        again.load_state_dict(opt.state_dict())
+        seen.append((dict(opt.state[w]), dict(again.state[w])))
+    assert seen[0] == seen[1] == ({}, {})
