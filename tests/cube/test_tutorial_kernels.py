@@ -1737,7 +1737,7 @@ REFUSED = {
     r_sum_of_counters: ({}, "cannot mix i32 and u32"),
     r_fnv1a: ({}, "the literal 2166136261 does not fit in i32"),
     r_tuple_returns: ({}, "got a tuple"),
-    r_math_atan2: ({}, "plain Python function"),
+    r_math_atan2: ({}, "math.atan2 has no kernel form"),
     r_builtin_pow: ({}, "plain Python function"),
     r_shared_2d: (dict(TPB=4), "SharedMemory takes a value"),
     r_int_true_div: ({}, "'/' on i32 is not defined"),
