@@ -35,7 +35,7 @@ def alias_set(ptrs: Sequence, written: Sequence[bool], restrict: Sequence[bool])
     return frozenset(out)
 
 
-def alias_check(written: Sequence[bool], restrict: Sequence[bool], pointer: str = "ptr",
+def alias_check(written: Sequence[bool], restrict: Sequence[bool],
                 name: str = "kernel") -> Callable | None:
     """A function of a launch's buffers (in buffer order, as `Packer.pack` returns them):
     True where a written buffer shares memory with another one so that a `restrict`
@@ -50,13 +50,13 @@ def alias_check(written: Sequence[bool], restrict: Sequence[bool], pointer: str 
                  "_restrict": tuple(restrict)}
     if len(pairs) <= _MAX_PAIRS:
         used = sorted({k for p in pairs for k in p})
-        get = ", ".join(f"bufs[{k}].{pointer}" for k in used)
+        get = ", ".join(f"bufs[{k}].ptr" for k in used)
         src = (f"def aliased(bufs):\n"
                f"    {', '.join(f'p{k}' for k in used)}{',' if len(used) == 1 else ''} = {get}\n"
                f"    return {' or '.join(f'p{i} == p{j}' for i, j in pairs)}\n")
     else:
         src = (f"def aliased(bufs):\n"
-               f"    ptrs = [b.{pointer} for b in bufs]\n"
+               f"    ptrs = [b.ptr for b in bufs]\n"
                f"    return len(set(ptrs)) < {n} and bool(_alias_set(ptrs, _written, "
                f"_restrict))\n")
     exec(compile(src, f"<alias check {name}>", "exec"), env)
@@ -69,26 +69,26 @@ class AliasVariants:
     `aliased=positions`)."""
 
     def __init__(self, written: Sequence[bool], restrict: Sequence[bool],
-                 compile: Callable, pointer: str = "ptr"):
+                 compile: Callable):
         self.written, self.restrict = tuple(written), tuple(restrict)
-        self.compile, self.pointer = compile, pointer
+        self.compile = compile
         self.made: dict = {}
 
     def get(self, bufs: Sequence):
         """The executable for a launch with these buffers (whose check said True)."""
-        s = alias_set([getattr(b, self.pointer) for b in bufs], self.written, self.restrict)
+        s = alias_set([b.ptr for b in bufs], self.written, self.restrict)
         exe = self.made.get(s)
         if exe is None:  # two threads may both compile it: the same code either way
             exe = self.made[s] = self.compile(s)
         return exe
 
 
-def setup(exe, src, compile: Callable | None, pointer: str = "ptr") -> None:
+def setup(exe, src, compile: Callable | None) -> None:
     """Give a C-family executable `_aliased` (its launch's check, or None) and `_variants`.
     compile: None for a variant itself (its launch was checked by the executable that
     chose it; it checks nothing)."""
-    check = None if compile is None else alias_check(src.written, src.restrict, pointer,
+    check = None if compile is None else alias_check(src.written, src.restrict,
                                                      getattr(exe.kernel, "name", "kernel"))
     exe._aliased = check
     exe._variants = None if check is None else AliasVariants(src.written, src.restrict,
-                                                             compile, pointer)
+                                                             compile)

@@ -11,7 +11,6 @@ import numpy as np
 from codegen.cfamily import CSource, emit_source
 from cube_ir import ir
 
-from . import aliasing
 from .args import Packer
 from .base import Executable, Features, Runtime
 from .buffer import Buffer, as_elem, as_shape, storage_array
@@ -78,11 +77,8 @@ class MetalRuntime(Runtime):
     def generate(self, kernel: ir.Kernel) -> str:
         return emit_source(kernel, "msl").text
 
-    def compile(self, kernel: ir.Kernel, cache_key: str | None = None,
-                aliased: frozenset = frozenset()) -> Executable:
-        """aliased: as the other C-family runtimes' (MSL declares no buffer restrict, so
-        no launch asks for a variant: runtimes/aliasing.py)."""
-        src = emit_source(kernel, "msl", aliased)
+    def compile(self, kernel: ir.Kernel, cache_key: str | None = None) -> Executable:
+        src = emit_source(kernel, "msl")
         # fast math off: Metal's default reassociates and contracts a * b + c into one fma,
         # so results would differ from Python's (and the other runtimes') op-by-op rounding
         opts = Metal.MTLCompileOptions.new()
@@ -96,10 +92,7 @@ class MetalRuntime(Runtime):
         if pipe is None:
             raise BackendCompileError(f"Metal could not build a pipeline for {kernel.name}",
                                       str(err), src.text)
-        exe = MetalExecutable(self, kernel, src, pipe)
-        aliasing.setup(exe, src, None if aliased else
-                       lambda s: self.compile(kernel, cache_key, s), pointer="mtl")
-        return exe
+        return MetalExecutable(self, kernel, src, pipe)
 
     def sync(self) -> None:
         if self._last is not None:
@@ -108,8 +101,6 @@ class MetalRuntime(Runtime):
 
 
 class MetalExecutable(Executable):
-    _aliased = _variants = None  # see aliasing.setup
-
     def __init__(self, rt: MetalRuntime, kernel: ir.Kernel, src: CSource, pipe):
         self.rt, self.kernel, self.source, self.pipe = rt, kernel, src.text, pipe
         self.layout = src.layout
@@ -119,8 +110,6 @@ class MetalExecutable(Executable):
         rt = self.rt
         blob, bufs = self.packer.pack(args)
         self.packer.check_buffers(bufs, MetalBuffer, rt)
-        if self._aliased is not None and self._aliased(bufs):  # one memory, two params
-            return self._variants.get(bufs).launch(cube_count, cube_dim, args)
         cmd = rt.queue.commandBuffer()
         enc = cmd.computeCommandEncoder()
         enc.setComputePipelineState_(self.pipe)
