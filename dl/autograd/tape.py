@@ -138,31 +138,26 @@ def _seed(root, grad):
     return grad if grad.dtype is root.dtype else grad.to(root.dtype)
 
 
-def _shape_at(x, at: int) -> tuple:
-    """x's shape when write number `at` was the latest (an in-place view op, `x.t_()`,
-    may have changed it since: overwrites.view_at)."""
-    past = x.__dict__.get("_views_before")
-    return x.shape if not past else view_at(x, at)[0]
-
-
 def _own(g: Tensor, claimed: set) -> Tensor:
     """g as a new `.grad`, as PyTorch's AccumulateGrad takes it: dense storage of its own
     (a copy where g is an expanded or strided view, the seed, or memory another gradient of
     this backward already took: `a + b` sends one tensor to both), so an in-place op on one
     gradient (`p.grad.mul_(s)`, a later accumulation) changes no other tensor."""
     settled(g)
-    if g._buf is None:
-        key = id(g._node)  # lazy: its storage is made when it is computed
-    else:
-        key = id(g._buf)
-        if g.offset or g._strides != shapes.contiguous_strides(g.shape) or \
-                g._buf.size != shapes.numel(g.shape):
-            key = None
-    if key is None or key in claimed:
+    key = _storage_key(g)
+    if key in claimed or g._buf is not None and (
+            g.offset or g._strides != shapes.contiguous_strides(g.shape) or
+            g._buf.size != shapes.numel(g.shape)):
         g = elementwise("identity", [g], [g.dtype.compute], g.dtype)  # a copy
-        key = id(g._node)
+        key = _storage_key(g)
     claimed.add(key)
     return g
+
+
+def _storage_key(g: Tensor) -> int:
+    """What names g's storage in a backward: its buffer, or for a lazy g its node (whose
+    storage is made when it is computed, for every tensor on the node)."""
+    return id(g._node) if g._buf is None else id(g._buf)
 
 
 def _accumulate(t: Tensor, g: Tensor, claimed: set) -> None:
@@ -189,7 +184,7 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
         grad = _seed(root, grad)
     # the caller's gradient is theirs: a leaf taking it takes a copy (the seed made here, a
     # tensor of ones, is not claimed)
-    claimed = set() if seeded else {id(grad._buf) if grad._buf is not None else id(grad._node)}
+    claimed = set() if seeded else {_storage_key(grad)}
     with no_grad():
         node = root if root._grad_fn is None else root._grad_fn
         grads = {id(node): grad}
@@ -218,9 +213,10 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
             for e, x, gx in zip(n.inputs, n.operands, gxs):
                 if e is None or gx is None:
                     continue
-                if gx.shape != _shape_at(x, n.at):
+                shape = view_at(x, n.at)[0]  # as when n ran (`x.t_()` may reshape x)
+                if gx.shape != shape:
                     raise RuntimeError(f"{n.name} backward gave a gradient of shape "
-                                       f"{gx.shape} for an input of shape {x.shape}")
+                                       f"{gx.shape} for an input of shape {shape}")
                 prev = grads.get(id(e))
                 # a gradient in pieces adds itself (a Tensor's + would take it for a scalar)
                 grads[id(e)] = gx if prev is None else \
