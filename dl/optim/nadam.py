@@ -2,7 +2,7 @@
 mu_t = beta1 (1 - 0.5 * 0.96^(t momentum_decay)); each parameter's step is one fused kernel."""
 from __future__ import annotations
 
-from .. import dtypes, ops
+from .. import ops
 from ..tensor import Tensor
 from ._graph_optim import GraphOptimizer, check_betas, check_options, lerp, round_f32
 
@@ -13,6 +13,8 @@ class NAdam(GraphOptimizer):
     momentum_decay, maximize. State: step, mu_product (a float, rounded to float32 each
     step as PyTorch's float32 0-d tensor), exp_avg, exp_avg_sq. No capturable or
     differentiable options; foreach is accepted and ignored."""
+
+    _scalar_state = ("step", "mu_product")  # a state_dict gives both as float32 tensors
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3,
@@ -28,15 +30,6 @@ class NAdam(GraphOptimizer):
                                       momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
                                       maximize=maximize, foreach=foreach))
-
-    def state_dict(self) -> dict:
-        """`Optimizer.state_dict`, with each "mu_product" a float32 0-d tensor, as
-        PyTorch's."""
-        sd = super().state_dict()
-        for st in sd["state"].values():
-            if "mu_product" in st and not isinstance(st["mu_product"], Tensor):
-                st["mu_product"] = ops.tensor(float(st["mu_product"]), dtype=dtypes.float32)
-        return sd
 
     def _step_param(self, group, p):
         st = self._state(p)

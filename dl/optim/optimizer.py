@@ -26,6 +26,10 @@ class Optimizer:
     one launch updates up to `optim_multi.max_segments` parameters of a group (those of one
     device, dtype and state bucket); with foreach=False each parameter's update is one
     kernel."""
+    # the per-parameter state kept as Python numbers that a state_dict gives as float32 0-d
+    # tensors, as PyTorch's
+    _scalar_state = ("step",)
+
     def __init__(self, params, defaults: dict):
         if isinstance(params, Tensor):
             raise TypeError(f"params argument given to the optimizer should be an iterable of "
@@ -213,7 +217,7 @@ class Optimizer:
     def state_dict(self) -> dict:
         """{"state": per-parameter state by index, "param_groups": the groups' settings with
         their "params" as those indices}, as PyTorch's: the state's tensors are the
-        optimiser's own (not copies), "step" a float32 0-d tensor."""
+        optimiser's own (not copies), "step" (`_scalar_state`) a float32 0-d tensor."""
         index: dict = {}
         groups = []
         for g in self.param_groups:
@@ -225,8 +229,8 @@ class Optimizer:
         state = {}
         for p, st in self.state.items():
             if id(p) in index:
-                state[index[id(p)]] = {k: _step_tensor(v, p) if k == "step" else v
-                                       for k, v in st.items()}
+                state[index[id(p)]] = {k: _scalar_tensor(v) if k in self._scalar_state
+                                       else v for k, v in st.items()}
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -253,11 +257,12 @@ class Optimizer:
         self._plans = {}  # launches made for the old state tensors
 
 
-def _step_tensor(step, p: Tensor):
-    """A step count as PyTorch keeps it: a float32 0-d tensor (on the host)."""
-    if isinstance(step, Tensor):
-        return step
-    return ops.tensor(float(step), dtype=dtypes.float32)
+def _scalar_tensor(v):
+    """A per-parameter scalar of the state (the step count, NAdam's mu_product) as PyTorch
+    keeps it in a state_dict: a float32 0-d tensor (on the host)."""
+    if isinstance(v, Tensor):
+        return v
+    return ops.tensor(float(v), dtype=dtypes.float32)
 
 
 def _loaded(name: str, v, p: Tensor):
