@@ -790,3 +790,32 @@ def test_a_math_function_without_kernel_form_is_named_as_such(interp):
     msg = str(e.value)
     assert "math.atan2 has no kernel form" in msg and "math.sqrt" in msg
     assert "test_frontend_soundness.py:" in msg and "@cube" not in msg.splitlines()[0]
+
+
+@cube(launch=True)
+def reversed_stepped_runtime(out: Array[i32], n: u32):
+    k = 0
+    for i in reversed(range(0, n, 2)):
+        out[k] = i32(i)
+        k += 1
+
+
+@cube(launch=True)
+def grid_stride(out: Array[f32], n: u32):
+    for i in range(ABSOLUTE_POS, n, cb.CUBE_DIM * cb.CUBE_COUNT):
+        out[i] = 1.0
+
+
+@pytest.mark.parametrize("kernel,text", [
+    (reversed_stepped_runtime, "reversed(range(...)) with a runtime bound takes a step of 1"),
+    (grid_stride, "i += stride"),
+])
+def test_range_forms_without_a_loop_are_located_errors(interp, kernel, text):
+    """reversed(range(...)) with a runtime bound and a step of 2 or more, and a range with a
+    runtime step (a grid-stride loop), are refused where they are written, the message
+    showing what to write instead."""
+    out = interp.from_numpy(np.zeros(4, np.float32 if kernel is grid_stride else np.int32))
+    with pytest.raises(cb.CompileError) as e:
+        kernel.launch(interp, cube_count=1, cube_dim=1, out=out, n=4)
+    msg = str(e.value)
+    assert text in msg and "test_frontend_soundness.py:" in msg and "range(" in msg
