@@ -15,6 +15,7 @@ multiple of 4 bytes.
 """
 from __future__ import annotations
 
+from cube_ir import ir
 from cube_ir.layout import ParamSlots
 from cube_ir.passes.legalise import ALL, ARITH_PLANE, NARROW
 from cube_ir.passes.lowering import PER_AXIS, Lowering
@@ -40,7 +41,8 @@ def is_packed(e: Scalar) -> bool:
 # the builtins both shader languages have: per-axis ids, the local invocation index and the
 # global invocation id (everything else is lowered in IR, passes.lowering); bf16 has no
 # arithmetic and f16's transcendentals, fma, pow and plane sums/products are done in f32
-F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma".split()) | ARITH_PLANE
+F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma atan2 hypot rem".split()) \
+    | ARITH_PLANE | (ir.MORE_MATH_UNARY - {"trunc"})
 LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
                                 "ABSOLUTE_POS_Z"}, halves={"bf16": ALL, "f16": F16_VIA_F32},
                     narrow=NARROW,  # 8/16-bit ints live in i32/u32 registers

@@ -186,6 +186,129 @@ def round(x):  # noqa: A001
     return builtins_round(x)
 
 
+@_float_math
+def tan(x):
+    """Tangent of x (radians)."""
+    return math.tan(x)
+
+
+@_float_math
+def asin(x):
+    """Arc sine of x, in [-pi/2, pi/2] (NaN outside [-1, 1])."""
+    return math.asin(x)
+
+
+@_float_math
+def acos(x):
+    """Arc cosine of x, in [0, pi] (NaN outside [-1, 1])."""
+    return math.acos(x)
+
+
+@_float_math
+def atan(x):
+    """Arc tangent of x, in [-pi/2, pi/2]."""
+    return math.atan(x)
+
+
+@_float_math
+def sinh(x):
+    """Hyperbolic sine of x."""
+    return math.sinh(x)
+
+
+@_float_math
+def cosh(x):
+    """Hyperbolic cosine of x."""
+    return math.cosh(x)
+
+
+@_float_math
+def asinh(x):
+    """Inverse hyperbolic sine of x."""
+    return math.asinh(x)
+
+
+@_float_math
+def acosh(x):
+    """Inverse hyperbolic cosine of x (NaN below 1)."""
+    return math.acosh(x)
+
+
+@_float_math
+def atanh(x):
+    """Inverse hyperbolic tangent of x (+-inf at +-1, NaN outside [-1, 1])."""
+    return math.atanh(x)
+
+
+@_float_math
+def log2(x):
+    """Base-2 logarithm of x."""
+    return math.log2(x)
+
+
+@_float_math
+def log10(x):
+    """Base-10 logarithm of x."""
+    return math.log10(x)
+
+
+@_float_math
+def exp2(x):
+    """2 raised to x."""
+    return 2.0 ** x
+
+
+@_float_math
+def expm1(x):
+    """exp(x) - 1, accurate for x near 0."""
+    return math.expm1(x)
+
+
+@_float_math
+def trunc(x):
+    """x rounded toward zero to an integral value (in x's float type)."""
+    return math.trunc(x)
+
+
+_FLOAT_MATH2 = ("Used inside `@cube` kernels, per unit; takes two float values or lines (f16, "
+                "bf16, f32, f64; lines lane by lane), promoted as in arithmetic (a Python "
+                "number takes the other operand's type), and gives their type. Integer "
+                "arguments are a compile error: cast them first.")
+
+
+def _float_math2(fn):
+    fn.__doc__ = f"{fn.__doc__}\n\n{_FLOAT_MATH2}"
+    return fn
+
+
+@_float_math2
+def atan2(y, x):
+    """The angle of the point (x, y) from the x axis, in [-pi, pi] (Python's quadrants and
+    signed zeros: atan2(0.0, -1.0) is pi, atan2(-0.0, -1.0) is -pi)."""
+    return math.atan2(y, x)
+
+
+@_float_math2
+def hypot(x, y):
+    """sqrt(x*x + y*y) without overflow or underflow in between (hypot(1e30, 1e30) in f32 is
+    1.414e30); inf if either is infinite, even with a NaN."""
+    return math.hypot(x, y)
+
+
+@_float_math2
+def fmod(x, y):
+    """x - n*y for the integer n that truncates x/y, exact, with the sign of x (C's and
+    Python's math.fmod; Python's `x % y` takes y's sign instead). NaN for y = 0 or an
+    infinite x."""
+    return math.fmod(x, y)
+
+
+@_float_math2
+def copysign(x, y):
+    """|x| with the sign bit of y (copysign(1.0, -0.0) is -1.0)."""
+    return math.copysign(x, y)
+
+
 def pow(x, y):  # noqa: A001
     """x raised to the power y (`cb.pow(x, y)`, also `math.pow` and `x ** y`).
 

@@ -234,7 +234,19 @@ def _unary(op: str, a, t: Type):
             return np.tanh(_f64(a))
         case "erf":
             return _erf(_f64(a)).astype(_F64)
+        case "trunc":
+            return np.trunc(a)
+    fn = _MORE_MATH.get(op)
+    if fn is not None:  # in f64, rounded once to the type by the caller
+        with np.errstate(all="ignore"):
+            return fn(_f64(a))
     raise IRError(f"unknown unary op {op}")
+
+
+_MORE_MATH = {"tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+              "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh,
+              "atanh": np.arctanh, "log2": np.log2, "log10": np.log10, "exp2": np.exp2,
+              "expm1": np.expm1}
 
 
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
@@ -267,6 +279,12 @@ def _binary(op: str, a, b, t: Type):
             return np.fmax(a, b) if e.is_float else np.maximum(a, b)
         case "shl" | "shr":
             return _shift(a, b, op == "shl", e.bits)
+        case "atan2":  # Python's quadrants and signed zeros (C's atan2)
+            return np.arctan2(_f64(a), _f64(b))
+        case "hypot":  # in f64: no overflow for any f32 operands
+            return np.hypot(_f64(a), _f64(b))
+        case "copysign":
+            return np.copysign(a, b)
     raise IRError(f"unknown binary op {op}")
 
 

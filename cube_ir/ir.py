@@ -114,13 +114,20 @@ class Block(list):
 
 # ---- ops -------------------------------------------------------------------------------
 
+# the float math beyond the first set (Python's math module; trunc keeps the float type)
+MORE_MATH_UNARY = frozenset(
+    "tan asin acos atan sinh cosh asinh acosh atanh log2 log10 exp2 expm1 trunc".split()
+)
 UNARY_OPS = frozenset(
     "neg not bitnot abs sqrt rsqrt exp log log1p sin cos tanh erf floor ceil round".split()
-)
-FLOAT_ONLY_UNARY = frozenset("sqrt rsqrt exp log log1p sin cos tanh erf floor ceil round".split())
+) | MORE_MATH_UNARY
+FLOAT_ONLY_UNARY = frozenset(
+    "sqrt rsqrt exp log log1p sin cos tanh erf floor ceil round".split()) | MORE_MATH_UNARY
+# atan2(y, x), hypot(x, y), copysign(x, y) as Python's math; math.fmod is float `rem`
+FLOAT_ONLY_BINARY = frozenset(("atan2", "hypot", "copysign"))
 BINARY_OPS = frozenset(
     "add sub mul div rem pow min max and or xor shl shr eq ne lt le gt ge".split()
-)
+) | FLOAT_ONLY_BINARY
 COMPARE_OPS = frozenset("eq ne lt le gt ge".split())
 TERNARY_OPS = frozenset(("fma", "clamp"))
 ATOMIC_OPS = frozenset("add sub min max and or xor exchange cas".split())

@@ -276,6 +276,8 @@ class _TypeChecker:
                 raise bad(f"{o} needs integers, got {t}")
         elif o not in ir.COMPARE_OPS and t.is_bool:
             raise bad(f"{o} is not defined on {t}")
+        if o in ir.FLOAT_ONLY_BINARY and not t.is_float:
+            raise bad(f"{o} needs float operands, got {t}")
 
     def _atomic(self, op: Atomic, bad) -> None:
         m = op.mem

@@ -103,7 +103,8 @@ class Dialect:
             return f"({a} {'+-*/'['add sub mul div'.split().index(o)]} {b})"
         if o in ("min", "max"):
             return f"{self.math('f' + o, e)}({a}, {b})"
-        fn = {"rem": "fmod", "pow": "pow"}.get(o)
+        fn = {"rem": "fmod", "pow": "pow", "atan2": "atan2", "hypot": "hypot",
+              "copysign": "copysign"}.get(o)
         return None if fn is None else f"{self.math(fn, e)}({a}, {b})"
 
     # ---- kernel frame ------------------------------------------------------------------
@@ -548,11 +549,13 @@ class Msl(Dialect):
     def f16_needs(self):
         return set()
 
-    def math(self, name, e):
-        return {"log1p": "cube_log1p"}.get(name, name)
+    _OWN_MATH = {"log1p": "cube_log1p", "expm1": "cube_expm1", "hypot": "cube_hypot"}
 
-    def math_needs(self, name):  # MSL has no log1p
-        return {"mslmath"} if name == "log1p" else set()
+    def math(self, name, e):
+        return self._OWN_MATH.get(name, name)
+
+    def math_needs(self, name):  # MSL has no log1p, expm1 or hypot: the prelude's
+        return {"mslmath"} if name in self._OWN_MATH else set()
 
     def cas_needs(self):
         return {"mslcas"}

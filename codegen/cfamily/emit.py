@@ -25,7 +25,9 @@ from .vectors import VecOps
 
 MATH = {"sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "log1p": "log1p",
         "sin": "sin", "cos": "cos", "tanh": "tanh", "erf": "erf", "floor": "floor",
-        "ceil": "ceil", "round": "rint", "abs": "fabs"}
+        "ceil": "ceil", "round": "rint", "abs": "fabs",
+        **{o: o for o in ("tan asin acos atan sinh cosh asinh acosh atanh log2 log10 exp2 "
+                          "expm1 trunc").split()}}
 CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 BITS = {"and": "&", "or": "|", "xor": "^"}
 WRAP = {"add": "+", "sub": "-", "mul": "*"}
@@ -333,6 +335,7 @@ class Emitter(StructuredEmitter):
         if o in CMP:
             return f"({a} {CMP[o]} {b})"
         if e.is_float:
+            self.need(*d.math_needs(o))
             r = d.float_binary(o, e, a, b)
             if r is None:
                 raise NotImplementedError(f"C codegen: float {o}")

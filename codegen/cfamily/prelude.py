@@ -95,10 +95,29 @@ def _f2i(d: Dialect, fn: str, dst: str, src: str) -> str:
 
 
 def _msl_math(d: Dialect, fn: str) -> str:
+    """log1p, expm1 (Kahan's corrections of u = 1 + x and u = e^x: a few ulp where log and
+    exp are within 1) and hypot (max |x|, |y| times sqrt(1 + r^2), r = min / max <= 1: no
+    overflow or underflow in between, within 2 ulp; inf if either is inf, NaN beside it
+    included, as C's)."""
     return f"""{fn} float cube_log1p(float x) {{
     float u = 1.0f + x, m = u - 1.0f;
     if (m == 0.0f || isinf(x)) return x;
     return log(u) * x / m;
+}}
+{fn} float cube_expm1(float x) {{
+    float u = exp(x), m = u - 1.0f;
+    if (u == 1.0f) return x;
+    if (m == -1.0f) return -1.0f;
+    if (isinf(u)) return u;
+    return m * (x / log(u));
+}}
+{fn} float cube_hypot(float x, float y) {{
+    float ax = fabs(x), ay = fabs(y), hi = fmax(ax, ay), lo = fmin(ax, ay);
+    if (isinf(ax) || isinf(ay)) return INFINITY;
+    if (isnan(ax) || isnan(ay)) return ax + ay;
+    if (lo == 0.0f) return hi;
+    float r = lo / hi;
+    return hi * sqrt(fma(r, r, 1.0f));
 }}"""
 
 

@@ -16,7 +16,9 @@ from .values import Values
 
 MATH = {"sqrt": "sqrt", "rsqrt": "rsqrt", "exp": "exp", "log": "log", "log1p": "log1p",
         "sin": "sin", "cos": "cos", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-        "round": "rint", "abs": "fabs"}
+        "round": "rint", "abs": "fabs",
+        **{o: o for o in ("tan asin acos atan sinh cosh asinh acosh atanh log2 log10 exp2 "
+                          "expm1 trunc").split()}}
 
 
 class VecOps:
@@ -90,6 +92,8 @@ class VecOps:
         if e.is_bool:
             return None
         if e.is_float:
+            if d.math_needs(o):  # a scalar prelude helper
+                return None
             return d.float_binary(o, e, a, b)
         if o in ("add", "sub", "mul"):
             return self.wrap(e, n, {"add": "+", "sub": "-", "mul": "*"}[o], a, b)

@@ -53,7 +53,8 @@ from .emit import emit, entry_name
 # LLVM's vectoriser relies on); plane size is 1, so the lowering folds the plane builtins.
 # f16 is LLVM's half, whose math functions are f32 ones; bf16 has no arithmetic at all.
 # (f16 fma stays: arith does it in double, one rounding.)
-F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow".split())
+F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow atan2 hypot".split()) | (
+    ir.MORE_MATH_UNARY - {"trunc"})
 LOWERING = lowering.Lowering(ir.BUILTINS - {"PLANE_DIM", "UNIT_POS_PLANE"},
                              halves={"bf16": legalise.ALL, "f16": F16_VIA_F32})
 

@@ -20,6 +20,12 @@ SINT_PRED = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge"
 UINT_PRED = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 
 
+# float math with an LLVM intrinsic (LLVM 20+; x86 lowers all but trunc to the libm call
+# per lane, which the JIT resolves from libm.so.6) and without one (a libm call per lane)
+_LLVM_MATH = frozenset("tan asin acos atan sinh cosh log2 log10 exp2 trunc".split())
+_LIBM_MATH = frozenset("asinh acosh atanh expm1".split())
+
+
 class Arith(Lower):
     def __init__(self, fn, nowrap: bool = False) -> None:
         super().__init__(fn)
@@ -49,6 +55,10 @@ class Arith(Lower):
             return self.intr("minnum" if op == "min" else "maxnum", ll, a, b)
         if op == "pow":
             return self.intr("pow", ll, a, b)
+        if op in ("atan2", "copysign"):  # copysign: bit ops; atan2: atan2f per lane
+            return self.intr(op, ll, a, b)
+        if op == "hypot":  # glibc's, per lane (no overflow in between, as Python's)
+            return self.libm("hypot" if _fbits(ll) == 64 else "hypotf", ll, a, b)
         raise NotImplementedError(f"float {op}")
 
     def _int_binary(self, op: str, t: Type, a: str, b: str) -> str:
@@ -177,6 +187,10 @@ class Arith(Lower):
                 "sin": "sin", "cos": "cos"}
         if op in intr:
             return self.intr(intr[op], ll, a)
+        if op in _LLVM_MATH:  # LLVM's own (trunc: roundps; the rest a libm call per lane)
+            return self.intr(op, ll, a)
+        if op in _LIBM_MATH:  # no LLVM intrinsic: glibc's, per lane
+            return self.libm(op if t.elem == f64 else op + "f", ll, a)
         if op == "rsqrt":
             return self.bin("fdiv", ll, self.k(1.0, t), self.intr("sqrt", ll, a))
         if t.elem == f32 and op in m.INLINE_F32:

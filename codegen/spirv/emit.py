@@ -23,9 +23,10 @@ from ..shader_abi import binding
 from .module import Module
 
 FUNCTION, INPUT, UNIFORM, WORKGROUP, STORAGE = 7, 1, 2, 4, 12
-GLSL = dict(RoundEven=2, Trunc=3, FAbs=4, SAbs=5, Floor=8, Ceil=9, Sin=13, Cos=14, Tanh=21,
-            Pow=26, Exp=27, Log=28, Sqrt=31, InverseSqrt=32, UMin=38, SMin=39, UMax=41,
-            SMax=42, Fma=50, UnpackHalf2x16=62, NMin=79, NMax=80)
+GLSL = dict(RoundEven=2, Trunc=3, FAbs=4, SAbs=5, Floor=8, Ceil=9, Sin=13, Cos=14, Tan=15,
+            Asin=16, Acos=17, Atan=18, Sinh=19, Cosh=20, Tanh=21, Asinh=22, Acosh=23, Atanh=24,
+            Atan2=25, Pow=26, Exp=27, Log=28, Exp2=29, Log2=30, Sqrt=31, InverseSqrt=32,
+            UMin=38, SMin=39, UMax=41, SMax=42, Fma=50, UnpackHalf2x16=62, NMin=79, NMax=80)
 SCOPE_DEVICE, SCOPE_WG = 1, 2
 BARRIER_SEM = 0x8 | 0x40 | 0x100  # AcquireRelease | UniformMemory | WorkgroupMemory
 XYZ = "xyz"

@@ -128,6 +128,19 @@ def _binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
             return em.ext(t, "NMin" if o == "min" else "NMax", a, b)
         if o == "pow":
             return _fpow(em, t, a, b)
+        if o == "atan2":  # GLSL's is undefined for two zeros: Python's signed 0 or pi
+            f = _F(em, t)
+            zeros = logical(em, "LogicalAnd", _bt(t), f.cmp("FOrdEqual", a, f.k(0.0)),
+                            f.cmp("FOrdEqual", b, f.k(0.0)))
+            ut = with_elem(t, u32)
+            neg = f.cmp("IEqual", m.op("ShiftRightLogical", em.t(ut), m.op(
+                "Bitcast", em.t(ut), b), em.c(31, ut)), em.c(1, ut))
+            z = f.copysign(f.sel(neg, f.k(3.141592653589793), f.k(0.0)), a)
+            return f.sel(zeros, z, em.ext(t, "Atan2", a, b))
+        if o == "copysign":
+            return _F(em, t).copysign(a, b)
+        if o == "hypot":
+            return _hypot(em, t, a, b)
         raise Unsupported(f"float {o}")
     simple = {"add": "IAdd", "sub": "ISub", "mul": "IMul", "and": "BitwiseAnd",
               "or": "BitwiseOr", "xor": "BitwiseXor"}
@@ -243,17 +256,146 @@ def _unary(em: Emitter, o: str, t: Type, a: int) -> int:
         return em.ext(t, simple[o], a)
     if o == "rsqrt":
         return m.op("FDiv", rt, em.c(1.0, t), em.ext(t, "Sqrt", a))
-    if o == "log1p":  # log(u) * x / (u - 1) with u = 1 + x corrects u's rounding
-        bt = em.t(_bt(t))
-        u = m.op("FAdd", rt, em.c(1.0, t), a)
-        d = m.op("FSub", rt, u, em.c(1.0, t))
-        r = m.op("FDiv", rt, m.op("FMul", rt, em.ext(t, "Log", u), a), d)
-        r = m.op("Select", rt, m.op("FOrdEqual", bt, d, em.c(0.0, t)), a, r)
-        # log1p(inf) is inf (the correction is inf / inf), as the WGSL prelude's
-        return m.op("Select", rt, m.op("FOrdEqual", bt, a, em.c(float("inf"), t)), a, r)
+    if o == "log1p":
+        return _F(em, t).log1p(a)
     if o == "erf":
         return _erf(em, t, a)
+    if o in _GLSL_MORE:
+        return em.ext(t, _GLSL_MORE[o], a)
+    if o in _COMPOSED:
+        return getattr(_F(em, t), o)(a)
     raise Unsupported(f"unary {o}")
+
+
+# the driver's (Vulkan: tan, asin, ... inherit their accuracy from sin, cos and atan)
+_GLSL_MORE = {"tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "log2": "Log2",
+              "exp2": "Exp2", "trunc": "Trunc"}
+# composed of the driver's Exp and Log as the WGSL prelude composes them of its own (the
+# driver's Sinh, Asinh, Atanh lose digits near 0: lavapipe takes them from exp and log of
+# values near 1); Vulkan has no log10, expm1 or hypot
+_COMPOSED = frozenset("log10 expm1 sinh cosh asinh acosh atanh".split())
+
+
+class _F:
+    """Float expression helpers on one scalar or vector type t (the SPIR-V twin of the WGSL
+    prelude's helpers, codegen/wgsl/prelude.py, which give the formulas' reasons)."""
+
+    def __init__(self, em: Emitter, t: Type) -> None:
+        self.em, self.t, self.rt, self.bt = em, t, em.t(t), em.t(_bt(t))
+
+    def k(self, v):
+        return self.em.c(v, self.t)
+
+    def op(self, name, *xs):
+        return self.em.m.op(name, self.rt, *xs)
+
+    def cmp(self, name, a, b):
+        return self.em.m.op(name, self.bt, a, b)
+
+    def sel(self, c, a, b):
+        return self.em.m.op("Select", self.rt, c, a, b)
+
+    def ext(self, name, *xs):
+        return self.em.ext(self.t, name, *xs)
+
+    def either(self, a, b):
+        return logical(self.em, "LogicalOr", _bt(self.t), a, b)
+
+    def isnan(self, x):
+        return self.em.m.op("IsNan", self.bt, x)
+
+    def copysign(self, x, y):
+        em, ut = self.em, with_elem(self.t, u32)
+        urt = em.t(ut)
+        mag = em.m.op("BitwiseAnd", urt, em.m.op("Bitcast", urt, x), em.c(0x7FFFFFFF, ut))
+        sign = em.m.op("BitwiseAnd", urt, em.m.op("Bitcast", urt, y), em.c(0x80000000, ut))
+        return em.m.op("Bitcast", self.rt, em.m.op("BitwiseOr", urt, mag, sign))
+
+    def log1p(self, x):  # log(u) * x / (u - 1) with u = 1 + x corrects u's rounding
+        u = self.op("FAdd", self.k(1.0), x)
+        d = self.op("FSub", u, self.k(1.0))
+        r = self.op("FDiv", self.op("FMul", self.ext("Log", u), x), d)
+        r = self.sel(self.cmp("FOrdEqual", d, self.k(0.0)), x, r)
+        # log1p(inf) is inf (the correction is inf / inf), as the WGSL prelude's
+        return self.sel(self.cmp("FOrdEqual", x, self.k(float("inf"))), x, r)
+
+    def log10(self, x):
+        return self.op("FMul", self.ext("Log", x), self.k(0.4342944819032518))
+
+    def expm1(self, x):  # Kahan: (u - 1) x / log(u), u = e^x
+        u = self.ext("Exp", x)
+        m = self.op("FSub", u, self.k(1.0))
+        r = self.op("FMul", m, self.op("FDiv", x, self.ext("Log", u)))  # m x overflows
+        r = self.sel(self.either(self.cmp("FOrdEqual", m, self.k(-1.0)),
+                                 self.cmp("FOrdEqual", u, self.k(float("inf")))), m, r)
+        r = self.sel(self.either(self.cmp("FOrdEqual", u, self.k(1.0)), self.isnan(x)), x, r)
+        # below 2^-12 x + x^2 / 2 is exact to f32 (the driver's Log near 1 is not)
+        tiny = self.cmp("FOrdLessThan", self.ext("FAbs", x), self.k(2.0 ** -12))
+        return self.sel(tiny, self.ext("Fma", self.op("FMul", x, self.k(0.5)), x, x), r)
+
+    def _big_exp(self, ax):  # e^|x| / 2 as (e^(|x|/2) / 2) e^(|x|/2): no early overflow
+        h = self.ext("Exp", self.op("FMul", self.k(0.5), ax))
+        return self.op("FMul", self.op("FMul", self.k(0.5), h), h)
+
+    def sinh(self, x):
+        ax = self.ext("FAbs", x)
+        e = self.expm1(self.ext("NMin", ax, self.k(9.0)))
+        small = self.op("FMul", self.k(0.5), self.op("FAdd", e, self.op(
+            "FDiv", e, self.op("FAdd", e, self.k(1.0)))))
+        big = self.cmp("FOrdGreaterThan", ax, self.k(9.0))
+        return self.copysign(self._tiny(ax, self.sel(big, self._big_exp(ax), small)), x)
+
+    def cosh(self, x):
+        ax = self.ext("FAbs", x)
+        e = self.ext("Exp", self.ext("NMin", ax, self.k(9.0)))
+        small = self.op("FAdd", self.op("FMul", self.k(0.5), e),
+                        self.op("FDiv", self.k(0.5), e))
+        big = self.cmp("FOrdGreaterThan", ax, self.k(9.0))
+        return self.sel(big, self._big_exp(ax), small)
+
+    def asinh(self, x):
+        ax = self.ext("FAbs", x)
+        s = self.ext("NMin", ax, self.k(4096.0))
+        z = self.op("FMul", s, s)
+        q = self.op("FDiv", z, self.op("FAdd", self.k(1.0), self.ext(
+            "Sqrt", self.op("FAdd", self.k(1.0), z))))
+        small = self.log1p(self.op("FAdd", s, q))
+        big = self.op("FAdd", self.ext("Log", ax), self.k(0.6931471805599453))
+        r = self.sel(self.cmp("FOrdGreaterThan", ax, self.k(4096.0)), big, small)
+        return self.copysign(self._tiny(ax, r), x)
+
+    def _tiny(self, ax, r):  # below 2^-12 sinh, asinh and atanh round to x
+        return self.sel(self.cmp("FOrdLessThan", ax, self.k(2.0 ** -12)), ax, r)
+
+    def acosh(self, x):
+        t = self.op("FSub", self.ext("NMin", x, self.k(4096.0)), self.k(1.0))
+        small = self.log1p(self.op("FAdd", t, self.ext("Sqrt", self.ext(
+            "Fma", t, t, self.op("FAdd", t, t)))))
+        big = self.op("FAdd", self.ext("Log", x), self.k(0.6931471805599453))
+        r = self.sel(self.cmp("FOrdGreaterThan", x, self.k(4096.0)), big, small)
+        below = self.cmp("FOrdLessThan", x, self.k(1.0))  # a NaN x passes through r
+        return self.sel(below, self.k(float("nan")), r)
+
+    def atanh(self, x):
+        ax = self.ext("FAbs", x)
+        r = self.op("FMul", self.k(0.5), self.log1p(self.op("FDiv", self.op(
+            "FAdd", ax, ax), self.op("FSub", self.k(1.0), ax))))
+        r = self.sel(self.cmp("FOrdGreaterThan", ax, self.k(1.0)), self.k(float("nan")), r)
+        return self.copysign(self._tiny(ax, r), x)
+
+
+def _hypot(em: Emitter, t: Type, x: int, y: int) -> int:
+    """max(|x|, |y|) sqrt(1 + r^2), r = min / max (no overflow in between); inf where
+    either is infinite, NaN beside it included."""
+    f = _F(em, t)
+    ax, ay = f.ext("FAbs", x), f.ext("FAbs", y)
+    hi, lo = f.ext("NMax", ax, ay), f.ext("NMin", ax, ay)
+    r = f.op("FDiv", lo, f.sel(f.cmp("FOrdEqual", hi, f.k(0.0)), f.k(1.0), hi))
+    h = f.op("FMul", hi, f.ext("Sqrt", f.ext("Fma", r, r, f.k(1.0))))
+    h = f.sel(f.either(f.isnan(x), f.isnan(y)), f.op("FAdd", ax, ay), h)
+    inf = f.either(f.cmp("FOrdEqual", ax, f.k(float("inf"))),
+                   f.cmp("FOrdEqual", ay, f.k(float("inf"))))
+    return f.sel(inf, f.k(float("inf")), h)
 
 
 def _erf(em: Emitter, t: Type, x: int) -> int:

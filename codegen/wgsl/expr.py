@@ -83,12 +83,14 @@ class Expr:
         raise Unsupported(f"int {op}")
 
     def _float_binary(self, op: str, t: Type, a: str, b: str) -> str:
-        if op in ("add", "sub", "mul", "div", "rem"):
+        if op in ("add", "sub", "mul", "div"):
             r = f"({a} {ARITH[op]} {b})"
         elif op in ("min", "max"):
             r = f"{op}({a}, {b})"
-        elif op == "pow":
-            r = self.fhelper("pow", t, a, b)
+        elif op in ("pow", "hypot", "copysign", "atan2"):
+            r = self.fhelper(op, t, a, b)
+        elif op == "rem":  # C's fmod, exact (the prelude's; WGSL's `%` is not)
+            r = self.fhelper("fmod", t, a, b)
         else:
             raise Unsupported(f"float {op}")
         return r
@@ -115,7 +117,10 @@ class Expr:
             r = f"(1.0 / sqrt({a}))"
         elif op in ("sin", "cos"):
             r = f"{op}({a})"
-        elif op in ("exp", "log", "log1p", "tanh", "erf"):
+        elif op in ("tan", "exp2", "trunc"):
+            r = f"{op}({a})"
+        elif op in ("exp", "log", "log1p", "tanh", "erf", "log10", "expm1", "sinh", "cosh",
+                    "asinh", "acosh", "atanh", "atan", "asin", "acos", "log2"):
             r = self.fhelper(op, t, a)
         else:
             raise Unsupported(f"unary {op}")

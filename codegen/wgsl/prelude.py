@@ -119,10 +119,165 @@ BF16 = """fn cube_bf16{S}(x: T) -> T {
     return bitcast<T>(select(r, q, cube_isnan{S}(x)));
 }"""
 
+# The functions WGSL lacks (log10, expm1, hypot, fmod, copysign) and those whose driver
+# versions lose digits near 0 (sinh, asinh, atanh: lavapipe computes them from exp and log of
+# values near 1), on the exp/log/log1p above. Bounds measured over dense sweeps against
+# float64 (tests/cube/test_math_functions_more.py): log10 2 ulp, expm1 2, sinh 3, cosh 2,
+# asinh 3, acosh 3, atanh 4, hypot 2, atan 2, atan2 3, asin 3, acos 3; fmod and copysign
+# are exact.
+
+# x copied with y's sign bit
+COPYSIGN = """fn cube_copysign{S}(x: T, y: T) -> T {
+    return bitcast<T>((bitcast<U>(x) & U(0x7fffffffu)) | (bitcast<U>(y) & U(0x80000000u)));
+}"""
+
+LOG10 = """fn cube_log10{S}(x: T) -> T {
+    return cube_log{S}(x) * T(0.4342944819032518);
+}"""
+
+# lavapipe's log2 is within 2^-21 absolute only (35 ulp near 1)
+LOG2 = """fn cube_log2{S}(x: T) -> T {
+    return cube_log{S}(x) * T(1.4426950408889634);
+}"""
+
+# Kahan: u = e^x rounded; (u - 1) x / log(u) corrects its rounding error
+EXPM1 = """fn cube_expm1{S}(x: T) -> T {
+    let u = cube_exp{S}(x);
+    let m = u - T(1.0);
+    var r = m * (x / cube_log{S}(u));  // m x alone overflows near x = 88
+    r = select(r, m, (m == T(-1.0)) | (u == T(INF)));
+    return select(r, x, (u == T(1.0)) | cube_isnan{S}(x));
+}"""
+
+# (E + E / (E + 1)) / 2 with E = expm1(|x|) up to 9, (e^(|x|/2) / 2) e^(|x|/2) beyond, where
+# e^|x| alone would overflow before sinh does
+SINH = """fn cube_sinh{S}(x: T) -> T {
+    let ax = abs(x);
+    let e = cube_expm1{S}(min(ax, T(9.0)));
+    let small = T(0.5) * (e + e / (e + T(1.0)));
+    let h = cube_exp{S}(T(0.5) * ax);
+    let r = select(small, (T(0.5) * h) * h, ax > T(9.0));
+    return cube_copysign{S}(r, x);
+}"""
+
+COSH = """fn cube_cosh{S}(x: T) -> T {
+    let ax = abs(x);
+    let e = cube_exp{S}(min(ax, T(9.0)));
+    let small = T(0.5) * e + T(0.5) / e;
+    let h = cube_exp{S}(T(0.5) * ax);
+    return select(small, (T(0.5) * h) * h, ax > T(9.0));
+}"""
+
+# log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); log(|x|) + log 2 from 2^12 on (x^2 would overflow);
+# x itself below 2^-12 (asinh and atanh round to it there)
+ASINH = """fn cube_asinh{S}(x: T) -> T {
+    let ax = abs(x);
+    let s = min(ax, T(4096.0));
+    let z = s * s;
+    let small = cube_log1p{S}(s + z / (T(1.0) + sqrt(T(1.0) + z)));
+    let big = cube_log{S}(ax) + T(0.6931471805599453);
+    let r = select(select(small, big, ax > T(4096.0)), ax, ax < T(0.000244140625));
+    return cube_copysign{S}(r, x);
+}"""
+
+# log1p(t + sqrt(2t + t^2)) with t = x - 1 (exact below 2); log(x) + log 2 from 2^12 on
+ACOSH = """fn cube_acosh{S}(x: T) -> T {
+    let t = min(x, T(4096.0)) - T(1.0);
+    let small = cube_log1p{S}(t + sqrt(fma(t, t, t + t)));
+    let big = cube_log{S}(x) + T(0.6931471805599453);
+    let r = select(small, big, x > T(4096.0));
+    return select(r, T(NAN), !(x >= T(1.0)));
+}"""
+
+# log1p(2|x| / (1 - |x|)) / 2: +-inf at +-1, NaN beyond
+ATANH = """fn cube_atanh{S}(x: T) -> T {
+    let ax = abs(x);
+    var r = T(0.5) * cube_log1p{S}((ax + ax) / (T(1.0) - ax));
+    r = select(r, ax, ax < T(0.000244140625));
+    return cube_copysign{S}(select(r, T(NAN), ax > T(1.0)), x);
+}"""
+
+# max(|x|, |y|) sqrt(1 + r^2), r = min / max: nothing overflows or underflows in between
+HYPOT = """fn cube_hypot{S}(x: T, y: T) -> T {
+    let ax = abs(x);
+    let ay = abs(y);
+    let hi = max(ax, ay);
+    let lo = min(ax, ay);
+    let r = lo / select(hi, T(1.0), hi == T(0.0));
+    var h = hi * sqrt(fma(r, r, T(1.0)));
+    h = select(h, ax + ay, cube_isnan{S}(x) | cube_isnan{S}(y));
+    return select(h, T(INF), (ax == T(INF)) | (ay == T(INF)));
+}"""
+
+# C's fmod, exact (WGSL's `%` is x - y * trunc(x / y), which loses every digit once x / y
+# is large, and lavapipe's fma is not fused, so r - q y cannot be had in one rounding
+# either): r = |x| less the largest |y| 2^k not above it, until r < |y|. Each subtraction
+# is exact (Sterbenz: t <= r < 2t) and clears r's top bit, so it runs at most as many
+# times as the exponent gap of x over y (24 for x / y below 2^24, 277 at worst).
+FMOD = """fn cube_fmod{S}(x: T, y: T) -> T {
+    let ay = abs(y);
+    var r = abs(x);
+    let bad = cube_isnan{S}(x) | cube_isnan{S}(y) | (r == T(INF)) | (ay == T(0.0));
+    r = select(r, T(0.0), bad);
+    for (var i = 0; i < 300; i++) {
+        let go = r >= ay;
+        if (!any(go)) { break; }
+        var t = ldexp(ay, frexp(r).exp - frexp(ay).exp);
+        t = select(t, t * T(0.5), t > r);
+        r = select(r, r - t, go);
+    }
+    return select(cube_copysign{S}(r, x), T(NAN), bad);
+}"""
+
+# Cephes atanf (within 2 ulp): |x| reduced to [0, tan(pi/8)] by pi/4 or pi/2 steps, one
+# odd polynomial; lavapipe's atan is within 1e-4 only
+ATAN = """fn cube_atan{S}(x: T) -> T {
+    let ax = abs(x);
+    let big = ax > T(2.414213562373095);
+    let mid = ax > T(0.4142135623730950);
+    var z = select(ax, (ax - T(1.0)) / (ax + T(1.0)), mid);
+    z = select(z, T(-1.0) / ax, big);
+    let y0 = select(select(T(0.0), T(0.7853981633974483), mid), T(1.5707963267948966), big);
+    let zz = z * z;
+    let p = POLY_ATAN;
+    return cube_copysign{S}(y0 + fma(p * zz, z, z), x);
+}""".replace("POLY_ATAN", _poly("zz", [8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1,
+                                         -3.33329491539e-1]))
+
+# Python's quadrants and signed zeros: atan(|y| / |x|) (0 for two zeros, pi/4 for two
+# infinities), pi less it where x's sign bit is set, y's sign
+ATAN2 = """fn cube_atan2{S}(y: T, x: T) -> T {
+    let ax = abs(x);
+    let ay = abs(y);
+    var a = cube_atan{S}(ay / ax);
+    a = select(a, T(0.0), (ax == T(0.0)) & (ay == T(0.0)));
+    a = select(a, T(0.7853981633974483), (ax == T(INF)) & (ay == T(INF)));
+    a = select(a, T(3.1415926535897932) - a, (bitcast<U>(x) >> U(31u)) == U(1u));
+    a = select(a, x + y, cube_isnan{S}(x) | cube_isnan{S}(y));
+    return cube_copysign{S}(a, y);
+}"""
+
+ASIN = """fn cube_asin{S}(x: T) -> T {
+    return cube_atan2{S}(x, sqrt((T(1.0) - x) * (T(1.0) + x)));
+}"""
+
+ACOS = """fn cube_acos{S}(x: T) -> T {
+    return cube_atan2{S}(sqrt((T(1.0) - x) * (T(1.0) + x)), x);
+}"""
+
 DEPS = {"exp": ["isnan"], "log": ["isnan"], "log1p": ["log"], "tanh": ["exp"],
-        "erf": ["exp"], "pow": ["exp", "log"], "bf16": ["isnan"], "isnan": []}
+        "erf": ["exp"], "pow": ["exp", "log"], "bf16": ["isnan"], "isnan": [],
+        "copysign": [], "log10": ["log"], "log2": ["log"], "expm1": ["exp", "log"],
+        "sinh": ["expm1", "copysign"], "cosh": ["exp"], "asinh": ["log1p", "copysign"],
+        "acosh": ["log1p"], "atanh": ["log1p", "copysign"], "hypot": ["isnan"],
+        "fmod": ["isnan", "copysign"], "atan": ["copysign"],
+        "atan2": ["atan", "isnan"], "asin": ["atan2"], "acos": ["atan2"]}
 TEMPLATES = {"isnan": ISNAN, "exp": EXP, "log": LOG, "log1p": LOG1P, "tanh": TANH,
-             "erf": ERF, "pow": POW, "bf16": BF16}
+             "erf": ERF, "pow": POW, "bf16": BF16, "copysign": COPYSIGN, "log10": LOG10,
+             "log2": LOG2, "expm1": EXPM1, "sinh": SINH, "cosh": COSH, "asinh": ASINH,
+             "acosh": ACOSH,
+             "atanh": ATANH, "hypot": HYPOT, "fmod": FMOD, "atan": ATAN, "atan2": ATAN2,
+             "asin": ASIN, "acos": ACOS}
 
 
 def float_helper(name: str, lanes: int, out: dict) -> str:

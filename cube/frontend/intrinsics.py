@@ -42,14 +42,36 @@ def _all_comptime(args) -> bool:
     return not any(is_runtime(a) or isinstance(a, MemRef) for a in args)
 
 
+def _fold(tr, name, pyfn, args, node):
+    """Python's function on compile-time arguments; its error (math.acos(2.0): a math domain
+    error) is a located one."""
+    try:
+        return pyfn(*args)
+    except (ValueError, OverflowError, TypeError, ZeroDivisionError) as e:
+        shown = ", ".join(repr(a) for a in args)
+        raise tr.error(f"{name}({shown}) at compile time failed: {e}", node) from None
+
+
 def _unary(op, pyfn, lowering: str = "math1"):
     """A one-argument function: Python's with compile-time values, else arith.<lowering>."""
     def handler(tr, args, kwargs, node):
         _nargs(tr, args, kwargs, node, 1, op)
         if _all_comptime(args):
-            return pyfn(*args)
+            return _fold(tr, op, pyfn, args, node)
         from . import arith
         return getattr(arith, lowering)(tr.b, op, args[0])
+    return handler
+
+
+def _binary_math(name, op, pyfn):
+    """A two-argument float function (atan2, hypot, fmod as the IR's float rem, copysign):
+    Python's with compile-time values, else arith.math2."""
+    def handler(tr, args, kwargs, node):
+        _nargs(tr, args, kwargs, node, 2, name)
+        if _all_comptime(args):
+            return _fold(tr, name, pyfn, args, node)
+        from . import arith
+        return arith.math2(tr.b, name, op, args[0], args[1])
     return handler
 
 
@@ -61,8 +83,25 @@ _MATH1 = {
     "ceil": (lang.ceil, math.ceil), "round": (lang.round, builtins.round),
     "abs": (lang.abs, builtins.abs, math.fabs),
 }
-for _op, _fns in _MATH1.items():
+# the same, added for ports from Numba/Triton/Warp (trunc keeps the float type, as floor)
+_MATH1_MORE = {
+    "tan": (lang.tan, math.tan), "asin": (lang.asin, math.asin),
+    "acos": (lang.acos, math.acos), "atan": (lang.atan, math.atan),
+    "sinh": (lang.sinh, math.sinh), "cosh": (lang.cosh, math.cosh),
+    "asinh": (lang.asinh, math.asinh), "acosh": (lang.acosh, math.acosh),
+    "atanh": (lang.atanh, math.atanh), "log2": (lang.log2, math.log2),
+    "log10": (lang.log10, math.log10), "exp2": (lang.exp2, math.exp2),
+    "expm1": (lang.expm1, math.expm1), "trunc": (lang.trunc, math.trunc),
+}
+for _op, _fns in {**_MATH1, **_MATH1_MORE}.items():
     _register(_fns, _unary(_op, _fns[0]))
+
+_MATH2 = {"atan2": ("atan2", (lang.atan2, math.atan2)),
+          "hypot": ("hypot", (lang.hypot, math.hypot)),
+          "fmod": ("rem", (lang.fmod, math.fmod)),
+          "copysign": ("copysign", (lang.copysign, math.copysign))}
+for _name, (_op, _fns) in _MATH2.items():
+    _register(_fns, _binary_math(_name, _op, _fns[0]))
 
 
 def _minmax(op):

@@ -1082,7 +1082,9 @@ class Translator:
                 if fn is getattr(lang, name, None) and (name.startswith("plane_") or name in (
                         "sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos", "tanh", "erf",
                         "floor", "ceil", "round", "pow", "fma", "clamp", "select", "abs",
-                        "min", "max", "cast")):
+                        "min", "max", "cast", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                        "asinh", "acosh", "atanh", "log2", "log10", "exp2", "expm1", "trunc",
+                        "atan2", "hypot", "fmod", "copysign")):
                     continue
                 if isinstance(n.func, ast.Attribute) and n.func.attr in (
                         "len", "shape", "stride", "rank", "line_size"):
@@ -1264,8 +1266,10 @@ class Translator:
                         raise self.error(
                             f"{module.split('.')[0]}.{name} has no kernel form: "
                             f"{describe(a)} cannot go to it (kernels take math.sqrt, exp, "
-                            f"log, log1p, sin, cos, tanh, erf, floor, ceil, fabs, pow, isnan, "
-                            f"isinf, isfinite, abs, min, max, round, and cube's cb.* functions)",
+                            f"exp2, expm1, log, log1p, log2, log10, sin, cos, tan, asin, acos, "
+                            f"atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh, erf, hypot, "
+                            f"fmod, copysign, floor, ceil, trunc, fabs, pow, isnan, isinf, "
+                            f"isfinite, abs, min, max, round, and cube's cb.* functions)",
                             node)
                     raise self.error(f"'{name}' is a plain Python function and cannot take "
                                      f"{describe(a)}; decorate it with @cube to use it in "

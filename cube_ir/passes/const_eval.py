@@ -49,6 +49,9 @@ _MATH = {
     "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "floor": np.floor,
     "ceil": np.ceil, "round": np.rint,  # round: half to even, like Python's round()
     "erf": lambda x: math.erf(float(x)),
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "log2": np.log2, "log10": np.log10, "exp2": np.exp2, "expm1": np.expm1, "trunc": np.trunc,
 }
 
 
@@ -124,6 +127,12 @@ def _float_binary(op: str, a, b, e: Scalar):
                 return _out(np.fmod(x, y), e)
             case "pow":
                 return _out(np.power(np.float64(x), np.float64(y)), e)
+            case "atan2":
+                return _out(np.arctan2(np.float64(x), np.float64(y)), e)
+            case "hypot":
+                return _out(np.hypot(np.float64(x), np.float64(y)), e)
+            case "copysign":
+                return _out(np.copysign(x, y), e)
             case "min" | "max":
                 if _unsafe_minmax(float(x), float(y)):
                     return None

@@ -1688,6 +1688,18 @@ def r_math_atan2(x: Array[f32], out: Array[f32]):
     out[0] = math.atan2(x[0], x[1])  # wp.atan2 / ti.atan2
 
 
+def test_warp_atan2_is_ported(rt):
+    """math.atan2 (wp.atan2 / ti.atan2) was refused as having no kernel form; it is
+    Python's atan2 now, quadrants included (tests/cube/test_math_functions_more.py has the
+    rest)."""
+    for y, x in ((1.0, -1.0), (-0.5, -2.0), (3.0, 0.0)):
+        out = rt.empty(1)
+        r_math_atan2.launch(rt, cube_count=1, cube_dim=1,
+                            x=rt.from_numpy(np.array([y, x], np.float32)), out=out)
+        tol = 5e-4 if rt.target == "spirv" else 1e-6  # lavapipe's GLSL Atan2
+        np.testing.assert_allclose(out.numpy()[0], math.atan2(y, x), rtol=tol)
+
+
 @cube(launch=True)
 def r_builtin_pow(x: Array[f32], out: Array[f32]):
     out[0] = pow(x[0], 2)
@@ -1737,7 +1749,6 @@ REFUSED = {
     r_sum_of_counters: ({}, "cannot mix i32 and u32"),
     r_fnv1a: ({}, "the literal 2166136261 does not fit in i32"),
     r_tuple_returns: ({}, "got a tuple"),
-    r_math_atan2: ({}, "math.atan2 has no kernel form"),
     r_builtin_pow: ({}, "plain Python function"),
     r_shared_2d: (dict(TPB=4), "SharedMemory takes a value"),
     r_int_true_div: ({}, "'/' on i32 is not defined"),
