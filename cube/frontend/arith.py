@@ -305,6 +305,20 @@ def math1(b: Builder, op: str, x):
     return b.unary(op, x)
 
 
+def math2(b: Builder, name: str, op: str, x, y):
+    """A two-argument float function (atan2, hypot, copysign; fmod is the IR's float rem):
+    the operands promoted as in arithmetic (a Python number takes the other's type), which
+    must be floats."""
+    for v in (x, y):
+        if not is_runtime(v) and not is_number(v):
+            raise ArithError(refuse(name, v))
+    x, y, t = pair(b, x, y)
+    if not t.elem.is_float:
+        raise ArithError(f"{name} needs float arguments, got {t}; cast them first "
+                         f"(f32(i))")
+    return b.binary(op, x, y)
+
+
 def minmax(b: Builder, op: str, x, y):
     """Python's min(x, y) / max(x, y): y if y < x (y > x) else x. For floats that is what
     decides a NaN (min(nan, 1.0) is nan, min(1.0, nan) is 1.0) and a signed zero (the first
@@ -359,20 +373,6 @@ def cast(b: Builder, x, t: Type):
         x = literal(b, _convert_literal(x, t.elem), t if t.lanes == 1 else t.elem)
         if x.type == t:
             return x
-def math2(b: Builder, name: str, op: str, x, y):
-    """A two-argument float function (atan2, hypot, copysign; fmod is the IR's float rem):
-    the operands promoted as in arithmetic (a Python number takes the other's type), which
-    must be floats."""
-    for v in (x, y):
-        if not is_runtime(v) and not is_number(v):
-            raise ArithError(refuse(name, v))
-    x, y, t = pair(b, x, y)
-    if not t.elem.is_float:
-        raise ArithError(f"{name} needs float arguments, got {t}; cast them first "
-                         f"(f32(i))")
-    return b.binary(op, x, y)
-
-
     if x.type == t:
         return x
     if x.type.lanes != 1 and x.type.lanes != t.lanes:
