@@ -33,6 +33,7 @@ from .errors import CompileError
 from .frontend.source import FunctionSource, capture, function_source
 from .frontend.translator import Target, Translator
 from .frontend.values import MemRef
+from .frontend.weak import MAX_RETRIES, Retype
 from .targets import max_cube_count
 
 # parameter kinds (_ARRAY: an Array param in a launch plan; _MEM covers both elsewhere)
@@ -567,6 +568,31 @@ class CubeFunction:
         deps, if given, gets (namespace, name, value) for every global and closure variable
         the translation read (a launch recompiles when one is rebound)."""
         self.compiles += 1
+        # a name seeded by a literal takes the type of what it meets (frontend/weak.py):
+        # each translation that decides one is repeated with it decided
+        hints: dict = {}
+        for _ in range(MAX_RETRIES):
+            try:
+                kernel, tr = self._translate(sig, target, hints)
+                break
+            except Retype as r:
+                hints.update(r.hints)
+        else:
+            raise CompileError(f"'{self.__name__}': the types of its names seeded by "
+                               f"literals did not settle; give them types (`x: i32 = 0`)",
+                               self.source_info().loc(self.source_info().tree))
+        if deps is not None:
+            deps.extend(tr.globals_used.values())
+        kernel.source = f"{self.fn.__module__}.{self.fn.__qualname__}"
+        if os.environ.get("CUBE_DUMP"):
+            _write_dump(self, "0-frontend.ir", format_kernel(kernel))
+        if optimise:
+            kernel = _run_passes(kernel)
+        check_features(kernel, target)
+        return kernel
+
+    def _translate(self, sig: Signature, target: Target, hints: dict):
+        """One translation for `sig` (the kernel, unoptimised, and its translator)."""
         b = Builder(self.__name__, plane_size=target.plane_size, checked=sig.checked,
                     nowrap=sig.nowrap)
         bindings = {}
@@ -577,7 +603,7 @@ class CubeFunction:
                 bindings[name] = MemRef(b.tensor(name, t, rank))
             else:
                 bindings[name] = b.scalar(name, t)
-        tr = Translator(b, target)
+        tr = Translator(b, target, hints)
         # scalar params are read once at entry
         for name, value in list(bindings.items()):
             if isinstance(value, ir.Param):
@@ -587,16 +613,7 @@ class CubeFunction:
         for name, value in sig.comptime:
             bindings[name] = value
         tvars = self._type_var_bindings(sig)
-        kernel = tr.translate(self, {**tvars, **bindings})
-        if deps is not None:
-            deps.extend(tr.globals_used.values())
-        kernel.source = f"{self.fn.__module__}.{self.fn.__qualname__}"
-        if os.environ.get("CUBE_DUMP"):
-            _write_dump(self, "0-frontend.ir", format_kernel(kernel))
-        if optimise:
-            kernel = _run_passes(kernel)
-        check_features(kernel, target)
-        return kernel
+        return tr.translate(self, {**tvars, **bindings}), tr
 
     def _type_var_bindings(self, sig: Signature) -> dict:
         """TypeVars named in annotations, bound from the signature's types."""

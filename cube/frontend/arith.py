@@ -22,6 +22,7 @@ from cube_ir.types import (
 )
 
 from .kinds import describe, foldable, is_number, is_runtime, refuse, truthable
+from .weak import WeakNames
 
 
 class ArithError(Exception):
@@ -97,13 +98,48 @@ def retype_weak(b: Builder, v, t: Type):
     return weak_choice(b, cond, x, y, with_elem(v.type, t.elem))
 
 
+def weak_names(b: Builder) -> WeakNames | None:
+    """The translation's names seeded by literals (see weak.py), if it tracks them."""
+    return b.__dict__.get("_weak_names")
+
+
+def line_of(b: Builder):
+    return b.loc[1] if b.loc else "?"
+
+
+def _promotes(a: Scalar, b: Scalar) -> bool:
+    try:
+        promote(a, b)
+    except PromotionError:
+        return False
+    return True
+
+
+def _typed_literal(b: Builder, x, other, w: WeakNames | None):
+    """A literal beside the runtime value `other`, typed as it (weak typing). Where `other`
+    is a name seeded by a literal (see weak.py), a float literal decides it a float, and a
+    refusal says why it has its type."""
+    if w is None:
+        return literal(b, x, other.type)
+    if isinstance(x, float) and other.type.elem.is_int:
+        w.meet_type(other, f32, line_of(b))
+    try:
+        return literal(b, x, other.type)
+    except ArithError as e:
+        raise ArithError(f"{e}{w.explain_value(other)}") from None
+
+
 def pair(b: Builder, x, y):
+    w = weak_names(b)
     if is_runtime(x) and is_runtime(y) and x.type.elem != y.type.elem:
         x, y = retype_weak(b, x, y.type), retype_weak(b, y, x.type)
+        if w is not None and x.type.elem != y.type.elem and not _promotes(x.type, y.type):
+            w.meet(x, y, line_of(b), f"cannot mix {x.type.elem} and {y.type.elem} "
+                   f"implicitly; cast one side explicitly (e.g. {x.type.elem.name}(x))")
     if is_runtime(x) and not is_runtime(y):
-        y = literal(b, y, x.type)
+        y = _typed_literal(b, y, x, w)
     elif is_runtime(y) and not is_runtime(x):
-        x = literal(b, x, y.type)
+        x = _typed_literal(b, x, y, w)
     try:
         t = promote(x.type, y.type)
     except PromotionError as e:
@@ -136,6 +172,18 @@ def fold(op: str, x, y):
 def binop(b: Builder, op: str, x, y):
     if not is_runtime(x) and not is_runtime(y):
         return fold(op, x, y)
+    w = weak_names(b)
+    if w is None:
+        return _binop(b, op, x, y)
+    if op == "sub" and is_runtime(x):
+        w.decrease(x, line_of(b))
+    r = _binop(b, op, x, y)
+    if op not in ir.COMPARE_OPS:
+        w.tag(r, x, y)
+    return r
+
+
+def _binop(b: Builder, op: str, x, y):
     for v in (x, y):
         if not is_runtime(v) and not is_number(v):
             raise ArithError(refuse(_OP_TEXT.get(op, op), v))
@@ -268,7 +316,13 @@ def unop(b: Builder, op: str, x):
     if op == "neg":
         if e.is_bool:
             raise ArithError("cannot negate a bool")
-        return b.unary("neg", x)
+        w = weak_names(b)
+        if w is None:
+            return b.unary("neg", x)
+        w.decrease(x, line_of(b))
+        r = b.unary("neg", x)
+        w.tag(r, x)
+        return r
     if op == "invert":
         if e.is_float:
             raise ArithError(f"'~' is not defined on {x.type}")
@@ -328,12 +382,18 @@ def minmax(b: Builder, op: str, x, y):
         if not (is_number(x) and is_number(y)):
             raise ArithError(refuse(op, x, y))
         return (min if op == "min" else max)(x, y)
+    given = (x, y)
     x, y, t = pair(b, x, y)
     if t.elem.is_float:
-        return b.select(b.binary("lt" if op == "min" else "gt", y, x), y, x)
-    if t.elem.is_bool:  # False < True: max is or, min is and (a bool, as Python's)
+        r = b.select(b.binary("lt" if op == "min" else "gt", y, x), y, x)
+    elif t.elem.is_bool:  # False < True: max is or, min is and (a bool, as Python's)
         return b.binary("or" if op == "max" else "and", x, y)
-    return b.binary(op, x, y)
+    else:
+        r = b.binary(op, x, y)
+    w = weak_names(b)
+    if w is not None:
+        w.tag(r, *given)
+    return r
 
 
 def nonfinite_test(b: Builder, op: str, x):

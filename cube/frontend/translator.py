@@ -28,6 +28,7 @@ from .opaque import shield, unshield
 from .scan import assigned_names, local_names, loop_exits
 from .source import FunctionSource
 from .values import BoundMethod, MemRef
+from .weak import WeakNames
 
 _UNSUPPORTED = {
     ast.Lambda: "lambda", ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
@@ -94,6 +95,9 @@ class Frame:
     conflicts: dict = field(default_factory=dict)
     # per open runtime loop: the names as bound at each `continue` and `break`
     loop_edges: list = field(default_factory=list)
+    # which inlining this frame is (the call nodes from the kernel): names seeded by
+    # literals are told apart by it across translations (see weak.py)
+    site: tuple = ()
 
 
 def _has_nested_return(fdef: ast.FunctionDef) -> bool:
@@ -117,14 +121,29 @@ def _same_binding(a, b) -> bool:
         return False
 
 
+def _below_zero(bound: int, t) -> str:
+    return (f"this range counts to {bound}, below 0, beside a {t} bound, and its {t} counter "
+            f"cannot go below 0: `reversed(range(n))` counts n - 1 down to 0 (as does "
+            f"`range(n - 1, -1, -1)`); else cast the {t} bound to a signed type (i32(...))")
+
+
+def _runtime_bound(v) -> bool:
+    """A runtime bound of a range (a bound L - c kept apart by _range_bound is one)."""
+    return is_runtime(v) or isinstance(v, tuple)
+
+
 def _contains_return(node) -> bool:
     return any(isinstance(n, ast.Return) for n in ast.walk(node))
 
 
 class Translator:
-    def __init__(self, builder: Builder, target: Target):
+    def __init__(self, builder: Builder, target: Target, hints: dict | None = None):
+        """hints: the types decided for names seeded by literals by earlier translations
+        of this kernel (weak.py); a translation that decides another raises weak.Retype."""
         self.b = builder
         self.target = target
+        self.weak = WeakNames({} if hints is None else hints)
+        builder._weak_names = self.weak
         self.frames: list[Frame] = []
         self.entry = ir.Block()  # hoisted builtins / metadata / scalar loads
         self._builtins: dict[str, ir.Var] = {}
@@ -442,7 +461,8 @@ class Translator:
 
     def _range_loop(self, node, call, unroll_default, is_cb_range, backwards=False):
         """A `for` over range(...) (backwards: over reversed(range(...)))."""
-        args = [self.expr(a) for a in call.args]
+        args = [self._range_bound(a) if k < 2 else self.expr(a) for k, a in
+                enumerate(call.args)]
         unroll = unroll_default
         for kw in call.keywords:
             if kw.arg == "unroll" and is_cb_range:
@@ -461,8 +481,9 @@ class Translator:
         if step == 0:
             raise self.error("range step must not be zero", call)
         shift = 0
+        runtime = _runtime_bound
         if backwards:  # reversed(range(a, b, s)): the same values, last first
-            if not is_runtime(start) and not is_runtime(end):
+            if not runtime(start) and not runtime(end):
                 r = builtins.range(int(start), int(end), int(step))[::-1]
                 start, end, step = r.start, r.stop, r.step
             elif abs(step) != 1:
@@ -471,8 +492,9 @@ class Translator:
             else:  # a counter from b down to a + 1 (up to a - 1), the target one behind:
                 # the bounds never step outside their type (reversed(range(n)) on a u32 n)
                 start, end, step, shift = end, start, -step, step
+        start, end, shift = self._range_offset(start, end, shift, call)
         if unroll:
-            if is_runtime(start) or is_runtime(end):
+            if runtime(start) or runtime(end):
                 raise self.error("an unrolled range needs compile-time bounds; use "
                                  "cb.comptime(...) or drop unroll=True", call)
             self._unrolled(node, list(builtins.range(int(start), int(end), int(step))))
@@ -490,6 +512,10 @@ class Translator:
             # before the test) or from a negative bound, i32
             t = u32 if step > 0 and start >= 0 and end >= 0 else i32
         else:
+            for a, other in ((start, end), (end, start)):
+                if is_runtime(a) and a.type.elem.kind == "uint" and isinstance(other, int) \
+                        and other < 0:
+                    raise self.error(_below_zero(other, a.type), call)
             s, e, t = arith.pair(self.b, arith.as_runtime(self.b, start, None if is_runtime(
                 start) else (end.type if is_runtime(end) else None)), arith.as_runtime(
                 self.b, end, start.type if is_runtime(start) else None))
@@ -528,6 +554,47 @@ class Translator:
         f.defined.discard(name)  # the counter is read inside its loop only
         f.loop_targets.add(name)
 
+    def _range_bound(self, node):
+        """A bound of a range: its value, or (L, c) for `L - c` with L an unsigned runtime
+        value and c a positive compile-time int (Python's L - c may be below 0, where the
+        unsigned subtraction wraps: `range(n - 1)` with n = 0 must run no iteration)."""
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)):
+            return self.expr(node)
+        left = self.expr(node.left)
+        right = self.expr(node.right)
+        if is_runtime(left) and left.type.lanes == 1 and left.type.elem.kind == "uint" and \
+                isinstance(right, int) and not isinstance(right, bool) and right > 0:
+            return (left, right)
+        saved, saved_loc = self._node, self.b.loc
+        self._node, self.b.loc = node, self.loc(node)
+        try:
+            return arith.binop(self.b, "sub", left, right)
+        except (ArithError, PromotionError) as e:
+            raise self.error(str(e), node) from None
+        finally:
+            self._node, self.b.loc = saved, saved_loc
+
+    def _range_offset(self, start, end, shift: int, call):
+        """A loop from start to end (exclusive) whose target is the counter - shift, where a
+        bound may be (L, c), Python's L - c (see _range_bound): with the other bound a
+        compile-time int k, the counter runs from L and k + c instead and the target is
+        c further behind, so no value is computed below 0 (the same values as Python's)."""
+        pairs = [b for b in (start, end) if isinstance(b, tuple)]
+        if not pairs:
+            return start, end, shift
+        other = end if isinstance(start, tuple) else start
+        if len(pairs) == 2 or not isinstance(other, int) or isinstance(other, bool):
+            # no compile-time int bound to move: L - c as it is
+            def value(b):
+                return arith.binop(self.b, "sub", *b) if isinstance(b, tuple) else b
+            return value(start), value(end), shift
+        (left, c) = pairs[0]
+        if other + c < 0:
+            raise self.error(_below_zero(other, left.type), call)
+        if isinstance(start, tuple):
+            return left, other + c, shift + c
+        return other + c, left, shift + c
+
     def _s_Break(self, node):
         f = self.frame
         if not f.loops:
@@ -560,12 +627,11 @@ class Translator:
             raise _Terminated
         if value is not None:
             if f.ret_var is None:
-                v = arith.as_runtime(self.b, value)
-                f.ret_var = self.b.var(v.type, "ret")
-            v = arith.as_runtime(self.b, value, f.ret_var.type)
-            if v.type != f.ret_var.type:
-                raise self.error(f"this return gives {v.type} but an earlier one gave "
-                                 f"{f.ret_var.type}", node)
+                f.ret_var, v = self._new_var(value, "ret",
+                                             f"the result of '{f.src.tree.name}'", node)
+            else:
+                v = self._into_var(f.ret_var, value, "this return gives {t} but an earlier "
+                                   f"one gave {f.ret_var.type}", node)
             self.b.assign(f.ret_var, v)
         self.b.assign(f.ret_flag, True)
         if f.loops:
@@ -623,7 +689,7 @@ class Translator:
             if loc[1] not in lines:
                 lines.append(loc[1])
 
-    def _assign_name(self, name: str, value, node, comptime_ok: bool):
+    def _assign_name(self, name: str, value, node, comptime_ok: bool, seed_line=None):
         f = self.frame
         if name in lang.BUILTINS:
             raise self.error(f"'{name}' is a builtin and cannot be assigned", node)
@@ -643,18 +709,72 @@ class Translator:
                 return
         var = f.vars.get(name)
         if var is None:
-            v = arith.as_runtime(self.b, value)
-            var = self.b.var(v.type, name)
+            var, v = self._new_var(value, name, f"'{name}'", node, seed_line)
             f.vars[name] = var
             f.names[name] = var
             self.b.assign(var, v)
             return
-        v = arith.retype_weak(self.b, arith.as_runtime(self.b, value, var.type), var.type)
-        if v.type != var.type:
-            raise self.error(f"variable '{name}' changes type from {var.type} to {v.type}; "
-                             f"cast explicitly (e.g. {var.type.elem.name}(...))", node)
+        v = self._into_var(var, value, f"variable '{name}' changes type from {var.type} to "
+                           "{t}; cast explicitly (e.g. " + var.type.elem.name + "(...))", node)
         f.names[name] = var
         self.b.assign(var, v)
+
+    def _new_var(self, value, name: str, label: str, node, seed_line=None):
+        """A runtime variable for a name's first runtime value, and that value. A variable
+        seeded by a compile-time number (or a runtime choice of two) is a site of weak.py:
+        its type is the one an earlier translation decided for it, else the number's."""
+        seeds = self._weak_seeds(value)
+        site = None
+        if seeds is not None:
+            line = seed_line or (self.loc(node) or (0, "?"))[1]
+            site = self.weak.new_site((self.frame.site, id(node), name), label, seeds, line)
+        if site is not None and site.hint is not None:
+            t = site.hint.elem
+            if is_runtime(value):
+                v = arith.retype_weak(self.b, value, t)
+            else:
+                v = arith.literal(self.b, value, t)
+        else:
+            v = arith.as_runtime(self.b, value)
+        var = self.b.var(v.type, name)
+        self.weak.carry(var, {site.key} if site is not None else self.weak.origin(v))
+        return var, v
+
+    def _weak_seeds(self, value):
+        """The numbers a weakly typed value may be: a compile-time int or float, or the two
+        literals of a runtime choice (None for anything else)."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return [value]
+        if isinstance(value, ir.Var):
+            entry = self.b.__dict__.get("_weak_choices", {}).get(id(value))
+            if entry is not None and entry[0] is value and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool)
+                    for x in entry[2:]):
+                return list(entry[2:])
+        return None
+
+    def _into_var(self, var, value, message: str, node):
+        """`value` as the type of the runtime variable `var` it is assigned to (a literal
+        converts; a name seeded by a literal on either side may take the other's type, see
+        weak.py); message, with {t} for the value's type, refuses anything else."""
+        line = (self.loc(node) or (0, "?"))[1]
+        if not is_runtime(value) and is_number(value) and not isinstance(value, bool):
+            if isinstance(value, float) and var.type.elem.is_int:
+                self.weak.meet_type(var, f32, line)
+            self.weak.literal_assigned(var, value, line)
+            try:
+                return arith.literal(self.b, value, var.type)
+            except ArithError as e:
+                raise self.error(f"{e}{self.weak.explain_value(var)}", node) from None
+        v = arith.retype_weak(self.b, arith.as_runtime(self.b, value, var.type), var.type)
+        if v.type != var.type:
+            msg = message.format(t=v.type)
+            try:
+                self.weak.meet(var, v, line, msg)
+            except ArithError as e:
+                raise self.error(str(e), node) from None
+            raise self.error(msg, node)
+        return v
 
     def _materialise(self, stmts) -> None:
         """Before a runtime if/loop: every name its body assigns becomes a runtime variable,
@@ -666,7 +786,8 @@ class Translator:
             f.mutable.add(name)
             value = f.names.get(name)
             if name not in f.vars and (is_runtime(value) or is_number(value)):
-                self._assign_name(name, value, self._node, False)
+                lines = f.assigned_at.get(name)  # where the value was bound, for messages
+                self._assign_name(name, value, self._node, False, lines[-1] if lines else None)
 
     def _snapshot(self, value):
         """Runtime variables inside `value` copied to temporaries (tuples recursively)."""
@@ -691,6 +812,7 @@ class Translator:
     def _copy(self, v: ir.Var) -> ir.Var:
         c = self.b.var(v.type)
         self.b.assign(c, v)
+        self.weak.carry(c, self.weak.origin(v))
         return c
 
     # ---- memory ------------------------------------------------------------------------
@@ -1120,12 +1242,18 @@ class Translator:
             a = arith.literal(self.b, a)
         ta = a.type if is_runtime(a) else None
         tb = b.type if is_runtime(b) else None
+        if ta is not None and tb is not None and ta.elem != tb.elem:
+            try:
+                promote(ta, tb)
+            except PromotionError as e:
+                self.weak.meet(a, b, arith.line_of(self.b), str(e))
         t = promote(ta, tb) if ta is not None and tb is not None else (ta or tb)
         res = self.b.var(t, "choice")
         for block, v in ((h.op.then, a), (h.op.orelse, b)):
             with self.b.into(block):
                 v = arith.as_runtime(self.b, v, t)
                 self.b.assign(res, self.b.to_type(v, t))
+        self.weak.tag(res, a, b)
         return res
 
     def _bools_as_numbers(self, a, b):
@@ -1159,11 +1287,14 @@ class Translator:
             if cond.type.lanes == 1:
                 return arith.weak_choice(self.b, cond, a, b)
             a = arith.literal(self.b, a)
+        given = (a, b)
         x, y, _ = arith.pair(self.b, a, b)
         if cond.type.lanes not in (1, x.type.lanes):
             raise self.error(f"the condition {cond.type} does not match the values {x.type}",
                              node)
-        return self.b.select(cond, x, y)
+        r = self.b.select(cond, x, y)
+        self.weak.tag(r, *given)
+        return r
 
     def _e_Compare(self, node):
         return self._compare_chain(self.expr(node.left), node.ops, node.comparators, node)
@@ -1397,7 +1528,8 @@ class Translator:
         if cf not in self.inlined:
             self.inlined.append(cf)
         discarded = node is self._discarded
-        frame = Frame(src=src, fn=cf.fn, locals=local_names(src.tree))
+        frame = Frame(src=src, fn=cf.fn, locals=local_names(src.tree),
+                      site=self.frame.site + (id(node),))
         self.frames.append(frame)
         try:
             frame.names.update(bound)
