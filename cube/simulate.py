@@ -343,9 +343,25 @@ class SimArray:
         self.track = races.track(flat) if races is not None else None
 
     # indexing (checked)
+    def _linear(self, idx: tuple):
+        """NumPy's element of a tuple index (a tensor, or a local array of several sizes),
+        or None when an index lies outside its own dimension (out of bounds)."""
+        if self.kind != "tensor" and not self._shape:
+            raise TypeError(f"the {self.kind} '{self.name}' takes one linear index")
+        if len(idx) != len(self._shape):
+            raise IndexError(f"the {self.kind} '{self.name}' has {len(self._shape)} "
+                             f"dimensions, indexed with {len(idx)}")
+        at = 0
+        for i, n, st in zip(idx, self._shape, self._strides):
+            i = _to_index(i)
+            if not 0 <= i < n:
+                return None
+            at += i * st
+        return at
+
     def __getitem__(self, idx):
-        i = _to_index(idx)
-        if not 0 <= i < self.n:
+        i = self._linear(idx) if isinstance(idx, tuple) else _to_index(idx)
+        if i is None or not 0 <= i < self.n:
             return _zero(self.flat.dtype, self.lanes)
         if self.races is not None:
             self.races.check(self, i, False)
@@ -354,9 +370,9 @@ class SimArray:
         return self.flat[i * self.lanes:(i + 1) * self.lanes].copy().view(LineValue)
 
     def __setitem__(self, idx, value):
-        i = _to_index(idx)
+        i = self._linear(idx) if isinstance(idx, tuple) else _to_index(idx)
         v = _convert_store(value, self.flat.dtype, self.lanes)
-        if not 0 <= i < self.n:
+        if i is None or not 0 <= i < self.n:
             return
         if self.races is not None:
             self.races.check(self, i, True)
@@ -367,6 +383,9 @@ class SimArray:
 
     # methods of the language
     def len(self):
+        if self.kind != "tensor" and self._shape:
+            raise TypeError(f"the {self.kind} '{self.name}' has {len(self._shape)} "
+                            f"dimensions: write shape(d) for a size")
         return np.uint32(self.n)
 
     buffer_len = len
@@ -381,14 +400,16 @@ class SimArray:
         self._tensor("rank()")
         return len(self._shape)
 
-    def shape(self, d):
-        return self._dim(self._shape, d, "shape")
+    @property
+    def shape(self):
+        """`t.shape(d)`, and NumPy's `t.shape[d]`."""
+        return _Shape(self)
 
     def stride(self, d):
         return self._dim(self._strides, d, "stride")
 
     def _tensor(self, what):
-        if self.kind != "tensor":
+        if self.kind != "tensor" and not self._shape:
             raise TypeError(f"{what} is only defined on tensors, not the {self.kind} "
                             f"'{self.name}'")
 
@@ -407,6 +428,18 @@ class SimArray:
 
     def __repr__(self):
         return f"<sim {self.kind} {self.name} {self.flat.dtype} x{self.lanes or 1} n={self.n}>"
+
+
+class _Shape:
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: SimArray):
+        self.arr = arr
+
+    def __call__(self, d):
+        return self.arr._dim(self.arr._shape, d, "shape")
+
+    __getitem__ = __call__
 
 
 # ---- types and casts ---------------------------------------------------------------------
@@ -760,10 +793,15 @@ def _local_array(t, n):
     elem, lanes = _resolve_type_lanes(t)
     if _is_np(n) and not isinstance(n, np.integer):
         raise TypeError("the size of cb.LocalArray must be known at compile time")
-    n = builtins.int(n)
-    if n <= 0:
-        raise ValueError(f"the size of cb.LocalArray must be a positive integer, got {n}")
-    return SimArray(np.zeros(n * (lanes or 1), _np_dtype(elem)), lanes, "local",
+    dims = tuple(builtins.int(d) for d in n) if isinstance(n, tuple) else (builtins.int(n),)
+    if not dims or min(dims) <= 0:
+        raise ValueError(f"the size of cb.LocalArray must be a positive integer or a tuple "
+                         f"of them, got {n}")
+    size = math.prod(dims)
+    multi = len(dims) > 1  # a tuple index, row-major, as the kernel's (frontend/indexing)
+    strides = tuple(math.prod(dims[k + 1:]) for k in range(len(dims)))
+    return SimArray(np.zeros(size * (lanes or 1), _np_dtype(elem)), lanes, "local",
+                    shape=dims if multi else (), strides=strides if multi else (),
                     name="local")
 
 

@@ -248,13 +248,8 @@ def _alloc(kind):
         if kwargs or len(args) != 2:
             raise tr.error(f"cb.{kind}(T, n) takes an element type and a size", node)
         t = tr._resolve_type(args[0], node)
-        n = args[1]
-        if is_runtime(n):
-            raise tr.error(f"the size of cb.{kind} must be known at compile time (use a "
-                           f"Comptime parameter)", node)
-        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-            raise tr.error(f"the size of cb.{kind} must be a positive integer, got {describe(n)}",
-                           node)
+        from .indexing import alloc_dims
+        n, dims = alloc_dims(tr, kind, args[1], node)
         mem = (tr.b.shared if kind == "SharedMemory" else tr.b.local)(t, n)
         feats = tr.target.features
         if kind == "SharedMemory" and feats is not None:
@@ -265,7 +260,7 @@ def _alloc(kind):
                                       f"{tr.target.name} limit of {feats.max_shared_bytes} "
                                       f"bytes", tr.loc(node), capability="max_shared_bytes",
                                       target=tr.target.name)
-        return MemRef(mem)
+        return MemRef(mem, dims)
     return handler
 
 

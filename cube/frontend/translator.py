@@ -20,7 +20,7 @@ from cube_ir.types import PromotionError, Scalar, Type, boolean, f32, i32, promo
 
 from .. import lang
 from ..errors import CompileError
-from . import arith
+from . import arith, indexing
 from .arith import ArithError, is_number, is_runtime
 from .intrinsics import INTRINSICS, TAKES_TUPLE, Intrinsic
 from .kinds import describe, is_plain, normalise
@@ -833,15 +833,15 @@ class Translator:
         return ir.Const(idx, u32)
 
     def _load(self, ref: MemRef, idx, node):
-        if isinstance(idx, tuple):
-            raise self.error("arrays take one linear index (use t.stride(d) to compute it)",
-                             node)
+        if isinstance(idx, tuple):  # t[i, j]: NumPy's element (indexing.py)
+            return self.b.load(ref.mem, indexing.linear(self, ref, idx, node))
         return self.b.load(ref.mem, self._index(idx, node))
 
     def _store(self, ref: MemRef, idx, value, node):
         if isinstance(ref.mem, ir.Param) and ref.mem.kind == "scalar":
             raise self.error("scalar arguments are read-only", node)
-        idx = self._index(idx, node)
+        idx = indexing.linear(self, ref, idx, node) if isinstance(idx, tuple) else \
+            self._index(idx, node)
         self.b.store(ref.mem, idx, self._convert_store(value, ref.type, node))
 
     def _convert_store(self, value, t: Type, node):
@@ -1090,6 +1090,8 @@ class Translator:
             return self._load(base, idx, node)
         if is_runtime(base):
             return self._lane_get(base, idx, node)
+        if isinstance(base, BoundMethod) and base.name == "shape":  # NumPy's t.shape[d]
+            return self._method(base, [idx], node)
         if is_runtime(idx):
             raise self.error("a compile-time value cannot be indexed by a runtime value", node)
         if isinstance(base, BoundMethod) or not (isinstance(base, (tuple, str)) or
@@ -1426,6 +1428,8 @@ class Translator:
                 continue
             if i == 0 and isinstance(a, tuple) and name in TAKES_TUPLE:
                 continue  # checked by the handler (`max((a, b))`, `any((p, q))`)
+            if i == 1 and isinstance(a, tuple) and name in ("SharedMemory", "LocalArray"):
+                continue  # a tuple of sizes, checked by the handler
             if is_runtime(a) or is_number(a) or lang.is_type(a) or \
                     isinstance(a, lang.LineSpec) or a in (int, float, bool):
                 continue
@@ -1438,37 +1442,56 @@ class Translator:
                 raise self.error(f"{name}() takes no arguments", node)
             if isinstance(ref.mem, ir.Param) and ref.mem.kind == "scalar":
                 raise self.error("a scalar has no length", node)
+            if ref.dims is not None:  # NumPy's len would be the first size, ours the count
+                raise self.error(f"{ref.describe()} has {len(ref.dims)} dimensions: write "
+                                 f"shape(d) for a size", node)
             return self.mem_len(ref)
         if name == "line_size":
             return ref.type.lanes
         if name == "rank":
+            if ref.dims is not None:
+                return len(ref.dims)
             if ref.kind != "tensor":
                 raise self.error(f"rank() is only defined on tensors, not {ref.describe()}",
                                  node)
             return ref.mem.rank
         if name in ("shape", "stride"):
-            if ref.kind != "tensor":
-                raise self.error(f"{name}(d) is only defined on tensors, not {ref.describe()}",
-                                 node)
+            rank = indexing.rank_of(ref)
+            if rank == 0:
+                raise self.error(f"{name}(d) is only defined on tensors and shared/local "
+                                 f"memory allocated with a tuple of sizes, not "
+                                 f"{ref.describe()}", node)
             if len(args) != 1:
                 raise self.error(f"{name}(d) takes one dimension", node)
             d = args[0]
             if not is_runtime(d):
                 d = int(d)
                 if d < 0:
-                    d += ref.mem.rank
-                if not 0 <= d < ref.mem.rank:
+                    d += rank
+                if not 0 <= d < rank:
                     raise self.error(f"dimension {args[0]} is out of range for a rank-"
-                                     f"{ref.mem.rank} tensor", node)
-                key = (id(ref.mem), name, d)
-                v = self._lens.get(key)
-                if v is None:
-                    with self.b.into(self.entry):
-                        v = getattr(self.b, name)(ref.mem, ir.Const(d, u32))
-                    self._lens[key] = v
-                return v
+                                     f"{rank} {'tensor' if ref.dims is None else 'array'}",
+                                     node)
+                if ref.dims is not None:
+                    return (indexing.size if name == "shape" else indexing.stride)(
+                        self, ref, d, node).value
+                return self._method_dim(ref, name, d, node)
+            if ref.dims is not None:
+                raise self.error(f"{name}(d) of {ref.describe()} takes a compile-time "
+                                 f"dimension", node)
             return getattr(self.b, name)(ref.mem, self._runtime_dim(d, ref.mem.rank, node))
         raise self.error(f"unknown method {name}", node)
+
+    def _method_dim(self, ref: MemRef, name: str, d: int, node):
+        """A tensor parameter's shape(d) or stride(d), d a valid compile-time dimension:
+        read once, in the entry block."""
+        key = (id(ref.mem), name, d)
+        v = self._lens.get(key)
+        if v is None:
+            with self.b.into(self.entry):
+                v = getattr(self.b, name)(ref.mem, ir.Const(d, u32))
+            self._lens[key] = v
+        return v
 
     def _runtime_dim(self, d, rank: int, node):
         """A runtime dimension as Python reads it: a negative one counts from the end; one

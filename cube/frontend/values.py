@@ -11,6 +11,9 @@ class MemRef:
     """An array-like in a kernel: a buffer parameter, shared memory or a local array."""
 
     mem: ir.Param | ir.SharedArray | ir.LocalArray
+    # sizes of shared/local memory allocated with a tuple of two or more (row-major; a
+    # tuple index names NumPy's element, `frontend/indexing.py`); None: one linear index
+    dims: tuple[int, ...] | None = None
 
     @property
     def type(self):

@@ -16,6 +16,7 @@ from cube_ir.types import bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, 
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = ["tests/cube/test_language.py", "tests/cube/test_cache.py", "tests/cube/test_lines.py",
+           "tests/cube/test_tuple_indexing.py",
            *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.py"))]
 MATH_OPS = ["sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos", "tanh", "erf", "floor",
             "ceil", "round", "abs", "neg", "pow", "fma", "clamp", "minmax"]
@@ -34,6 +35,8 @@ VARIANTS: dict[str, list[tuple[dict, dict, dict]]] = {
     "gelu_kernel": [({}, {}, {"inp": n, "out": n}) for n in (1, 4, 8, 16)],
     "vector_add": [({}, {}, {"a": n, "b": n, "out": n}) for n in (1, 4, 16)],
     "matmul": [({}, {"TILE": 16}, {})],
+    "fast_matmul": [({}, {"TPB": 16}, {})],
+    "local_table": [({}, {"R": 2, "C": 3}, {})],
     "block_scan": [({}, {"BLOCK": 256}, {})],
     "softmax_rows": [({}, {"BLOCK": 128}, {})],
     "line_float": [({"F": t}, {}, dict.fromkeys(("x", "y", "o_ar", "o_math", "o_sel", "o_cmp",

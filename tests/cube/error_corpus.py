@@ -373,3 +373,49 @@ def e_array_rebound_in_loop(x: Array[f32], y: Array[f32], n: u32):
     for k in range(n):  # ERROR: 'src' is the array `y` inside this runtime loop
         x[k] = src[k]
         src = y
+
+
+# ---- tuple indices (frontend/indexing.py) ----------------------------------------------
+
+@cube(launch=True)
+def e_tuple_index_count(t: cb.Tensor[f32]):
+    t[0, 1, 2] = 1.0  # ERROR: index it with
+
+
+@cube(launch=True)
+def e_tuple_index_array(x: Array[f32]):
+    x[0, 1] = 1.0  # ERROR: takes one linear index
+
+
+@cube(launch=True)
+def e_tuple_index_past_size(x: Array[f32]):
+    s = cb.SharedMemory(f32, (4, 4))
+    s[1, 4] = 1.0  # ERROR: index 4 is out of range for dimension 1
+    x[0] = s[1, 3]
+
+
+@cube(launch=True)
+def e_tuple_index_negative(t: cb.Tensor[f32]):
+    t[0, -1] = 1.0  # ERROR: is negative
+
+
+@cube(launch=True)
+def e_len_of_two_sizes(x: Array[f32]):
+    s = cb.SharedMemory(f32, (4, 4))
+    x[0] = f32(len(s))  # ERROR: write shape(d) for a size
+
+
+@cube(launch=True)
+def e_shape_subscript_past_rank(t: cb.Tensor[f32]):
+    t[0] = f32(t.shape[3])  # ERROR: out of range for a rank
+
+
+@cube(launch=True)
+def e_alloc_zero_size(x: Array[f32]):
+    s = cb.LocalArray(f32, (4, 0))  # ERROR: positive integer or a tuple
+    x[0] = s[0, 0]
+
+
+@cube(launch=True)
+def e_tuple_index_line_tensor(t: cb.Tensor[Line[f32, 4]]):
+    t[0, 0] = t[0, 1]  # ERROR: holds lines
