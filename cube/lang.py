@@ -435,15 +435,16 @@ SharedMemory = _kernel_only("SharedMemory", _doc(
     `__shared__`, WGSL's `var<workgroup>`. T is an element type or a line type
     (`Line[f32, 4]`); n must be a positive compile-time int (a literal or a `Comptime`
     parameter), or a tuple of them for a row-major multi-dimensional array indexed
-    `s[i, j]` (`cb.SharedMemory(f32, (16, 16))`). It is not initialised: write before reading, with `cb.sync_cube()` between
-    one unit's writes and another's reads. Indexing is checked like any memory
-    (out-of-bounds reads give 0, writes are dropped). Shared memory beyond the target's
-    limit is a `CapabilityError`."""))
+    `s[i, j]` (`cb.SharedMemory(f32, (16, 16))`). It is not initialised: write before
+    reading, with `cb.sync_cube()` between one unit's writes and another's reads. Indexing
+    is checked like any memory (out-of-bounds reads give 0, writes are dropped). Shared
+    memory beyond the target's limit is a `CapabilityError`."""))
 LocalArray = _kernel_only("LocalArray", _doc(
     "`cb.LocalArray(T, n)`: n elements of T private to each unit.",
     """Kernel-only (calling it outside a `@cube` function raises RuntimeError). T is an
     element type or a line type; n must be a positive compile-time int, or a tuple of them
-    (a row-major multi-dimensional array indexed `a[i, j]`). It is not initialised. Indexing is checked (out-of-bounds reads give 0, writes are dropped)."""))
+    (a row-major multi-dimensional array indexed `a[i, j]`). It is not initialised.
+    Indexing is checked (out-of-bounds reads give 0, writes are dropped)."""))
 sync_cube = _kernel_only("sync_cube", _doc(
     "`cb.sync_cube()`: a barrier for the units of a cube.",
     """Kernel-only. Each unit of the cube waits until all have reached it; shared-memory
