@@ -36,8 +36,9 @@ from cube_ir.types import SCALARS, Scalar, f32, f64, i32
 
 from .kinds import is_runtime
 
-# at most this many re-translations of one kernel (one per site decided)
-MAX_RETRIES = 64
+# at most this many re-translations of one kernel (one per name decided; a bound, never
+# reached in practice: each adds a decision and a kernel has finitely many names)
+MAX_RETRIES = 1000
 
 
 class Retype(BaseException):
