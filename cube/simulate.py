@@ -665,6 +665,23 @@ def _pow(x, y):
         return _scalarise(np.power(a, b))
 
 
+def _math2(name, npfn):
+    """A two-argument float function (atan2, hypot, fmod, copysign) on NumPy values in their
+    promoted dtype, Python's on two Python numbers."""
+    pyfn = getattr(lang, name)
+
+    def f(x, y):
+        if _is_py_number(x) and _is_py_number(y):
+            return pyfn(x, y)
+        a, b = _pair(x, y)
+        if a.dtype.kind != "f":
+            raise TypeError(f"{name} needs float arguments, got {a.dtype}; cast them first")
+        with np.errstate(all="ignore"):
+            return _scalarise(npfn(a, b).astype(a.dtype))
+    f.__name__ = name
+    return f
+
+
 def _fma(a, b, c):
     if _is_py_number(a) and _is_py_number(b) and _is_py_number(c):
         return lang.fma(a, b, c)
@@ -698,23 +715,6 @@ def _select(cond, a, b):
         return a if cond else b
     if not _is_np(a) and not _is_np(b):
         a = _cast_value(a, i32 if isinstance(a, int) and not isinstance(a, bool) else (
-def _math2(name, npfn):
-    """A two-argument float function (atan2, hypot, fmod, copysign) on NumPy values in their
-    promoted dtype, Python's on two Python numbers."""
-    pyfn = getattr(lang, name)
-
-    def f(x, y):
-        if _is_py_number(x) and _is_py_number(y):
-            return pyfn(x, y)
-        a, b = _pair(x, y)
-        if a.dtype.kind != "f":
-            raise TypeError(f"{name} needs float arguments, got {a.dtype}; cast them first")
-        with np.errstate(all="ignore"):
-            return _scalarise(npfn(a, b).astype(a.dtype))
-    f.__name__ = name
-    return f
-
-
             f32 if isinstance(a, float) else boolean))
     x, y = _pair(a, b)
     c = _truth(cond)
@@ -849,6 +849,15 @@ _SIM_FUNCS: dict[str, typing.Callable] = {
     "cos": _math1("cos", np.cos), "tanh": _math1("tanh", np.tanh),
     "erf": _math1("erf", _erf), "floor": _math1("floor", np.floor),
     "ceil": _math1("ceil", np.ceil), "round": _math1("round", np.rint),
+    "tan": _math1("tan", np.tan), "asin": _math1("asin", np.arcsin),
+    "acos": _math1("acos", np.arccos), "atan": _math1("atan", np.arctan),
+    "sinh": _math1("sinh", np.sinh), "cosh": _math1("cosh", np.cosh),
+    "asinh": _math1("asinh", np.arcsinh), "acosh": _math1("acosh", np.arccosh),
+    "atanh": _math1("atanh", np.arctanh), "log2": _math1("log2", np.log2),
+    "log10": _math1("log10", np.log10), "exp2": _math1("exp2", np.exp2),
+    "expm1": _math1("expm1", np.expm1), "trunc": _math1("trunc", np.trunc),
+    "atan2": _math2("atan2", np.arctan2), "hypot": _math2("hypot", np.hypot),
+    "fmod": _math2("fmod", np.fmod), "copysign": _math2("copysign", np.copysign),
     "abs": _abs, "min": _min, "max": _max, "pow": _pow, "fma": _fma, "clamp": _clamp,
     "isnan": _nonfinite("isnan"), "isinf": _nonfinite("isinf"),
     "isfinite": _nonfinite("isfinite"),
@@ -889,15 +898,6 @@ class _Unit:
     def __init__(self):
         self.values: dict[str, np.uint32] = {}
 
-    "tan": _math1("tan", np.tan), "asin": _math1("asin", np.arcsin),
-    "acos": _math1("acos", np.arccos), "atan": _math1("atan", np.arctan),
-    "sinh": _math1("sinh", np.sinh), "cosh": _math1("cosh", np.cosh),
-    "asinh": _math1("asinh", np.arcsinh), "acosh": _math1("acosh", np.arccosh),
-    "atanh": _math1("atanh", np.arctanh), "log2": _math1("log2", np.log2),
-    "log10": _math1("log10", np.log10), "exp2": _math1("exp2", np.exp2),
-    "expm1": _math1("expm1", np.expm1), "trunc": _math1("trunc", np.trunc),
-    "atan2": _math2("atan2", np.arctan2), "hypot": _math2("hypot", np.hypot),
-    "fmod": _math2("fmod", np.fmod), "copysign": _math2("copysign", np.copysign),
 
 class _ModuleProxy:
     """A module seen from a simulated kernel: its attributes go through the mapping."""
