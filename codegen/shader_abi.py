@@ -41,7 +41,9 @@ def is_packed(e: Scalar) -> bool:
 # the builtins both shader languages have: per-axis ids, the local invocation index and the
 # global invocation id (everything else is lowered in IR, passes.lowering); bf16 has no
 # arithmetic and f16's transcendentals, fma, pow and plane sums/products are done in f32
-F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma atan2 hypot rem".split()) \
+# (copysign too: the shaders' is a bit operation on f32's sign)
+F16_VIA_F32 = frozenset("exp log log1p tanh erf sin cos rsqrt pow fma atan2 hypot rem copysign"
+                        .split()) \
     | ARITH_PLANE | (ir.MORE_MATH_UNARY - {"trunc"})
 LOWERING = Lowering(PER_AXIS | {"UNIT_POS", "ABSOLUTE_POS_X", "ABSOLUTE_POS_Y",
                                 "ABSOLUTE_POS_Z"}, halves={"bf16": ALL, "f16": F16_VIA_F32},

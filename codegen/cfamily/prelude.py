@@ -114,7 +114,8 @@ def _msl_math(d: Dialect, fn: str) -> str:
 {fn} float cube_hypot(float x, float y) {{
     float ax = fabs(x), ay = fabs(y), hi = fmax(ax, ay), lo = fmin(ax, ay);
     if (isinf(ax) || isinf(ay)) return INFINITY;
-    if (isnan(ax) || isnan(ay)) return ax + ay;
+    if ((as_type<uint>(ax) > 0x7f800000u) || (as_type<uint>(ay) > 0x7f800000u))
+        return ax + ay;  /* a NaN (bit tests: Metal compiles with fast math) */
     if (lo == 0.0f) return hi;
     float r = lo / hi;
     return hi * sqrt(fma(r, r, 1.0f));

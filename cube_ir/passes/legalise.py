@@ -13,7 +13,7 @@ transcendentals). For each such op the pass writes
 which is the correctly rounded result for + - * / and sqrt (f32 has more than 2p+2 bits of
 a half type's p) and what every target did in its own code for the rest. Ops whose result
 is always representable (EXACT: neg, abs, min, max, floor, ceil, round, trunc,
-copysign, clamp), comparisons
+clamp), comparisons
 and moves stay in the half type: a target holds a half value in a float register, so they
 need no rounding. Plane sums and products accumulate in f32 and round once, as the
 interpreter's do. After this pass an emitter's half-precision code is its casts, loads and
@@ -27,7 +27,7 @@ from ..ir import Const, Kernel
 from ..types import SCALARS, f32, with_elem
 from .util import VarAlloc, rewrite
 
-EXACT = frozenset("neg abs min max floor ceil round trunc copysign clamp".split())
+EXACT = frozenset("neg abs min max floor ceil round trunc clamp".split())
 ARITH_PLANE = frozenset("sum prod inclusive_sum exclusive_sum inclusive_prod exclusive_prod"
                         .split())
 ALL = None  # promote every inexact op of the type

@@ -142,6 +142,30 @@ MATH2 = {
 }
 
 
+# the math added for Numba/Triton/Warp ports; x in [0.1, 0.9] suits asin, acos, atanh, and
+# acosh takes 1 + x
+MATH_MORE = {
+    "tan": ("{X}(x[i])", lambda x, y: np.tan(x)),
+    "asin": ("{X}(x[i])", lambda x, y: np.arcsin(x)),
+    "acos": ("{X}(x[i])", lambda x, y: np.arccos(x)),
+    "atan": ("{X}(x[i])", lambda x, y: np.arctan(x)),
+    "sinh": ("{X}(x[i])", lambda x, y: np.sinh(x)),
+    "cosh": ("{X}(x[i])", lambda x, y: np.cosh(x)),
+    "asinh": ("{X}(x[i])", lambda x, y: np.arcsinh(x)),
+    "acosh": ("{X}(x[i] + 1.0)", lambda x, y: np.arccosh(x + 1)),
+    "atanh": ("{X}(x[i])", lambda x, y: np.arctanh(x)),
+    "log2": ("{X}(y[i])", lambda x, y: np.log2(y)),
+    "log10": ("{X}(y[i])", lambda x, y: np.log10(y)),
+    "exp2": ("{X}(y[i])", lambda x, y: np.exp2(y)),
+    "expm1": ("{X}(x[i])", lambda x, y: np.expm1(x)),
+    "trunc": ("{X}(y[i] * -1.7)", lambda x, y: np.trunc(y.astype(np.float32) * np.float32(-1.7))),
+    "atan2": ("{X}(x[i], -y[i])", lambda x, y: np.arctan2(x, -y)),
+    "hypot": ("{X}(x[i], y[i])", lambda x, y: np.hypot(x, y)),
+    "fmod": ("{X}(y[i] * -8.0, 3.0)", lambda x, y: np.fmod(y.astype(np.float32) * -8, 3)),
+    "copysign": ("{X}(x[i], -y[i])", lambda x, y: np.copysign(x, -y)),
+}
+
+
 def _big(v):
     with np.errstate(all="ignore"):
         return v.astype(np.float32) * np.float32(1e30) * np.float32(1e30)
@@ -289,6 +313,13 @@ GROUPS: dict[str, Group] = {
         names=list(MATH2), params="x: _Array[_f32], y: _Array[_f32], out: _Array[_f32]",
         stmts={n: "out[i * {G} + {j}] = " + e for n, (e, _) in MATH2.items()},
         inputs=_xy, ref=_math_ref(MATH2, True)),
+    "math_more": Group(
+        names=list(MATH_MORE), params="x: _Array[_f32], y: _Array[_f32], out: _Array[_f32]",
+        stmts={n: "out[i * {G} + {j}] = " + e for n, (e, _) in MATH_MORE.items()},
+        inputs=lambda names: {"x": _f(N, 0.1, 0.9), "y": _f(N, 2.5, 0.2),
+                              "out": np.zeros(N * len(names), np.float32)},
+        ref=_math_ref(MATH_MORE, True),
+        rtol=5e-4),  # lavapipe's SPIR-V atan family (test_math_functions_more: ulps)
     "types": _types_group(["f32", "i32", "u32", "bool_", "boolean"]),
     "types_f16": _types_group(["f16", "bf16"]),
     "types_f64": _types_group(["f64"]),
