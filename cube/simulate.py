@@ -346,7 +346,7 @@ class SimArray:
     def _linear(self, idx: tuple):
         """NumPy's element of a tuple index (a tensor, or a local array of several sizes),
         or None when an index lies outside its own dimension (out of bounds)."""
-        if self.kind != "tensor" and not self._shape:
+        if not self._dimensioned():
             raise TypeError(f"the {self.kind} '{self.name}' takes one linear index")
         if len(idx) != len(self._shape):
             raise IndexError(f"the {self.kind} '{self.name}' has {len(self._shape)} "
@@ -383,7 +383,7 @@ class SimArray:
 
     # methods of the language
     def len(self):
-        if self.kind != "tensor" and self._shape:
+        if self.kind == "local" and self._shape:
             raise TypeError(f"the {self.kind} '{self.name}' has {len(self._shape)} "
                             f"dimensions: write shape(d) for a size")
         return np.uint32(self.n)
@@ -408,8 +408,12 @@ class SimArray:
     def stride(self, d):
         return self._dim(self._strides, d, "stride")
 
+    def _dimensioned(self) -> bool:
+        """A tensor, or a local array allocated with a tuple of sizes (those have shapes)."""
+        return self.kind == "tensor" or (self.kind == "local" and bool(self._shape))
+
     def _tensor(self, what):
-        if self.kind != "tensor" and not self._shape:
+        if not self._dimensioned():
             raise TypeError(f"{what} is only defined on tensors, not the {self.kind} "
                             f"'{self.name}'")
 
