@@ -1017,7 +1017,7 @@ _DIR = Path(tempfile.mkdtemp(prefix="cube-mutants-"))
 _COUNTER = itertools.count()
 
 
-class Timeout(Exception):
+class Timeout(BaseException):  # not an Exception: the compiler's handlers cannot swallow it
     pass
 
 
@@ -1392,7 +1392,15 @@ def run_source(src: str, seed: Seed, runtimes=("interp", "cpu"), timeout: float 
     return Outcome("agree", wname)
 
 
+# An unrolled range with a bound of 2**31 or so exhausts memory while compiling (the strict
+# xfail test_huge_unroll_is_refused_quickly): such mutants are not run.
+HUGE_UNROLL = re.compile(r"range\([^)]*(2 \*\* 31|4294967296|2147483647|4294967295|1e30)"
+                         r"[^)]*unroll=True")
+
+
 def run_mutant(m: Mutant, **kw) -> Outcome:
+    if HUGE_UNROLL.search(m.src):
+        return Outcome("huge-unroll", "not run: see test_huge_unroll_is_refused_quickly")
     return run_source(m.src, CORPUS[m.seed], tag=f"{m.seed}_{m.number}", **kw)
 
 

@@ -64,6 +64,9 @@ from mutation_support import (  # noqa: E402
     run_source,
 )
 
+import cube as cb  # noqa: E402
+from cube import Array, f32  # noqa: E402
+
 SLOW = bool(os.environ.get("CUBE_SLOW"))
 N_MUTANTS = int(os.environ.get("CUBE_FUZZ_MUTANTS", 1500 if SLOW else 120))
 START = int(os.environ.get("CUBE_FUZZ_MUTANT_START",
@@ -82,7 +85,8 @@ def test_corpus_kernel_agrees(name):
 
 
 # ---- known bug classes --------------------------------------------------------------------
-# Found by the large runs (mutants 1000..6999 and 10000..17999 on commit 7c7d161). Each class:
+# Found by the large runs (mutants 1000..6999, 10000..12356 on 7c7d161, 20000..25999 on
+# e0c04c2). Each:
 # a name, a precise predicate on (Outcome, mutant source) that recognises the fuzzer's
 # instances of it, a minimal reproducer (module source after HEADER, launched as the Seed
 # says) and what it should do. The reproducers are strict xfails: a fix makes one XPASS
@@ -193,6 +197,34 @@ def kernel(x: Array[f32], out: Array[f32]):
      "before a write: 0 on interp, garbage on cpu). Either zero local/shared memory on "
      "every target or document the contents as undefined (and have the simulator refuse "
      "such a read); the docs say neither"),
+    ("range_bound_not_an_integer",
+     _detail(r"range bounds must be integers|int\(\) argument must be a string"),
+     '''
+@cube(launch=True)
+def kernel(x: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        s = 1.0
+        for k in range((1, 2)):
+            s += 1.0
+        out[i] = s
+''', Seed(""),
+     "a tuple or list as a range bound (`range((1, 2))`, `cb.range(K, (1, 2), unroll=True)`, "
+     "`cb.range([1, 2])`) compiles, to an empty loop; Python raises TypeError ('tuple' "
+     "object cannot be interpreted as an integer). It should be a located CompileError"),
+    ("bad_line_annotation_at_import",
+     lambda o, src: o.kind == "internal" and "cube/lang.py:__class_getitem__" in o.key,
+     '''
+@cube(launch=True)
+def kernel(x: Array[Line[()]], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = 1.0
+''', Seed(""),
+     "`Line[()]` (any Line[...] subscript that is a tuple of other than two items) raises "
+     "ValueError: not enough values to unpack, from cube/lang.py Line.__class_getitem__, "
+     "when the annotation is evaluated at import; it should be a TypeError/CubeError saying "
+     "Line[T] or Line[T, n]"),
 ]
 
 
@@ -228,6 +260,30 @@ def test_mutant(k):
         if cls:
             pytest.xfail(f"known bug class {cls}: {report.splitlines()[0]}")
         pytest.fail(report, pytrace=False)
+
+
+@pytest.mark.xfail(strict=True, reason="an unrolled range is unrolled one iteration at a "
+                   "time with no bound (about 7 us each): 2**20 iterations take ~7 s, and the "
+                   "fuzzer's `cb.range(0, 2 ** 31, 1, unroll=True)` exhausted memory (a worker "
+                   "hung); it should be a located CompileError past some bound on unrolled "
+                   "iterations")
+def test_huge_unroll_is_refused_quickly():
+    from mutation_support import Timeout, _timed, load
+    mod, path = load(HEADER + '''
+@cube(launch=True)
+def kernel(x: Array[f32], out: Array[f32]):
+    for _q in cb.range(0, 2 ** 20, 1, unroll=True):
+        pass
+    out[ABSOLUTE_POS] = 1.0
+''', "huge_unroll")
+    try:
+        _timed(lambda: mod.kernel.ir(x=Array[f32], out=Array[f32]), 3.0)
+    except Timeout:
+        pytest.fail("compiling a 2**20-iteration unrolled loop ran past 3 s")
+    except cb.CompileError as e:
+        assert Path(e.loc[0]) == path
+    else:
+        pytest.fail("compiled a 2**20-iteration unrolled loop")
 
 
 def test_mutants_are_deterministic():
