@@ -13,7 +13,6 @@ from .elementwise import (
     _declare,
     _emits,
     _isnan,
-    _signbit,
     _unary,
     binary,
     check_dtype,
@@ -99,10 +98,9 @@ def _copysign_grad(g, a, b, y):
 
 @binary("float", _copysign_grad)
 def copysign(ir, x, y):
-    """|a| with the sign of b, elementwise; -0.0 counts as negative, as PyTorch's (a nan b
-    counts as positive whatever its sign bit: no bit access in the kernels)."""
-    ax = ir.unary("abs", x)
-    return ir.select(_signbit(ir, y), ir.unary("neg", ax), ax)
+    """|a| with the sign of b, elementwise: the sign bit of b, so -0.0 and a negative nan
+    count as negative, as PyTorch's (the kernel language's copysign)."""
+    return ir.binary("copysign", x, y)
 
 
 def _frac_math(ir, x):
