@@ -22,6 +22,7 @@ from .creation import (
 )
 from .diagonals import *  # noqa: F403  (diagonal, diag, diag_embed, trace)
 from .elementwise import *  # noqa: F403  (every declared elementwise op: its __all__)
+from .elementwise_math import *  # noqa: F403  (tan, asin, log2, erfc, fmax, ...)
 from .elementwise_special import *  # noqa: F403  (logaddexp, xlogy, sinc, ...)
 from .finite_differences import diff
 from .flips_rotations import fliplr, flipud, rot90

@@ -32,7 +32,12 @@ _METHODS = (*_OPERATORS, "true_divide", "fmod", "atan2", "arctan2", "hypot", "le
             "sin", "cos", "tanh", "erf", "sigmoid", "relu", "sign", "floor", "ceil", "round",
             "reciprocal", "square", "nan_to_num", "bitwise_not", "logical_not", "logical_and",
             "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "xlogy",
-            "copysign", "frac", "sinc")
+            "copysign", "frac", "sinc",
+            # dl/ops/elementwise_math.py's (float_power_ is its own: a float64 tensor only)
+            "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh",
+            "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10",
+            "exp2", "expm1", "trunc", "fix", "erfc", "deg2rad", "rad2deg", "logit", "sgn",
+            "heaviside", "ldexp")
 # gradients that read no operand's old value (relu's reads its output): no copy of the old
 # value is kept for them; nor, where no other operand takes a gradient, for mul and div
 _VALUE_FREE = frozenset({"add", "sub", "neg", "relu", "dropout"})
