@@ -497,6 +497,13 @@ def test_ldexp_dtypes():
             want = torch.ldexp(a, b)
             assert got.dtype.name == str(want.dtype).removeprefix("torch."), (ta, tb)
             np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    # integer exponents exactly (torch's: 1e-30 * 2^200 is finite in float32); float ones
+    # as torch's a * pow(2, b), 2^b rounded to b's dtype first (inf in float32 here)
+    for a, b in ((torch.tensor([1e-30, 3.0, 1e30]), torch.tensor([200, -130, -230])),
+                 (torch.tensor([1e-30], dtype=torch.float64), torch.tensor([200.0])),
+                 (torch.tensor([1.0], dtype=torch.float64), torch.tensor([0.1]))):
+        got = dl.ldexp(dl.tensor(a.numpy()), dl.tensor(b.numpy()))
+        np.testing.assert_array_equal(got.numpy(), torch.ldexp(a, b).numpy())
     x = dl.tensor([1.5, 2.0])
     assert x.ldexp_(dl.tensor([2, -1])) is x
     np.testing.assert_array_equal(x.numpy(), [6.0, 1.0])
