@@ -282,7 +282,7 @@ def _int_power(b: Builder, x, n: int):
 
 def _floordiv(b: Builder, x, y, t: Type):
     if t.elem.is_float:
-        return b.unary("floor", b.binary("div", x, y))
+        return _float_floordiv(b, x, y)
     q = b.binary("div", x, y)
     if t.elem.kind == "uint":
         return q
@@ -290,6 +290,24 @@ def _floordiv(b: Builder, x, y, t: Type):
     r = b.binary("rem", x, y)
     fix = b.binary("and", b.binary("ne", r, 0), b.binary("lt", b.binary("xor", r, y), 0))
     return b.select(fix, b.binary("sub", q, 1), q)
+
+
+def _float_floordiv(b: Builder, x, y):
+    """Python's float `//` (CPython's float_floor_div, NumPy's npy_divmod): the exact
+    quotient of x - fmod(x, y), floored and rounded back where the division rounded past an
+    integer. floor(x / y) differs: 1.0 // 0.1 is 9.0 (x / y rounds to 10.0), inf // 1.0 is
+    nan. A zero y gives x / y, as NumPy's (Python raises)."""
+    mod = b.binary("rem", x, y)  # C's fmod: exact, the sign of x
+    div = b.binary("div", b.binary("sub", x, mod), y)
+    fix = b.binary("and", b.binary("ne", mod, 0.0),
+                   b.binary("ne", b.binary("lt", y, 0.0), b.binary("lt", mod, 0.0)))
+    div = b.select(fix, b.binary("sub", div, 1.0), div)
+    fl = b.unary("floor", div)
+    fl = b.select(b.binary("gt", b.binary("sub", div, fl), 0.5), b.binary("add", fl, 1.0), fl)
+    q = b.binary("div", x, y)
+    zero = b.binary("copysign", b.const(0.0, x.type if is_runtime(x) else y.type), q)
+    r = b.select(b.binary("eq", div, 0.0), zero, fl)
+    return b.select(b.binary("eq", y, 0.0), q, r)
 
 
 def _mod(b: Builder, x, y, t: Type):

@@ -820,3 +820,56 @@ def test_range_forms_without_a_loop_are_located_errors(interp, kernel, text):
         kernel.launch(interp, cube_count=1, cube_dim=1, out=out, n=4)
     msg = str(e.value)
     assert text in msg and "test_frontend_soundness.py:" in msg and "range(" in msg
+
+
+# ---- found by the mutation fuzzer (tests/cube/test_fuzz_mutations.py) ---------------------
+
+@cube(launch=True)
+def floordiv64(x: Array[cb.f64], y: Array[cb.f64], out: Array[cb.f64]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        out[i] = x[i] // y[i]
+
+
+@cube(launch=True)
+def floordiv32(x: Array[f32], y: Array[f32], out: Array[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        out[i] = x[i] // y[i]
+
+
+_FD_VALUES = [1.0, 0.1, -0.1, 3.0, -3.0, 7.5, -7.5, 0.0, -0.0, math.inf, -math.inf, math.nan,
+              1e30, 1e-30, 2.0, -2.0, 0.3, 5e-300]
+
+
+def _same_floats(got, want):
+    return (got == want) & (np.signbit(got) == np.signbit(want)) | \
+        (np.isnan(got) & np.isnan(want))
+
+
+def test_float_floordiv_is_pythons(rt):
+    """`//` on floats follows Python (CPython's float_floor_div; NumPy's floor_divide, with a
+    zero divisor giving x / y where Python raises): 1.0 // 0.1 is 9.0 (floor(1.0 / 0.1) is
+    10.0: the division rounds up to an integer), inf // 1.0 is nan, signed zeros kept."""
+    xs, ys = (a.ravel() for a in np.meshgrid(_FD_VALUES, _FD_VALUES))
+    with np.errstate(all="ignore"):
+        for kernel, dt in ((floordiv64, np.float64), (floordiv32, np.float32)):
+            if dt is np.float64 and not getattr(rt, "supports_f64", True):
+                continue
+            x, y = xs.astype(dt), ys.astype(dt)
+            want = np.floor_divide(x, y)
+            for a, b, w in zip(x.tolist(), y.tolist(), want.tolist()):
+                if b != 0 and not (math.isnan(w) and dt is np.float32):
+                    # Python's own floats agree where NumPy's float64 does
+                    assert dt is np.float32 or _same_floats(np.float64(a // b), np.float64(w))
+            out = rt.from_numpy(np.zeros_like(x))
+            try:
+                kernel.launch(rt, (len(x) + 63) // 64, 64, x=rt.from_numpy(x),
+                              y=rt.from_numpy(y), out=out)
+            except cb.CapabilityError:
+                continue  # no f64 on this runtime
+            got = out.numpy()
+            bad = ~_same_floats(got, want)
+            if rt.name == "wgpu-spirv":  # lavapipe's OpFRem is x - y * trunc(x / y)
+                bad &= ~((np.abs(got - want) == 1) & (np.abs(x / y - np.round(x / y)) < 1e-6))
+            assert not bad.any(), list(zip(x[bad], y[bad], got[bad], want[bad]))[:6]
