@@ -7,6 +7,7 @@ import math
 import operator
 import os
 import threading
+import types
 import typing
 import weakref
 from dataclasses import dataclass
@@ -1000,5 +1001,14 @@ def cube(fn=None, *, launch: bool = False, unchecked: bool = False, nowrap: bool
     kernel's u32 index arithmetic never wraps (adds and multiplies may be compiled as such:
     a wrap is then undefined)."""
     def wrap(f):
+        if not isinstance(f, types.FunctionType):
+            raise TypeError(f"@cube decorates a function (def ...), got {_what(f)}: write "
+                            f"@cube, or @cube(launch=True, unchecked=..., nowrap=...) with "
+                            f"its options by name")
         return CubeFunction(f, is_kernel=launch, checked=not unchecked, nowrap=nowrap)
     return wrap(fn) if fn is not None else wrap
+
+
+def _what(v) -> str:
+    r = repr(v)
+    return f"{type(v).__name__} {r if len(r) <= 40 else r[:37] + '...'}"

@@ -26,9 +26,18 @@ class Line:
 
     def __class_getitem__(cls, item):
         if isinstance(item, tuple):
+            if len(item) != 2 or isinstance(item[1], bool) or \
+                    not hasattr(item[1], "__index__"):
+                raise TypeError(f"Line takes an element type and optionally a line size: "
+                                f"Line[T] or Line[T, n], got Line[{_items(item)}]")
             elem, lanes = item
             return LineSpec(elem, int(lanes))
         return LineSpec(item, None)
+
+
+def _items(item: tuple) -> str:
+    text = ", ".join(getattr(v, "__name__", None) or repr(v) for v in item)
+    return text + "," if len(item) == 1 else text
 
 
 @dataclass(frozen=True)

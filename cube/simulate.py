@@ -104,9 +104,11 @@ Python, where it defines kernel semantics this follows them with NumPy types)
   the same NumPy memory) has no defined value. Atomics are exempt. The message names both
   units and the element.
 - Atomics run sequentially (each unit in turn): `cb.atomic_add(a, i, v)` etc. return the old
-  value; out of bounds they are dropped and return 0. `cb.LocalArray(T, n)` is a fresh zeroed
-  array per call. `cb.SharedMemory`, `cb.sync_cube` and plane operations are refused with
-  `SimulationUnsupported` before anything runs (they need units running together).
+  value; out of bounds they are dropped and return 0. `cb.LocalArray(T, n)` is a fresh array
+  per call; reading an element no write has set raises `UninitialisedRead` (docs: it is not
+  initialised, so a device reads anything there). `cb.SharedMemory`, `cb.sync_cube` and
+  plane operations are refused with `SimulationUnsupported` before anything runs (they need
+  units running together).
 - Floating-point warnings (overflow, invalid) are silenced: results are IEEE values.
 """
 from __future__ import annotations
@@ -137,6 +139,10 @@ class SimulationError(Exception):
 
 class SimulationUnsupported(SimulationError):
     """The kernel uses something units running one by one cannot model."""
+
+
+class UninitialisedRead(SimulationError):
+    """A read of a local array's element that no write set: undefined in the language."""
 
 
 # ---- arguments ---------------------------------------------------------------------------
@@ -341,6 +347,7 @@ class SimArray:
         self.n = flat.size // (lanes or 1)
         self.races = races
         self.track = races.track(flat) if races is not None else None
+        self.unset = None  # a local array: which elements were never written (reads refused)
 
     # indexing (checked)
     def _linear(self, idx: tuple):
@@ -365,6 +372,10 @@ class SimArray:
             return _zero(self.flat.dtype, self.lanes)
         if self.races is not None:
             self.races.check(self, i, False)
+        if self.unset is not None and self.unset[i]:
+            raise UninitialisedRead(f"reads element {i} of the local array '{self.name}' "
+                                    f"before any write: cb.LocalArray is not initialised, "
+                                    f"its contents are undefined (a target may read anything)")
         if self.lanes is None:
             return self.flat[i]
         return self.flat[i * self.lanes:(i + 1) * self.lanes].copy().view(LineValue)
@@ -376,6 +387,8 @@ class SimArray:
             return
         if self.races is not None:
             self.races.check(self, i, True)
+        if self.unset is not None:
+            self.unset[i] = False
         if self.lanes is None:
             self.flat[i] = v
         else:
@@ -804,9 +817,10 @@ def _local_array(t, n):
     size = math.prod(dims)
     multi = len(dims) > 1  # a tuple index, row-major, as the kernel's (frontend/indexing)
     strides = tuple(math.prod(dims[k + 1:]) for k in range(len(dims)))
-    return SimArray(np.zeros(size * (lanes or 1), _np_dtype(elem)), lanes, "local",
-                    shape=dims if multi else (), strides=strides if multi else (),
-                    name="local")
+    a = SimArray(np.zeros(size * (lanes or 1), _np_dtype(elem)), lanes, "local",
+                 shape=dims if multi else (), strides=strides if multi else (), name="local")
+    a.unset = np.ones(size, bool)  # not initialised (docs): a read before a write is refused
+    return a
 
 
 def _atomic(op):

@@ -47,6 +47,10 @@ if hasattr(ast, "TryStar"):
 if hasattr(ast, "Match"):
     _UNSUPPORTED[ast.Match] = "match statements"
 
+# iterations one unrolled range may have: each is translated on its own (~7 us each), so
+# 2**20 took 7 s to compile and 2**31 ran out of memory
+MAX_UNROLL = 1 << 16
+
 _BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
     ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and",
@@ -85,6 +89,7 @@ class Frame:
     ret_var: ir.Var | None = None
     ret_value: typing.Any = None
     value_returned: bool = False  # some `return` gives a value
+    none_returned: int | None = None  # the line of a `return` / `return None`, if any
     # definite assignment (as Python's scoping): the names the function binds anywhere, the
     # ones certainly bound at this point, and where each was bound (for messages)
     locals: frozenset = frozenset()
@@ -461,8 +466,8 @@ class Translator:
 
     def _range_loop(self, node, call, unroll_default, is_cb_range, backwards=False):
         """A `for` over range(...) (backwards: over reversed(range(...)))."""
-        args = [self._range_bound(a) if k < 2 else self.expr(a) for k, a in
-                enumerate(call.args)]
+        args = [self._range_bound(a) if k < 2 else self._range_int(self.expr(a), a)
+                for k, a in enumerate(call.args)]
         unroll = unroll_default
         for kw in call.keywords:
             if kw.arg == "unroll" and is_cb_range:
@@ -497,7 +502,11 @@ class Translator:
             if runtime(start) or runtime(end):
                 raise self.error("an unrolled range needs compile-time bounds; use "
                                  "cb.comptime(...) or drop unroll=True", call)
-            self._unrolled(node, list(builtins.range(int(start), int(end), int(step))))
+            values = builtins.range(int(start), int(end), int(step))
+            if len(values) > MAX_UNROLL:  # each iteration is translated: minutes, or memory
+                raise self.error(f"this range unrolls {len(values)} iterations (at most "
+                                 f"{MAX_UNROLL}): drop unroll=True for a runtime loop", call)
+            self._unrolled(node, list(values))
             return
         if not isinstance(node.target, ast.Name):
             raise self.error("a range loop needs a single loop variable", node.target)
@@ -559,7 +568,7 @@ class Translator:
         value and c a positive compile-time int (Python's L - c may be below 0, where the
         unsigned subtraction wraps: `range(n - 1)` with n = 0 must run no iteration)."""
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub)):
-            return self.expr(node)
+            return self._range_int(self.expr(node), node)
         left = self.expr(node.left)
         right = self.expr(node.right)
         if is_runtime(left) and left.type.lanes == 1 and left.type.elem.kind == "uint" and \
@@ -573,6 +582,18 @@ class Translator:
             raise self.error(str(e), node) from None
         finally:
             self._node, self.b.loc = saved, saved_loc
+
+    def _range_int(self, v, node):
+        """A range argument as Python's range takes it: an int (or a runtime integer)."""
+        if is_runtime(v):
+            if v.type.lanes != 1 or not v.type.elem.is_int:
+                raise self.error(f"range bounds must be integers, got {v.type}", node)
+            return v
+        if isinstance(v, int):
+            return v
+        if hasattr(v, "__index__") and not isinstance(v, (tuple, list, str)):
+            return int(v)
+        raise self.error(f"range bounds must be integers, got {describe(v)}", node)
 
     def _range_offset(self, start, end, shift: int, call):
         """A loop from start to end (exclusive) whose target is the counter - shift, where a
@@ -622,6 +643,8 @@ class Translator:
         value = None if node.value is None else self.expr(node.value)
         if value is not None:
             f.value_returned = True
+        elif f.none_returned is None:
+            f.none_returned = (self.loc(node) or (0, "?"))[1]
         if f.ret_flag is None:
             f.ret_value = value
             raise _Terminated
@@ -925,6 +948,13 @@ class Translator:
             if star is not None:
                 raise CompileError(f"'{cf.__name__}' takes {what}{star.arg}; @cube functions "
                                    f"need named parameters", src.loc(star))
+        # a yield anywhere, reached or not (after a return), makes Python's function a
+        # generator: the body never runs as written
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Yield, ast.YieldFrom)):
+                raise CompileError(f"{_UNSUPPORTED[type(n)]} is not supported in a @cube "
+                                   f"function (it makes '{cf.__name__}' a generator)",
+                                   src.loc(n))
 
     def builtin(self, name: str) -> ir.Var:
         v = self._builtins.get(name)
@@ -1360,6 +1390,9 @@ class Translator:
                                  f"called from kernels (make it a plain @cube helper)", node)
             return self.inline(fn, args, kwargs, node)
         if isinstance(fn, BoundMethod):
+            if kwargs:
+                raise self.error(f"{fn.name}() takes no keyword arguments (got "
+                                 f"{', '.join(kwargs)})", node)
             return self._method(fn, args, node)
         intrinsic = INTRINSICS.get(id(fn))
         if intrinsic is not None and intrinsic.fn is fn:
@@ -1380,7 +1413,7 @@ class Translator:
                 return fn(args[0])
             return arith.cast(self.b, args[0], lang.PY_TYPES[fn])
         if fn is len:
-            if len(args) == 1 and isinstance(args[0], MemRef):
+            if len(args) == 1 and isinstance(args[0], MemRef) and not kwargs:
                 return self._method(BoundMethod(args[0], "len"), [], node)
         if fn is builtins.range or fn is lang.range:
             raise self.error("range(...) can only be used as the iterable of a for loop", node)
@@ -1569,6 +1602,11 @@ class Translator:
                 f"'{cf.__name__}' returns a value on some paths but can also reach the end of "
                 f"its body (after line {(src.loc(src.tree.body[-1]) or (0, '?'))[1]}) without "
                 f"`return`, where Python returns None; return a value on every path", node)
+        if frame.value_returned and frame.none_returned is not None and not discarded:
+            raise self.error(
+                f"'{cf.__name__}' returns a value on some paths but None at line "
+                f"{frame.none_returned}, which a kernel value cannot be; return a value on "
+                f"every path", node)
         if frame.ret_flag is not None:
             return frame.ret_var if frame.ret_var is not None else frame.ret_value
         return frame.ret_value

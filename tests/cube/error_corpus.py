@@ -419,3 +419,42 @@ def e_alloc_zero_size(x: Array[f32]):
 @cube(launch=True)
 def e_tuple_index_line_tensor(t: cb.Tensor[Line[f32, 4]]):
     t[0, 0] = t[0, 1]  # ERROR: holds lines
+
+
+# ---- found by the mutation fuzzer (tests/cube/test_fuzz_mutations.py) -------------------
+
+@cube(launch=True)
+def e_method_keyword(x: Array[f32]):
+    if UNIT_POS < x.len(bogus=1):  # ERROR: takes no keyword arguments
+        x[0] = 1.0
+
+
+@cube
+def helper_none_or_value(v):
+    if v > 1.0:
+        return None
+    return v
+
+
+@cube(launch=True)
+def e_helper_none_and_value(x: Array[f32]):
+    x[0] = helper_none_or_value(x[1]) * 2.0  # ERROR: but None at line
+
+
+@cube(launch=True)
+def e_yield_after_return(x: Array[f32]):
+    x[0] = 1.0
+    return
+    yield 1  # ERROR: yield is not supported
+
+
+@cube(launch=True)
+def e_range_tuple_bound(x: Array[f32]):
+    for k in range((1, 2)):  # ERROR: range bounds must be integers
+        x[0] = 1.0
+
+
+@cube(launch=True)
+def e_huge_unroll(x: Array[f32]):
+    for k in cb.range(0, 2 ** 31, 1, unroll=True):  # ERROR: unrolls 2147483648 iterations
+        x[0] = 1.0

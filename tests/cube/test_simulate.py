@@ -484,3 +484,45 @@ def test_aliased_arguments_share_their_elements():
     with pytest.raises(SimulationError, match="data race"):
         simulate(line_then_lane, 2, 1, v=lines(buf, 4), s=buf)
     simulate(line_then_lane, 2, 1, v=lines(buf, 4), s=np.zeros(8, np.float32))
+
+
+@cb.cube(launch=True)
+def _reads_unset_local(x: L.Array[L.f32], out: L.Array[L.f32]):
+    i = L.ABSOLUTE_POS
+    if i < x.len():
+        buf = cb.LocalArray(L.f32, 4)
+        buf[0] = x[i]
+        buf[1] = buf[0] * 2.0
+        out[i] = buf[0] + buf[1] + buf[3]
+
+
+@cb.cube(launch=True)
+def _reads_set_local(x: L.Array[L.f32], out: L.Array[L.f32]):
+    i = L.ABSOLUTE_POS
+    if i < x.len():
+        buf = cb.LocalArray(L.f32, 4)
+        for k in range(4):
+            buf[k] = x[i] + k
+        out[i] = buf[0] + buf[3]
+
+
+def test_a_local_array_read_before_any_write_is_refused():
+    """cb.LocalArray is not initialised (docs): a device reads anything there (NaN on the cpu
+    runtime, 0 on the interpreter), so the oracle refuses the read rather than give 0."""
+    x = np.arange(3, dtype=np.float32)
+    with pytest.raises(SimulationError, match="element 3 of the local array .* before any "
+                                              "write"):
+        simulate(_reads_unset_local, cube_count=(1,), cube_dim=(3,), x=x,
+                 out=np.zeros(3, np.float32))
+    out = np.zeros(3, np.float32)
+    simulate(_reads_set_local, cube_count=(1,), cube_dim=(3,), x=x, out=out)
+    np.testing.assert_array_equal(out, 2 * x + 3)
+
+
+def test_import_time_misuse_is_a_type_error_naming_the_form():
+    """`@cube(1)` and `Line[()]` were an AttributeError / ValueError from inside cube."""
+    with pytest.raises(TypeError, match=r"@cube decorates a function .* got int 1"):
+        cb.cube(1, launch=True)
+    for bad in ((), (L.f32,), (L.f32, 4, 1), (L.f32, "a")):
+        with pytest.raises(TypeError, match=r"Line\[T\] or Line\[T, n\]"):
+            L.Line[bad]
