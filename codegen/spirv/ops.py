@@ -136,7 +136,8 @@ def _binary(em: Emitter, o: str, t: Type, a: int, b: int) -> int:
             neg = f.cmp("IEqual", m.op("ShiftRightLogical", em.t(ut), m.op(
                 "Bitcast", em.t(ut), b), em.c(31, ut)), em.c(1, ut))
             z = f.copysign(f.sel(neg, f.k(3.141592653589793), f.k(0.0)), a)
-            return f.sel(zeros, z, em.ext(t, "Atan2", a, b))
+            r = f.sel(zeros, z, em.ext(t, "Atan2", a, b))
+            return f.sel(f.either(f.isnan(a), f.isnan(b)), f.op("FAdd", a, b), r)
         if o == "copysign":
             return _F(em, t).copysign(a, b)
         if o == "hypot":
@@ -260,8 +261,8 @@ def _unary(em: Emitter, o: str, t: Type, a: int) -> int:
         return _F(em, t).log1p(a)
     if o == "erf":
         return _erf(em, t, a)
-    if o in _GLSL_MORE:
-        return em.ext(t, _GLSL_MORE[o], a)
+    if o in _GLSL_MORE:  # a NaN passes through (lavapipe's Atan(NaN) is 0)
+        return _F(em, t)._nan(a, em.ext(t, _GLSL_MORE[o], a))
     if o in _COMPOSED:
         return getattr(_F(em, t), o)(a)
     raise Unsupported(f"unary {o}")
@@ -343,7 +344,8 @@ class _F:
         small = self.op("FMul", self.k(0.5), self.op("FAdd", e, self.op(
             "FDiv", e, self.op("FAdd", e, self.k(1.0)))))
         big = self.cmp("FOrdGreaterThan", ax, self.k(9.0))
-        return self.copysign(self._tiny(ax, self.sel(big, self._big_exp(ax), small)), x)
+        return self._nan(x, self.copysign(self._tiny(ax, self.sel(big, self._big_exp(ax),
+                                                                 small)), x))
 
     def cosh(self, x):
         ax = self.ext("FAbs", x)
@@ -351,7 +353,7 @@ class _F:
         small = self.op("FAdd", self.op("FMul", self.k(0.5), e),
                         self.op("FDiv", self.k(0.5), e))
         big = self.cmp("FOrdGreaterThan", ax, self.k(9.0))
-        return self.sel(big, self._big_exp(ax), small)
+        return self._nan(x, self.sel(big, self._big_exp(ax), small))
 
     def asinh(self, x):
         ax = self.ext("FAbs", x)
@@ -362,7 +364,10 @@ class _F:
         small = self.log1p(self.op("FAdd", s, q))
         big = self.op("FAdd", self.ext("Log", ax), self.k(0.6931471805599453))
         r = self.sel(self.cmp("FOrdGreaterThan", ax, self.k(4096.0)), big, small)
-        return self.copysign(self._tiny(ax, r), x)
+        return self._nan(x, self.copysign(self._tiny(ax, r), x))
+
+    def _nan(self, x, r):  # NMin(NaN, c) is c, and lavapipe's Atan(NaN) is 0: x's NaN
+        return self.sel(self.isnan(x), x, r)
 
     def _tiny(self, ax, r):  # below 2^-12 sinh, asinh and atanh round to x
         return self.sel(self.cmp("FOrdLessThan", ax, self.k(2.0 ** -12)), ax, r)
@@ -373,8 +378,8 @@ class _F:
             "Fma", t, t, self.op("FAdd", t, t)))))
         big = self.op("FAdd", self.ext("Log", x), self.k(0.6931471805599453))
         r = self.sel(self.cmp("FOrdGreaterThan", x, self.k(4096.0)), big, small)
-        below = self.cmp("FOrdLessThan", x, self.k(1.0))  # a NaN x passes through r
-        return self.sel(below, self.k(float("nan")), r)
+        below = self.cmp("FOrdLessThan", x, self.k(1.0))
+        return self._nan(x, self.sel(below, self.k(float("nan")), r))
 
     def atanh(self, x):
         ax = self.ext("FAbs", x)

@@ -157,7 +157,7 @@ SINH = """fn cube_sinh{S}(x: T) -> T {
     let small = T(0.5) * (e + e / (e + T(1.0)));
     let h = cube_exp{S}(T(0.5) * ax);
     let r = select(small, (T(0.5) * h) * h, ax > T(9.0));
-    return cube_copysign{S}(r, x);
+    return select(cube_copysign{S}(r, x), x, cube_isnan{S}(x));  // min(NaN, 9) may be 9
 }"""
 
 COSH = """fn cube_cosh{S}(x: T) -> T {
@@ -165,7 +165,7 @@ COSH = """fn cube_cosh{S}(x: T) -> T {
     let e = cube_exp{S}(min(ax, T(9.0)));
     let small = T(0.5) * e + T(0.5) / e;
     let h = cube_exp{S}(T(0.5) * ax);
-    return select(small, (T(0.5) * h) * h, ax > T(9.0));
+    return select(select(small, (T(0.5) * h) * h, ax > T(9.0)), x, cube_isnan{S}(x));
 }"""
 
 # log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); log(|x|) + log 2 from 2^12 on (x^2 would overflow);
@@ -177,7 +177,7 @@ ASINH = """fn cube_asinh{S}(x: T) -> T {
     let small = cube_log1p{S}(s + z / (T(1.0) + sqrt(T(1.0) + z)));
     let big = cube_log{S}(ax) + T(0.6931471805599453);
     let r = select(select(small, big, ax > T(4096.0)), ax, ax < T(0.000244140625));
-    return cube_copysign{S}(r, x);
+    return select(cube_copysign{S}(r, x), x, cube_isnan{S}(x));
 }"""
 
 # log1p(t + sqrt(2t + t^2)) with t = x - 1 (exact below 2); log(x) + log 2 from 2^12 on
@@ -268,7 +268,8 @@ ACOS = """fn cube_acos{S}(x: T) -> T {
 DEPS = {"exp": ["isnan"], "log": ["isnan"], "log1p": ["log"], "tanh": ["exp"],
         "erf": ["exp"], "pow": ["exp", "log"], "bf16": ["isnan"], "isnan": [],
         "copysign": [], "log10": ["log"], "log2": ["log"], "expm1": ["exp", "log"],
-        "sinh": ["expm1", "copysign"], "cosh": ["exp"], "asinh": ["log1p", "copysign"],
+        "sinh": ["expm1", "copysign", "isnan"], "cosh": ["exp", "isnan"],
+        "asinh": ["log1p", "copysign", "isnan"],
         "acosh": ["log1p"], "atanh": ["log1p", "copysign"], "hypot": ["isnan"],
         "fmod": ["isnan", "copysign"], "atan": ["copysign"],
         "atan2": ["atan", "isnan"], "asin": ["atan2"], "acos": ["atan2"]}

@@ -16,8 +16,8 @@ Tolerances, in ulps of the result's type against torch's result in the same dtyp
   sinh/cosh/expm1 80, log1p-based asinh/atanh/acosh ~2e-4 relative near 0; SPIR-V's
   GLSL.std.450 atan family within 5e-4 relative, its Exp/Log near 1 within 1e-2 relative),
   `_shader_ok` below. Subnormal results are not compared there (lavapipe may flush them).
-  A nan argument gives a finite value on those runtimes for sinh, cosh, asinh (both) and
-  acosh, atan (wgpu-spirv): a kernel-side bug (`SHADER_NAN_BROKEN`), skipped here.
+  A nan argument gives nan there too (it gave a finite value for sinh, cosh, asinh, acosh
+  and atan before the shader lowerings passed NaN through).
 """
 from __future__ import annotations
 
@@ -30,10 +30,6 @@ import torch
 import dl
 
 SHADERS = ("wgpu", "wgpu-spirv")
-SHADER_NAN_BROKEN = {  # (runtime, op): a nan argument gives a finite value (kernel bug)
-    "wgpu": {"sinh", "cosh", "asinh"},
-    "wgpu-spirv": {"sinh", "cosh", "asinh", "acosh", "atan"},
-}
 EDGE = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-30, -1e-30, 1.0, -1.0, 0.5, -0.5, 2.0,
         -2.0, 1e-300, 3e38, -3e38]
 
@@ -121,8 +117,6 @@ def check_values(dev, name, x, got, want, dtype, ulps_cpu=None):
     if dev in SHADERS:
         tiny = np.finfo(np.float32).tiny  # zero, subnormal or flushed results: not compared
         keep &= ~((np.abs(want) < tiny) | (np.abs(got) < tiny))
-        if name in SHADER_NAN_BROKEN[dev]:
-            keep &= ~np.isnan(x)
         if name == "tan":  # Vulkan's precision for sin and cos holds on [-pi, pi] only
             keep &= ~(np.abs(x) > math.pi)
         ok = _shader_ok(dev, name, x, got, want) | ~keep
