@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from pystyle_support import differences
 
 import cube as cb
 from cube import lang
@@ -1214,21 +1215,9 @@ def _simulate(kernel, seed, args, plane_dim) -> dict:
 
 def _differ(got: dict, want: dict, rtol=1e-4) -> str | None:
     for k in want:
-        g, w = np.asarray(got[k]), np.asarray(want[k])
-        if g.shape != w.shape:
-            return f"'{k}': shape {g.shape} != {w.shape}"
-        if w.dtype.kind == "f":
-            g64, w64 = g.astype(np.float64), w.astype(np.float64)
-            same = (g64 == w64) | (np.isnan(g64) & np.isnan(w64))
-            close = np.abs(g64 - w64) <= rtol * np.maximum(1.0, np.abs(w64))
-            bad = ~(same | close)
-        else:
-            bad = g != w
-        if bad.any():
-            idx = np.flatnonzero(bad.reshape(-1))
-            gf, wf = g.reshape(-1), w.reshape(-1)
-            sample = ", ".join(f"[{j}] got {gf[j]!r} want {wf[j]!r}" for j in idx[:4])
-            return f"'{k}': {idx.size} of {bad.size} differ: {sample}"
+        msg = differences(got[k], want[k], rtol, show=4)
+        if msg is not None:
+            return f"'{k}': {msg}"
     return None
 
 

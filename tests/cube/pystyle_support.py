@@ -73,10 +73,12 @@ def oracle(kernel, cube_count, cube_dim, plane_dim=1, **args) -> dict:
             if isinstance(v, (Lines, np.ndarray))}
 
 
-def assert_close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = 1e-4) -> None:
-    """Ints exactly; floats to `rtol` relative to the magnitude (at least 1), NaN == NaN."""
+def differences(got, want, rtol: float = 1e-4, show: int = 6) -> str | None:
+    """None where got matches want: ints exactly, floats to `rtol` relative to the magnitude
+    (at least 1), NaN == NaN; else what differs, with a sample."""
     got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
     if want.dtype.kind == "f":
         g, w = got.astype(np.float64), want.astype(np.float64)
         same = (g == w) | (np.isnan(g) & np.isnan(w))
@@ -84,11 +86,19 @@ def assert_close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = 1e-
         bad = ~(same | close)
     else:
         bad = got != want
-    if bad.any():
-        idx = np.flatnonzero(bad.reshape(-1))
-        g, w = got.reshape(-1), want.reshape(-1)
-        sample = ", ".join(f"[{j}] got {g[j]!r} want {w[j]!r}" for j in idx[:6])
-        raise AssertionError(f"{what}: {idx.size} of {bad.size} elements differ: {sample}")
+    if not bad.any():
+        return None
+    idx = np.flatnonzero(bad.reshape(-1))
+    g, w = got.reshape(-1), want.reshape(-1)
+    sample = ", ".join(f"[{j}] got {g[j]!r} want {w[j]!r}" for j in idx[:show])
+    return f"{idx.size} of {bad.size} elements differ: {sample}"
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = 1e-4) -> None:
+    """`differences` as an assertion."""
+    msg = differences(got, want, rtol)
+    if msg is not None:
+        raise AssertionError(f"{what}: {msg}")
 
 
 def check_against_oracle(rt, kernel, cube_count, cube_dim, src: str = "", rtol=1e-4, **args):
