@@ -28,6 +28,7 @@ from .elementwise import (
     _float_of,
     _isnan,
     _op_doc,
+    _poly,
     _unary,
     _zero_grad,
     cast,
@@ -197,13 +198,6 @@ _ERFC_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180
            6.16021097993053585195e0, 7.40974269950448939160e0, 2.97886665372100240670e0)
 _ERFC_S = (2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1,
            1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
-
-
-def _poly(ir, z, coefs, lead_one: bool = False):
-    acc = ir.add(z, coefs[0]) if lead_one else coefs[0]
-    for c in coefs[1:]:
-        acc = ir.add(ir.mul(acc, z), c)
-    return acc
 
 
 def _exp_neg_square(ir, a):
