@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pystyle_support import differences
+from pystyle_support import copy_args, differences
 
 import cube as cb
 from cube import lang
@@ -1176,18 +1176,6 @@ def _build_args(kernel: CubeFunction, seed: Seed, rng: np.random.Generator, only
     return args
 
 
-def _copy_args(args):
-    out = {}
-    for k, v in args.items():
-        if isinstance(v, Lines):
-            out[k] = Lines(v.array.copy(), v.n)
-        elif isinstance(v, np.ndarray):
-            out[k] = v.copy()
-        else:
-            out[k] = v
-    return out
-
-
 def _launch(rt, kernel, seed, args) -> dict:
     bufs = {}
     for k, v in args.items():
@@ -1207,7 +1195,7 @@ def _launch(rt, kernel, seed, args) -> dict:
 
 
 def _simulate(kernel, seed, args, plane_dim) -> dict:
-    copies = _copy_args(args)
+    copies = copy_args(args)
     simulate(kernel, seed.cube_count, seed.cube_dim, plane_dim=plane_dim, **copies)
     return {k: (v.array if isinstance(v, Lines) else v) for k, v in copies.items()
             if isinstance(v, (Lines, np.ndarray))}
@@ -1336,7 +1324,7 @@ def run_source(src: str, seed: Seed, runtimes=("interp", "cpu"), timeout: float 
     rts = {n: cb.runtime(n) for n in runtimes}
     first = runtimes[0]
     try:
-        got = {first: _timed(lambda: _launch(rts[first], kernel, seed, _copy_args(args)),
+        got = {first: _timed(lambda: _launch(rts[first], kernel, seed, copy_args(args)),
                              timeout)}
     except Timeout:
         if seed.sim:
@@ -1384,7 +1372,7 @@ def run_source(src: str, seed: Seed, runtimes=("interp", "cpu"), timeout: float 
         return _mismatch(f"{first} vs {wname}: {why}", f"mismatch:{first}", src, seed, rts)
     for name in runtimes[1:]:
         try:
-            got[name] = _timed(lambda r=rts[name]: _launch(r, kernel, seed, _copy_args(args)),
+            got[name] = _timed(lambda r=rts[name]: _launch(r, kernel, seed, copy_args(args)),
                                timeout)
         except cb.CapabilityError:
             continue

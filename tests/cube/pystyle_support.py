@@ -58,16 +58,22 @@ def launch(rt, kernel, cube_count, cube_dim, **args) -> dict:
     return out
 
 
-def oracle(kernel, cube_count, cube_dim, plane_dim=1, **args) -> dict:
-    """The same launch under cube.simulate, on copies of the arrays."""
-    copies = {}
+def copy_args(args: dict) -> dict:
+    """Launch arguments with their arrays (and Lines) copied, scalars as they are."""
+    out = {}
     for k, v in args.items():
         if isinstance(v, Lines):
-            copies[k] = Lines(v.array.copy(), v.n)
+            out[k] = Lines(v.array.copy(), v.n)
         elif isinstance(v, np.ndarray):
-            copies[k] = v.copy()
+            out[k] = v.copy()
         else:
-            copies[k] = v
+            out[k] = v
+    return out
+
+
+def oracle(kernel, cube_count, cube_dim, plane_dim=1, **args) -> dict:
+    """The same launch under cube.simulate, on copies of the arrays."""
+    copies = copy_args(args)
     simulate(kernel, cube_count, cube_dim, plane_dim=plane_dim, **copies)
     return {k: (v.array if isinstance(v, Lines) else v) for k, v in copies.items()
             if isinstance(v, (Lines, np.ndarray))}
