@@ -325,20 +325,6 @@ def float_power(input, exponent) -> Tensor:  # noqa: A002
 _declare(float_power, "float_power", __name__)
 
 
-def _float_power_(self, exponent):
-    from .inplace import apply  # the in-place machinery (imported after the ops)
-    if self.dtype is not dtypes.float64:
-        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name} but "
-                           f"the operation's result requires dtype float64 (as PyTorch's)")
-    return apply(self, "float_power", float_power, (exponent,), {})
-
-
-_float_power_.__name__ = "float_power_"
-_float_power_.__doc__ = ("`t.float_power_(e)`: t <- t.float_power(e) in t's storage; t must "
-                         "be float64, as PyTorch's. Returns t.")
-register("float_power_", method=True)(_float_power_)
-
-
 # ---- fmax / fmin: a nan operand gives the other ----------------------------------------------
 def _fmax_math(ir, x, y):
     """The larger of a and b, elementwise, ignoring nan: a nan operand gives the other (two

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.overwrites import check_history, refuse_leaf_write
+from ..dtypes import float64
 from ..fusion.materialise import settled
 from ..fusion.writes import refuse_overlap
 from ..tensor import Tensor
@@ -116,3 +117,14 @@ def _declare(name: str) -> None:
 
 for _name in _METHODS:
     _declare(_name)
+
+
+@register("float_power_", method=True)
+def float_power_(x: Tensor, exponent) -> Tensor:
+    """`t.float_power_(e)`: t <- t.float_power(e) in t's storage; t must be float64, as
+    PyTorch's (float_power computes in float64). Returns t."""
+    if getattr(x, "dtype", None) is not float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{getattr(x.dtype, 'name', x.dtype)} but the operation's result "
+                           f"requires dtype float64 (as PyTorch's)")
+    return apply(x, "float_power", OPS["float_power"], (exponent,), {})
