@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pystyle_support import copy_args, differences
+from pystyle_support import copy_args, differences, launch, oracle
 
 import cube as cb
 from cube import lang
@@ -54,7 +54,6 @@ from cube.simulate import (
     SimulationError,
     SimulationUnsupported,
     UninitialisedRead,
-    simulate,
 )
 
 ROOT = Path(cb.__file__).resolve().parents[1]  # the library as imported
@@ -1176,31 +1175,6 @@ def _build_args(kernel: CubeFunction, seed: Seed, rng: np.random.Generator, only
     return args
 
 
-def _launch(rt, kernel, seed, args) -> dict:
-    bufs = {}
-    for k, v in args.items():
-        if isinstance(v, Lines):
-            bufs[k] = rt.from_numpy(v.array).lines(v.n)
-        elif isinstance(v, np.ndarray):
-            bufs[k] = rt.from_numpy(v)
-        else:
-            bufs[k] = v
-    kernel.launch(rt, cube_count=seed.cube_count, cube_dim=seed.cube_dim, **bufs)
-    out = {}
-    for k, v in args.items():
-        if isinstance(v, (Lines, np.ndarray)):
-            shape = (v.array if isinstance(v, Lines) else v).shape
-            out[k] = bufs[k].numpy().reshape(shape)
-    return out
-
-
-def _simulate(kernel, seed, args, plane_dim) -> dict:
-    copies = copy_args(args)
-    simulate(kernel, seed.cube_count, seed.cube_dim, plane_dim=plane_dim, **copies)
-    return {k: (v.array if isinstance(v, Lines) else v) for k, v in copies.items()
-            if isinstance(v, (Lines, np.ndarray))}
-
-
 def _differ(got: dict, want: dict, rtol=1e-4) -> str | None:
     for k in want:
         msg = differences(got[k], want[k], rtol, show=4)
@@ -1323,13 +1297,20 @@ def run_source(src: str, seed: Seed, runtimes=("interp", "cpu"), timeout: float 
     args = build_args(kernel, seed, np.random.default_rng(1234))
     rts = {n: cb.runtime(n) for n in runtimes}
     first = runtimes[0]
+
+    def run(rt):  # on copies: a later runtime and the oracle see the same inputs
+        return launch(rt, kernel, seed.cube_count, seed.cube_dim, **copy_args(args))
+
+    def sim():
+        return oracle(kernel, seed.cube_count, seed.cube_dim, rts[first].plane_size, **args)
+
     try:
-        got = {first: _timed(lambda: _launch(rts[first], kernel, seed, copy_args(args)),
+        got = {first: _timed(lambda: run(rts[first]),
                              timeout)}
     except Timeout:
         if seed.sim:
             try:
-                _timed(lambda: _simulate(kernel, seed, args, rts[first].plane_size), timeout)
+                _timed(sim, timeout)
             except Timeout:
                 return Outcome("timeout", "interp and simulate")
             except Exception:  # noqa: BLE001 - the simulator refuses it: no verdict
@@ -1342,7 +1323,7 @@ def run_source(src: str, seed: Seed, runtimes=("interp", "cpu"), timeout: float 
     want, wname = None, None
     if seed.sim:
         try:
-            want = _timed(lambda: _simulate(kernel, seed, args, rts[first].plane_size),
+            want = _timed(sim,
                           timeout)
             wname = "simulate"
         except SimulationUnsupported:
@@ -1372,7 +1353,7 @@ def run_source(src: str, seed: Seed, runtimes=("interp", "cpu"), timeout: float 
         return _mismatch(f"{first} vs {wname}: {why}", f"mismatch:{first}", src, seed, rts)
     for name in runtimes[1:]:
         try:
-            got[name] = _timed(lambda r=rts[name]: _launch(r, kernel, seed, copy_args(args)),
+            got[name] = _timed(lambda r=rts[name]: run(r),
                                timeout)
         except cb.CapabilityError:
             continue
