@@ -251,8 +251,10 @@ OPS = [
                             Sample(edge_values(), 0.0, grad=(), desc="edge values")]),
     # a NaN bound, scalar or in a tensor, gives NaN as PyTorch's (it let x through)
     OpInfo("clamp_nan_bound", op=lambda x, lo, hi: dl.clamp(x, lo, hi),
-           ref=lambda x, lo, hi: torch.clamp(x, lo, hi), grad=False,
-           shader_edges="WGSL/SPIR-V compilers may fold a compare with NaN as finite",
+           # a NaN bound gives NaN (torch >= 2.12; torch 2.11 ignored a NaN scalar bound)
+           ref=lambda x, lo, hi: torch.where(torch.isnan(torch.as_tensor(
+               lo if lo is not None else hi)), float("nan"), torch.clamp(x, lo, hi)),
+           grad=False, shader_edges="WGSL/SPIR-V compilers may fold a compare with NaN as finite",
            samples=lambda: [Sample(arr((4,)), float("nan"), None, desc="min nan"),
                             Sample(arr((4,), 1), None, float("nan"), desc="max nan"),
                             Sample(arr((4,), 2), np.array([0.0, np.nan, 0.0, -1.0]), None,

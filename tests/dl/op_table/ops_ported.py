@@ -254,7 +254,10 @@ OPS = [
                               Sample(np.ones((2, 3)), 1, desc="constant (std's 0 gradient)")])
       for n in ("var_mean", "std_mean")],
     OpInfo("aminmax", op=lambda x, **k: dl.aminmax(x, **k),
-           ref=lambda x, **k: torch.aminmax(x, **k), dtypes=FLOATS,
+           # amin/amax: the same values and gradients (ties share it) as torch.aminmax, whose
+           # derivative torch added only in 2.12
+           ref=lambda x, dim=(), keepdim=False: (torch.amin(x, dim, keepdim),
+                                                 torch.amax(x, dim, keepdim)), dtypes=FLOATS,
            samples=lambda: [Sample(ties((3, 5)), dim=1, desc="dim 1, ties"),
                             Sample(ties((3, 4), 1), desc="all, ties"),
                             Sample(arr((2, 3, 4), 2), dim=-2, keepdim=True,
