@@ -35,7 +35,13 @@ CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
          # 1x1 with whole lines of pixels and output channels off every tile, padded 1x1
          ((2, 6, 8, 8), (20, 6, 1, 1), 1, 0, 1),
          ((1, 3, 6, 8), (17, 3, 1, 1), 1, 1, 1),
-         ((1, 5, 16, 15), (13, 5, 1, 1), 2, 0, 1)]
+         ((1, 5, 16, 15), (13, 5, 1, 1), 2, 0, 1),
+         # rows a power-of-two tile divides: tiles stored as lines of pixels
+         # (`cd.line_store`), output channels off the line size, and 1x3 / 5x5 kernels
+         ((2, 3, 6, 16), (20, 3, 3, 3), 1, 1, 1),
+         ((1, 4, 5, 8), (9, 4, 5, 5), 1, 2, 1),
+         ((1, 2, 3, 32), (17, 2, 1, 3), 1, (0, 1), 1)]
+LINE_CASES = CASES[-3:]
 
 
 def _run(tunable, name, fn, monkeypatch):
@@ -62,6 +68,29 @@ def test_blocked_forward(rt, name, case, epilogue, monkeypatch):
     ref = C.reference(x, w, b, s, p, d)
     np.testing.assert_allclose(out.numpy(), np.maximum(ref, 0) if act == "relu" else ref,
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", [n for n in BLOCKED if n.startswith("blocked")])
+@pytest.mark.parametrize("case", LINE_CASES, ids=str)
+def test_line_stores_are_taken(rt, name, case, monkeypatch):
+    """Where a tile's width is a power of two that divides OW and fits a register, the
+    blocked kernel stores lines of pixels (the values: test_blocked_forward's cases)."""
+    xs, ws, s, p, d = case
+    seen = []
+    launch = cd.conv_blocked.launch
+    monkeypatch.setattr(cd.conv_blocked, "launch",
+                        lambda *a, **k: (seen.append((k["RW"], k["LINES"])), launch(*a, **k)))
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    out = _run(C.CONV, name, lambda: C.conv2d(rt, rt.from_numpy(x), rt.from_numpy(w), None,
+                                               s, p, d), monkeypatch)
+    np.testing.assert_allclose(out.numpy(), C.reference(x, w, None, s, p, d), rtol=1e-4,
+                               atol=1e-4)
+    simd = cd.simd_bytes(rt) // 4
+    assert seen and all(lines == (rw & (rw - 1) == 0 and 1 < rw <= simd
+                                  and out.shape[3] % rw == 0) for rw, lines in seen), seen
+    if cd.is_cpu(rt):
+        assert any(lines for _, lines in seen), seen
 
 
 @pytest.mark.parametrize("name", BLOCKED)
@@ -91,7 +120,8 @@ GRAD_CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
               ((2, 5, 10, 11), (18, 5, 3, 3), 2, 0, 1),
               ((1, 4, 9, 12), (7, 4, 3, 3), (2, 1), 1, 1),
               ((1, 3, 13, 14), (5, 3, 5, 5), 3, 2, 1),
-              ((1, 3, 9, 9), (5, 3, 3, 3), 2, 1, 2)]
+              ((1, 3, 9, 9), (5, 3, 3, 3), 2, 1, 2),
+              ((2, 3, 6, 16), (20, 3, 3, 3), 1, 1, 1)]  # input rows stored as lines
 
 
 @pytest.mark.parametrize("name", GRAD)
