@@ -9,6 +9,7 @@ that shares the memory (`HostBuffer.share`: dl's `Tensor.numpy()` and DLPack exp
 consumer of it) is alive; `pin` keeps a block out of the pool for good."""
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import numpy as np
@@ -115,7 +116,8 @@ def _host_block(nbytes: int) -> tuple:
     a multiple of ALIGN (a view into a slightly larger array, which its base keeps alive)
     and read once (reading it costs more than the allocation)."""
     raw = np.empty(nbytes + ALIGN - 1, np.uint8)
-    addr = raw.__array_interface__["data"][0]
+    # its address through ctypes (0.3 us), not `__array_interface__` (a dict: 1 us)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(raw))
     off = -addr % ALIGN
     return raw[off:off + nbytes], addr + off
 
@@ -161,10 +163,15 @@ class HostMemoryMixin:
     def empty(self, shape, dtype=np.float32) -> HostBuffer:
         shape = as_shape(shape)
         elem = as_elem(dtype)
-        dt = elem.np
         n = 1
         for s in shape:
             n *= s
+        return self.empty_exact(shape, n, elem)
+
+    def empty_exact(self, shape: tuple, n: int, elem) -> HostBuffer:
+        """empty(shape, elem) for a caller that knows its shape (a tuple of ints), element
+        count and cube element type are valid (a plan's replay): no conversions, no checks."""
+        dt = elem.np
         nbytes = n * dt.itemsize
         if nbytes <= SLAB_MAX_BYTES:
             return HostBuffer._typed(self, _slab_array(dt, n), dt, shape, n, elem)
@@ -172,14 +179,6 @@ class HostMemoryMixin:
             return HostBuffer._over(self, _host_block(nbytes), None, dt, shape, n, elem)
         block = Block(self.host_pool, nbytes)
         return HostBuffer._over(self, block.mem, block, dt, shape, n, elem)
-
-    def empty_exact(self, shape: tuple, n: int, elem) -> HostBuffer:
-        """empty(shape, elem) for a replay that knows its shape (a tuple of ints), element
-        count and cube element type are valid: no conversions, no checks."""
-        dt = elem.np
-        if n * dt.itemsize <= SLAB_MAX_BYTES:
-            return HostBuffer._typed(self, _slab_array(dt, n), dt, shape, n, elem)
-        return self.empty(shape, elem)
 
     @property
     def host_pool(self) -> Pool:

@@ -68,17 +68,40 @@ def scalar_key(v) -> tuple:
     return (v.__class__, v)
 
 
+_SCALAR, _BUFFER, _LINES = range(3)
+_KINDS: dict = {}  # an operand's class -> how `_key` reads it (what `_storage` decides)
+
+
+def _kind(c) -> int:
+    k = _KINDS.get(c)
+    if k is None:
+        k = _KINDS[c] = _LINES if issubclass(c, LineView) else \
+            _BUFFER if issubclass(c, Buffer) else _SCALAR
+    return k
+
+
 def _key(fn, ops) -> tuple:
     """(key, operand addresses); raises _Unkeyable. Buffers key by shape, strides, element
-    (and line size); other arguments by type and value; operands sharing memory by which
-    one they share it with, as a plan maps an argument to the first operand it aliases."""
+    (and line size); other arguments by type and value (`scalar_key`); operands sharing
+    memory by which one they share it with, as a plan maps an argument to the first operand
+    it aliases. `_storage` inlined, the operand's kind looked up by its class: a library
+    call has up to 14 operands (conv2d's), ~6 calls each through `_storage`."""
     sig: list = [fn, _epoch[0], ops[0]]  # ops[0]: the runtime
     ptrs: list = [None]
+    kinds = _KINDS
     for a in ops[1:]:
-        p = _storage(a)
+        c = a.__class__
+        k = kinds.get(c)
+        if k is None:
+            k = _kind(c)
+        if k == _SCALAR:
+            sig.append(scalar_key(a) if c is float else (c, a))
+            ptrs.append(None)
+            continue
+        p = (a.buffer if k == _LINES else a).__dict__.get("ptr")
         if p is None:
-            sig.append(scalar_key(a))
-        elif a.__class__ is LineView:
+            raise _Unkeyable  # no name for its memory: operands cannot be told apart
+        if c is LineView:
             b = a.buffer
             sig.append((b.shape, b.strides, b.elem, a.line_size))
         else:
