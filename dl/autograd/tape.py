@@ -94,24 +94,28 @@ def _topo(root) -> list:
     """The nodes under root (a GradFn or a leaf tensor), each after every node it feeds."""
     order, seen = [], set()
     stack = [(root, False)]
+    pop, push, add = stack.pop, stack.append, seen.add
     while stack:
-        n, done = stack.pop()
+        n, done = pop()
         if done:
             order.append(n)
             continue
-        if id(n) in seen:
+        i = id(n)
+        if i in seen:
             continue
-        seen.add(id(n))
-        stack.append((n, True))
+        add(i)
+        push((n, True))
         if n.__class__ is GradFn:
             # leaves first onto the stack, so they come right after their consumer in the
             # reversed order: a parameter's gradient is final (and its post-accumulate hook
             # runs) as soon as possible, not at the end of backward; same values
-            for leaf in (True, False):
-                for x in n.inputs:
-                    if x is not None and id(x) not in seen and (x.__class__ is not GradFn) \
-                            == leaf:
-                        stack.append((x, False))
+            ins = n.inputs
+            for x in ins:
+                if x is not None and x.__class__ is not GradFn and id(x) not in seen:
+                    push((x, False))
+            for x in ins:
+                if x.__class__ is GradFn and id(x) not in seen:
+                    push((x, False))
     return order
 
 
@@ -213,13 +217,15 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
             for e, x, gx in zip(n.inputs, n.operands, gxs):
                 if e is None or gx is None:
                     continue
-                shape = view_at(x, n.at)[0]  # as when n ran (`x.t_()` may reshape x)
+                # as when n ran (`x.t_()` may reshape x: only such an x has views before)
+                shape = view_at(x, n.at)[0] if "_views_before" in x.__dict__ else x.shape
                 if gx.shape != shape:
                     raise RuntimeError(f"{n.name} backward gave a gradient of shape "
                                        f"{gx.shape} for an input of shape {shape}")
-                prev = grads.get(id(e))
+                k = id(e)
+                prev = grads.get(k)
                 # a gradient in pieces adds itself (a Tensor's + would take it for a scalar)
-                grads[id(e)] = gx if prev is None else \
+                grads[k] = gx if prev is None else \
                     gx + prev if hasattr(gx, "dense") else prev + gx
         realise([t.grad for t in touched])
     if not retain_graph:
