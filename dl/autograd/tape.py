@@ -59,6 +59,12 @@ def record(out, name: str, inputs: tuple, backward, saved=None):
     """Attach a GradFn to `out` when any tensor input requires grad; returns out. saved: the
     `saved_output` alias of out that backward reads, if it reads out."""
     if needs_grad(*inputs):
+        dt = getattr(out, "dtype", None)
+        if dt is not None and not dt.is_float:
+            # an integer or bool result has no gradient, as in PyTorch: a float that
+            # requires grad written into a bool tensor (`b[...] = x`) must not make b a
+            # path for x's gradient (it gave gradients torch has as zero)
+            return out
         at = writes.count[0]
         if at:  # some storage was written in place (none: nothing can be stale)
             check_history(inputs)
@@ -222,6 +228,11 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                 if gx.shape != shape:
                     raise RuntimeError(f"{n.name} backward gave a gradient of shape "
                                        f"{gx.shape} for an input of shape {shape}")
+                if gx.dtype != x.dtype and x.dtype.is_float:
+                    # in the input's type, as PyTorch's engine casts it: an f32 product
+                    # added to an f64 sum gets an f64 gradient, which its own backward
+                    # (a matmul of f32 operands) must not see
+                    gx = (gx.dense() if hasattr(gx, "dense") else gx).to(x.dtype)
                 k = id(e)
                 prev = grads.get(k)
                 # a gradient in pieces adds itself (a Tensor's + would take it for a scalar)

@@ -424,6 +424,18 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     return y
 
 
+def _alpha_for(t: dtypes.DType, alpha):
+    """alpha as a scalar of the operands' result type t, as PyTorch types it: alpha takes no
+    part in promotion (bool + bool with alpha=2 stays bool), and a float alpha for an
+    integer or bool result is refused."""
+    if t.is_float or isinstance(alpha, complex):
+        return alpha
+    if isinstance(alpha, float) or (is_tensor(alpha) and alpha.dtype.is_float):
+        raise TypeError("For integral input tensors, argument alpha must not be a floating "
+                        "point number.")
+    return bool(alpha) if t is dtypes.bool_ else alpha
+
+
 def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, rdunder=None,
            accepts: str | None = None, rounding: bool = False):
     """Declares the binary elementwise op named as the decorated math function.
@@ -447,6 +459,7 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
         elif alpha:
             def fn(a, b, alpha=None):
                 if alpha is not None:  # a Python b stays a (weak) Python number
+                    alpha = _alpha_for(result_type(a, b), alpha)
                     b = mul(b, alpha) if is_tensor(b) else b * alpha
                 return _binary(name, kind, a, b, grad, accepts)
         else:
@@ -455,7 +468,8 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
         notes = ["a and b are tensors or Python scalars; they broadcast (NumPy rules).",
                  _KIND_NOTES[kind]]
         if alpha:
-            notes.append("`alpha` multiplies b first, as PyTorch's.")
+            notes.append("`alpha` multiplies b first, as PyTorch's, in the operands' result "
+                         "type (a float alpha for integer or bool operands is a TypeError).")
         if rounding:
             notes.append('`rounding_mode="trunc"` or `"floor"` rounds the quotient toward zero or '
                          'down, in the promoted dtype (integers stay integers), as PyTorch\'s; '

@@ -19,16 +19,16 @@ SLOW = bool(os.environ.get("CUBE_SLOW"))
 PROGRAMS = int(os.environ.get("CUBE_FUZZ_PROGRAMS", 2000 if SLOW else 40))
 
 # seed -> (one-line description, a substring of the finding it must raise)
-KNOWN_BUGS: dict[int, tuple[str, str]] = {
-    72: ("backward of a loss mixing float32 and float64 terms sends a float64 gradient into "
-         "a float32 matmul's backward, which raises",
-         "matmul operands differ in type: f64 and f32"),
-    243: ("the same: float64 gradient reaching a float32 matmul backward",
-          "matmul operands differ in type: f64 and f32"),
-    154: ("wrong leaf gradients through addcmul/where/bool setitem chain (not yet minimised)",
-          "grad of leaf t0: values differ"),
-    264: ("torch.add(bool, bool, alpha=2) gives bool in torch, int64 in dl", "dtype dl int64"),
-    347: ("add with alpha on bool operands promotes differently from torch", "add_alpha meta"),
+KNOWN_BUGS: dict[int, tuple[str, str]] = {}
+# seeds whose findings were fixed (regressions): each must now match torch
+FIXED = {
+    72: "a float64 gradient reached a float32 matmul's backward, which raised (the engine "
+        "now casts each input's gradient to its dtype, as torch's)",
+    243: "the same",
+    154: "a float requiring grad written into a bool tensor (`b[None] = x`) made b a path "
+         "for x's gradient (integer and bool results now record no gradient)",
+    264: "add(bool, bool, alpha=2) gave int64 (alpha now takes the operands' result type)",
+    347: "the same, through add_'s alpha",
 }
 
 
@@ -58,6 +58,12 @@ def test_random_programs_match_torch(devices, chunk):
     assert not bad, "\n\n".join(bad)
     if xfails:
         pytest.xfail("; ".join(xfails))
+
+
+@pytest.mark.parametrize("seed", sorted(FIXED))
+def test_fixed_findings_stay_fixed(devices, seed):
+    _, findings, _ = _run(seed, devices)
+    assert not findings, f"seed {seed} ({FIXED[seed]}) fails again: {findings[:3]}"
 
 
 @pytest.mark.parametrize("seed", sorted(KNOWN_BUGS))
