@@ -44,7 +44,7 @@ from .sorting import sort
 
 __all__ = ["scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_",
            "index_put", "index_put_", "masked_fill", "masked_fill_", "masked_select",
-           "take_along_dim", "chunk", "split", "unbind", "narrow", "flip", "roll", "tril",
+           "take_along_dim", "chunk", "split", "unbind", "narrow", "select", "flip", "roll", "tril",
            "triu", "tril_", "triu_", "pad", "nonzero"]
 
 
@@ -783,6 +783,21 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:  # noqa: A002
         raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
                            f"{d} of size {size}")
     return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+@register("select", method=True)
+def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
+    """A view of input at `index` along `dim`, that dim removed (negative values count from
+    the end): `t.select(1, 2)` is `t[:, 2]`. Differentiable. Also `t.select(...)`."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = shapes.norm_dim(dim, input.ndim)
+    size = input.shape[d]
+    i = int(index)
+    if not -size <= i < size:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {d}")
+    return getitem(input, (slice(None),) * d + (i,))
 
 
 @register("split", method=True)

@@ -68,3 +68,28 @@ def test_alpha_takes_the_operands_result_type(dev):
                 lambda: dl.add(dl.tensor(b, device=dev), dl.tensor(b, device=dev), alpha=0.5)):
         with pytest.raises(TypeError, match="alpha must not be a floating point"):
             bad()
+
+
+def test_select_is_torchs(dev):
+    """`t.select(dim, i)` and `dl.select` (the fuzzer found them missing): views, negative
+    dims and indices, errors as torch's."""
+    xn = rand_np((3, 4, 2), 5)
+    x = dl.tensor(xn, device=dev, requires_grad=True)
+    tx = torch.tensor(xn, requires_grad=True)
+    for d, i in ((0, 1), (1, -1), (-1, 0), (2, 1)):
+        close(x.select(d, i), tx.select(d, i))
+        close(dl.select(x, d, i), torch.select(tx, d, i))
+    (x.select(1, 2) * 3.0).sum().backward()
+    (tx.select(1, 2) * 3.0).sum().backward()
+    close(x.grad, tx.grad)
+    y = dl.tensor(xn, device=dev)
+    y.select(0, 0).zero_()  # a view: the write reaches y
+    assert not y.numpy()[0].any() and y.numpy()[1:].all()
+    for bad, err in ((lambda t: t.select(1, 4), IndexError), (lambda t: t.select(3, 0),
+                                                              IndexError)):
+        with pytest.raises(err):
+            bad(torch.tensor(xn))
+        with pytest.raises(err):
+            bad(dl.tensor(xn, device=dev))
+    with pytest.raises(IndexError):
+        dl.tensor(np.float32(2.0), device=dev).select(0, 0)
