@@ -252,9 +252,8 @@ def tile_width(rt, ow: int, kw: int, nb: int) -> int:
     most = min((registers(rt) - 2 - kw * nb) // nb, ow)  # one spare: a full file spilled
     if most < 1:
         return 0
-    simd = simd_bytes(rt) // 4
-    return min(range(1, most + 1), key=lambda r: (
-        cdiv(ow, r) * (r + 1), not (1 < r <= simd and r & (r - 1) == 0 and ow % r == 0), -r))
+    return min(range(1, most + 1), key=lambda r: (cdiv(ow, r) * (r + 1),
+                                                  not _line_width(rt, r, ow, 4), -r))
 
 
 def unit_w(rt, x):
@@ -295,11 +294,16 @@ def conv(rt, x, wp, bias, out, geo: dict, rw: int, nb: int, act: str = "none",
 
 
 def line_store(rt, out, rw: int, out0: int) -> bool:
-    """Whether `conv_blocked` stores its tiles as lines of RW pixels: RW a power of two
-    that fits a SIMD register and divides OW, out contiguous from its buffer's start."""
-    size = np.dtype(out.elem.np).itemsize
-    return out0 == 0 and 1 < rw and rw & (rw - 1) == 0 and rw * size <= simd_bytes(rt) \
-        and out.shape[3] % rw == 0 and is_contiguous(out)
+    """Whether `conv_blocked` stores its tiles as lines of RW pixels: a line width
+    (`_line_width`), out contiguous from its buffer's start."""
+    return out0 == 0 and _line_width(rt, rw, out.shape[3], np.dtype(out.elem.np).itemsize) \
+        and is_contiguous(out)
+
+
+def _line_width(rt, rw: int, ow: int, itemsize: int) -> bool:
+    """RW pixels make a line: a power of two above 1 that fits a SIMD register and divides
+    OW."""
+    return 1 < rw and rw & (rw - 1) == 0 and rw * itemsize <= simd_bytes(rt) and ow % rw == 0
 
 
 def run(nb: int):

@@ -95,7 +95,7 @@ def _key(fn, ops) -> tuple:
         if k is None:
             k = _kind(c)
         if k == _SCALAR:
-            sig.append(scalar_key(a) if c is float else (c, a))
+            sig.append(scalar_key(a))
             ptrs.append(None)
             continue
         p = (a.buffer if k == _LINES else a).__dict__.get("ptr")

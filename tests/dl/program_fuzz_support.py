@@ -102,10 +102,6 @@ def _floats(rng, ts):
     return () if all(is_float(t) for t in ts) else None
 
 
-def _nonempty(rng, ts):
-    return () if all(t.numel() > 0 for t in ts) else None
-
-
 def _dim(rng, ts):
     t = ts[0]
     return (rng.randrange(-t.ndim, t.ndim),) if t.ndim else None
