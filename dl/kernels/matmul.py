@@ -48,7 +48,7 @@ from .common import cdiv, is_cpu, l2_bytes, line_size, registers
 from .epilogue import ACTIVATIONS, activate
 from .epilogue import reference as act_ref
 from .fill import fill
-from .rowops import lanes_sum, transpose_lines
+from .rowops import lanes_sums, transpose_lines
 from .view import is_contiguous, strided
 
 F = typing.TypeVar("F")
@@ -374,6 +374,30 @@ def unswap_lines(src: Tensor[Line[F]], c: Tensor[Line[F]], bias: Array[Line[F]],
                 c[o + (m0 + r) * (c.stride(1) // L)] = activate(v, ACT)
 
 
+@cube
+def store_dot_tile(acc, c, bias, z, row0, col0, m, n, MR: Comptime[int], NR: Comptime[int],
+                   L: Comptime[int], HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
+    """`matmul_dot`'s epilogue: each accumulator's lane sum (+ bias, activation) stored to
+    C, up to L sums folded into one line at a time (`lanes_sums`). A halving tree per
+    accumulator was ~50 of 64x512x512's 214 us on AVX-512 (the time at K -> 0), the fold
+    ~22: 1.05-1.10x at 64 rows (1.06-1.16x on one core); AVX2's 8 lanes level."""
+    T = cb.comptime(MR * NR)
+    t0 = cb.comptime(0)
+    for _ in cb.range(T, unroll=True):
+        if t0 < T:
+            g = cb.comptime(min(L, 1 << ((T - t0).bit_length() - 1)))
+            sums = lanes_sums(acc, t0, g, L)
+            for q in cb.range(g, unroll=True):
+                i = cb.comptime((t0 + q) // NR)
+                j = cb.comptime((t0 + q) % NR)
+                if row0 + i < m and col0 + j < n:
+                    v = sums[q]
+                    if HAS_BIAS:
+                        v += bias[col0 + j]
+                    c[z * c.stride(0) + (row0 + i) * c.stride(1) + col0 + j] = activate(v, ACT)
+            t0 = t0 + g
+
+
 @cube(launch=True, unchecked=True, nowrap=True)
 def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Array[F],
                MR: Comptime[int], NR: Comptime[int], HAS_BIAS: Comptime[bool],
@@ -404,15 +428,7 @@ def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Arra
                 av = a[offa[i] + kk]
                 for j in cb.range(NR, unroll=True):
                     acc[i * NR + j] = cb.fma(av, bv[j], acc[i * NR + j])
-        for i in cb.range(MR, unroll=True):
-            for j in cb.range(NR, unroll=True):
-                if row0 + i < m and col0 + j < n:
-                    # a tree of halves: LLVM makes each level one shuffle and one vector add
-                    # (a lane at a time was 15 scalar adds and 15 shuffles per output)
-                    v = lanes_sum(acc[i * NR + j], L)
-                    if HAS_BIAS:
-                        v += bias[col0 + j]
-                    c[z * c.stride(0) + (row0 + i) * c.stride(1) + col0 + j] = activate(v, ACT)
+        store_dot_tile(acc, c, bias, z, row0, col0, m, n, MR, NR, L, HAS_BIAS, ACT)
 
 
 @cube(launch=True)

@@ -66,6 +66,42 @@ def lanes_sum(v, L: Comptime[int]):
 
 
 @cube
+def lanes_sums(v, BASE: Comptime[int], G: Comptime[int], L: Comptime[int]):
+    """The sums of lines v[BASE], ..., v[BASE + G - 1] (a local array; G a power of two up
+    to L) in one line: lane j holds v[BASE + j]'s sum, each added in `lanes_tree`'s order
+    (the same bits). Each level folds two lines into one: its lower half takes the lower
+    and upper halves of the first line's blocks, its upper half the second's, and one add
+    halves every block (two two-line shuffles and an add); a lone line folds with itself.
+    16 lines of 16: 15 folds, ~45 vector ops, where a tree per line takes 16 x 8 and 16
+    extractions (the dot matmul's epilogue was a quarter of 64x512x512). v is overwritten."""
+    n = cb.comptime(G)
+    w = cb.comptime(L)
+    half = cb.comptime(L // 2)
+    for _ in cb.range(cb.comptime((L - 1).bit_length()), unroll=True):
+        h = w // 2
+        for p in cb.range(cb.comptime(max(n // 2, 1)), unroll=True):
+            x = v[BASE + 2 * p]
+            y = x
+            if n > 1:
+                y = v[BASE + 2 * p + 1]
+            lo = x
+            hi = x
+            for lane in cb.range(L, unroll=True):
+                r = lane % half
+                src = r // h * w + r % h
+                if lane < half:
+                    lo[lane] = x[src]
+                    hi[lane] = x[src + h]
+                else:
+                    lo[lane] = y[src]
+                    hi[lane] = y[src + h]
+            v[BASE + p] = lo + hi
+        n = max(n // 2, 1)
+        w = h
+    return v[BASE]
+
+
+@cube
 def block_reduce(smem, value, BLOCK: Comptime[int], IS_MAX: Comptime[bool]):
     """Reduce `value` over the BLOCK units of the cube; every unit gets the result."""
     t = UNIT_POS
