@@ -40,8 +40,10 @@ CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
          # (`cd.line_store`), output channels off the line size, and 1x3 / 5x5 kernels
          ((2, 3, 6, 16), (20, 3, 3, 3), 1, 1, 1),
          ((1, 4, 5, 8), (9, 4, 5, 5), 1, 2, 1),
-         ((1, 2, 3, 32), (17, 2, 1, 3), 1, (0, 1), 1)]
-LINE_CASES = CASES[-3:]
+         ((1, 2, 3, 32), (17, 2, 1, 3), 1, (0, 1), 1),
+         # output channels past three AVX-512 lines: blocked_4 needed (`cd.needed`)
+         ((1, 3, 5, 9), (50, 3, 3, 3), 1, 1, 1)]
+LINE_CASES = CASES[-4:-1]
 
 
 def _run(tunable, name, fn, monkeypatch):
@@ -121,7 +123,11 @@ GRAD_CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
               ((1, 4, 9, 12), (7, 4, 3, 3), (2, 1), 1, 1),
               ((1, 3, 13, 14), (5, 3, 5, 5), 3, 2, 1),
               ((1, 3, 9, 9), (5, 3, 3, 3), 2, 1, 2),
-              ((2, 3, 6, 16), (20, 3, 3, 3), 1, 1, 1)]  # input rows stored as lines
+              ((2, 3, 6, 16), (20, 3, 3, 3), 1, 1, 1),  # input rows stored as lines
+              # input channels past one and three AVX-512 lines: the 2- and 4-line tiles
+              # are needed (`cd.needed`; with fewer they would compute only zeros)
+              ((1, 20, 5, 6), (6, 20, 3, 3), 1, 1, 1),
+              ((1, 50, 4, 5), (4, 50, 3, 3), 1, 1, 1)]
 
 
 @pytest.mark.parametrize("name", GRAD)
@@ -218,7 +224,7 @@ def test_grad_weight_of_an_empty_batch_is_zero(rt, monkeypatch):
 @pytest.mark.parametrize("cfg", [dict(padding=1), dict(stride=2, padding=1), dict()])
 def test_dl_conv2d_backward_through_blocked(dev, cfg, monkeypatch):
     """F.conv2d forward and backward with the blocked candidates chosen, against torch."""
-    x, w, b = rand_np((2, 4, 7, 9), 1), rand_np((18, 4, 3, 3), 2), rand_np((18,), 3)
+    x, w, b = rand_np((2, 20, 7, 9), 1), rand_np((18, 20, 3, 3), 2), rand_np((18,), 3)
     gy = None
     monkeypatch.setenv("CUBE_AUTOTUNE", "off")
     with C.CONV.only("blocked_2"), C.CONV_GRAD_INPUT.only(
@@ -258,3 +264,20 @@ def test_tile_widths_fit_the_register_file():
                     rw = cd.tile_width(rt, ow, kw, nb)
                     assert rw == 0 or rw * nb + kw * nb + 2 <= regs
     assert cd.tile_width(_Rt(True), 56, 3, 2) == 8  # 7 tiles, no waste
+
+
+def test_tiles_wider_than_the_channels_are_not_candidates(rt):
+    """A tile of NB lines of output channels where NB - 1 lines hold them all would compute
+    lines of zeros: it is no candidate (forward and input gradient); one more channel and it
+    is (where its tile fits the register file)."""
+    cfg = dict(G=1, KH=3, KW=3, SH=1, SW=1, PH=1, PW=1, DH=1, DW=1, ACT="none")
+    probe = rt.empty((1, 1, 4, 5), np.float32)
+    lane = cd._line(rt, probe.elem)
+    for nb in (2, 4):
+        fits = cd.tile_width(rt, 5, 3, nb) > 0
+        for oc, want in (((nb - 1) * lane, False), ((nb - 1) * lane + 1, fits)):
+            x = out = rt.empty((1, oc, 4, 5), np.float32)
+            w = rt.empty((oc, oc, 3, 3), np.float32)
+            assert cd.valid(nb)(rt, x, w, None, out, cfg) == want, (nb, oc, lane)
+            assert cd.grad_input_ok(rt, out, None, w, x, cfg, nb=nb) == want, (nb, oc, lane)
+            assert cd.valid(1)(rt, x, w, None, out, cfg)
