@@ -77,7 +77,10 @@ def fma_peak(rt) -> float:
     10 reached 254, and 8 cannot cover two units' 4-cycle latency)."""
     lanes = max(1, rt.features.vector_bits // 32) if rt.features.vector_bits else 8
     regs = rt.features.vector_registers or 16
-    units, steps = 4 * (os.cpu_count() or 1), 1 << 16
+    # ~3 ms a launch: at 1 << 16 steps (0.4 ms) a worker still waking after the pause
+    # before each run lost a share of the cubes' time, and the AVX2 model's peak (two chain
+    # counts to try) read 116 GFLOP/s in one run, 230 in another
+    units, steps = 4 * (os.cpu_count() or 1), 1 << 19
     x = rt.from_numpy(np.full(3 * lanes, 0.5, np.float32))
     out = rt.empty((units * lanes,), np.float32)
     best = 0.0
