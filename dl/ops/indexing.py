@@ -687,29 +687,33 @@ def _mask_check(mask, what):
 
 @register("masked_fill", method=True)
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
-    """input with `value` (a scalar or a 0-d tensor) where mask (broadcast to input) is true.
-    Keeps input's dtype; lazy (fuses). Differentiable in input (and a tensor value)."""
+    """input with `value` (a scalar or a 0-d tensor) where mask is true, input and mask
+    broadcast together (as torch: a mask of more dims widens the result). Keeps input's
+    dtype; lazy (fuses). Differentiable in input (and a tensor value)."""
     _mask_check(mask, "masked_fill")
-    if shapes.broadcast_shapes(input.shape, mask.shape) != input.shape:
-        raise RuntimeError(f"masked_fill: the mask of shape {mask.shape} cannot be broadcast "
-                           f"to the input's shape {input.shape}")
+    shape = shapes.broadcast_shapes(input.shape, mask.shape)
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but got "
                            f"one with {value.ndim} dimension(s)")
     dt = input.dtype
     y = elementwise("where", [mask, value, input], [dtypes.bool_, dt.compute, dt.compute], dt,
-                    shape=input.shape)
+                    shape=shape)
     if not dt.is_float:
         return y
     vt = value if isinstance(value, Tensor) else None
     return record(y, "masked_fill", (input, vt), lambda g: (
-        where(mask, 0.0, g), None if vt is None else cast(
+        sum_to(where(mask, 0.0, g), input.shape), None if vt is None else cast(
             where(mask, g, 0.0).sum(), vt.dtype).reshape(())))
 
 
 @register("masked_fill_", method=True)
 def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
-    """In-place `masked_fill` (see there); returns input."""
+    """In-place `masked_fill` (see there); returns input, whose shape the mask must
+    broadcast to."""
+    _mask_check(mask, "masked_fill_")
+    if shapes.broadcast_shapes(input.shape, mask.shape) != input.shape:
+        raise RuntimeError(f"masked_fill_: the mask of shape {mask.shape} cannot be broadcast "
+                           f"to the input's shape {input.shape}")
     return _inplace(input, "masked_fill_", lambda a: masked_fill(a, mask, value), None)
 
 

@@ -360,3 +360,23 @@ def test_pad_modes_crop_and_refuse_as_torch():
             want.backward(torch.tensor(g))
             got.backward(dl.tensor(g))
             np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), err_msg=str((mode, p)))
+
+
+def test_masked_fill_broadcasts_input_and_mask_as_torch(dev):
+    """A mask of more dims than the input widens the result (torch's out-of-place rule; it
+    raised here); the input's gradient sums back over the broadcast; in place, the input's
+    shape must hold the mask, as torch."""
+    rng = np.random.default_rng(5)
+    xn, mn = rng.standard_normal((1, 4)).astype(np.float32), rng.random((3, 2, 4)) > 0.5
+    x = dl.tensor(xn, device=dev, requires_grad=True)
+    tx = torch.tensor(xn, dtype=torch.float64, requires_grad=True)
+    y = x.masked_fill(dl.tensor(mn, device=dev), -2.0)
+    ty = tx.masked_fill(torch.tensor(mn), -2.0)
+    assert tuple(y.shape) == tuple(ty.shape) == (3, 2, 4)
+    close(y, ty)
+    gn = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    (y * dl.tensor(gn, device=dev)).sum().backward()
+    (ty * torch.tensor(gn, dtype=torch.float64)).sum().backward()
+    close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match=r"mask of shape \(3, 2, 4\) cannot be broadcast"):
+        dl.tensor(xn, device=dev).masked_fill_(dl.tensor(mn, device=dev), 0.0)
