@@ -98,6 +98,8 @@ class Frame:
     loop_targets: set = field(default_factory=set)
     # names whose compile-time value depends on a runtime branch: name -> line of the branch
     conflicts: dict = field(default_factory=dict)
+    # names a runtime if/loop made runtime variables: name -> (its kind, its line)
+    runtime_since: dict = field(default_factory=dict)
     # per open runtime loop: the names as bound at each `continue` and `break`
     loop_edges: list = field(default_factory=list)
     # which inlining this frame is (the call nodes from the kernel): names seeded by
@@ -803,10 +805,15 @@ class Translator:
         """Before a runtime if/loop: every name its body assigns becomes a runtime variable,
         seeded with the value it holds now (a compile-time number becomes a typed constant)."""
         f = self.frame
+        stmt = self._node
+        loc = self.loc(stmt) if stmt is not None else None
+        what = {ast.If: "if", ast.While: "while loop", ast.For: "for loop"}.get(type(stmt))
         for name in sorted(assigned_names(stmts)):
             if name in f.mutable:
                 continue
             f.mutable.add(name)
+            if what is not None and loc is not None:
+                f.runtime_since[name] = (what, loc[1])
             value = f.names.get(name)
             if name not in f.vars and (is_runtime(value) or is_number(value)):
                 lines = f.assigned_at.get(name)  # where the value was bound, for messages
@@ -1091,7 +1098,8 @@ class Translator:
                 return base.type.lanes
             if attr == "dtype":
                 return base.type.elem
-            raise self.error(f"a {base.type} value has no attribute '{attr}'", node)
+            raise self.error(f"a {base.type} value has no attribute '{attr}'"
+                             + self._why_runtime(node.value), node)
         if isinstance(base, BoundMethod):
             raise self.error(f"{describe(base)} has no attribute '{attr}'", node)
         try:
@@ -1369,8 +1377,8 @@ class Translator:
                 raise self.error("cb.comptime takes one argument", node)
             v = self.expr(node.args[0])
             if is_runtime(v):
-                raise self.error("this value is only known at run time, not at compile time",
-                                 node.args[0])
+                raise self.error("this value is only known at run time, not at compile time"
+                                 + self._why_runtime(node.args[0]), node.args[0])
             return v
         # select's condition and bool(...) only use their argument's truth
         truth_arg = (fn is lang.select or fn is bool) and node.args
@@ -1380,6 +1388,21 @@ class Translator:
         if None in kwargs:
             raise self.error("'**' arguments are not supported", node)
         return self.call(fn, args, kwargs, node)
+
+    def _why_runtime(self, expr) -> str:
+        """For an error about a runtime value: the names in expr that a runtime if/loop made
+        runtime variables, and where (a name assigned inside one is one variable for every
+        path through it, even where each path gives it a constant)."""
+        f = self.frame
+        seen = dict.fromkeys(n.id for n in ast.walk(expr) if isinstance(n, ast.Name)
+                             and n.id in f.runtime_since and is_runtime(f.names.get(n.id)))
+        if not seen:
+            return ""
+        parts = [f"'{n}' is a runtime variable: the runtime {f.runtime_since[n][0]} at line "
+                 f"{f.runtime_since[n][1]} assigns it" for n in seen]
+        return ("; " + "; ".join(parts) + " (a name a runtime if or loop assigns is one "
+                "variable for all its paths; compute the value before that statement, or in "
+                "a @cube helper it calls)")
 
     def call(self, fn, args, kwargs, node):
         from ..kernel import CubeFunction  # the decorator's class (cycle-free at run time)

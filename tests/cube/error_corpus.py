@@ -99,6 +99,22 @@ def e_runtime_comptime(x: Array[f32], n: u32):
 
 
 @cube(launch=True)
+def e_comptime_of_a_name_a_runtime_if_assigns(x: Array[f32]):
+    if ABSOLUTE_POS < len(x):
+        t0 = cb.comptime(0)  # one variable for every path through the if: runtime
+        for _ in cb.range(3, unroll=True):
+            g = cb.comptime(3 - t0)  # ERROR: 't0' is a runtime variable: the runtime if at line
+            t0 = t0 + g
+
+
+@cube(launch=True)
+def e_attribute_of_a_name_a_runtime_loop_assigns(x: Array[f32], n: u32):
+    for i in range(n):
+        k = 3
+        x[i] = f32(k.bit_length())  # ERROR: 'k' is a runtime variable: the runtime for loop at line
+
+
+@cube(launch=True)
 def e_sync_divergent(x: Array[f32]):
     if UNIT_POS < 16:
         cb.sync_cube()  # ERROR: sync_cube in divergent control flow
