@@ -218,6 +218,8 @@ CONV_GRAD_INPUT = Tunable("conv2d_grad_input", [
     # strides above 1: one stride-1 blocked conv per output phase
     Candidate("phases_2", cd.grad_input_strided(2), _direct_first(118, 3),
               lambda rt, *a: cd.grad_input_strided_ok(rt, *a, nb=2)),
+    Candidate("phases_1", cd.grad_input_strided(1), _direct_first(116, 1),
+              lambda rt, *a: cd.grad_input_strided_ok(rt, *a, nb=1)),
     Candidate("col2im", _grad_input_cols, 110),
 ])
 

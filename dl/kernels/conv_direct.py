@@ -371,7 +371,8 @@ def grad_input_strided_ok(rt, g, g_rows, w, out, cfg, nb: int = 2) -> bool:
     """Strides above 1 (dilation 1): each of the s*s output phases a stride-1 direct conv
     of g with a strided slice of the flipped weights; every phase needs a tap, and its
     padding within the slice's reach (as the stride-1 gradient)."""
-    if (cfg["SH"], cfg["SW"]) == (1, 1) or (cfg["DH"], cfg["DW"]) != (1, 1):
+    if (cfg["SH"], cfg["SW"]) == (1, 1) or (cfg["DH"], cfg["DW"]) != (1, 1) \
+            or not needed(rt, out.shape[1], nb, out.elem):
         return False
     for k, s, p, n in ((cfg["KH"], cfg["SH"], cfg["PH"], out.shape[2]),
                        (cfg["KW"], cfg["SW"], cfg["PW"], out.shape[3])):

@@ -127,7 +127,8 @@ GRAD_CASES = [((2, 5, 9, 11), (18, 5, 3, 3), 1, 1, 1),
               # input channels past one and three AVX-512 lines: the 2- and 4-line tiles
               # are needed (`cd.needed`; with fewer they would compute only zeros)
               ((1, 20, 5, 6), (6, 20, 3, 3), 1, 1, 1),
-              ((1, 50, 4, 5), (4, 50, 3, 3), 1, 1, 1)]
+              ((1, 50, 4, 5), (4, 50, 3, 3), 1, 1, 1),
+              ((1, 20, 9, 8), (6, 20, 3, 3), 2, 1, 1)]  # phases_2 needed
 
 
 @pytest.mark.parametrize("name", GRAD)
@@ -280,4 +281,7 @@ def test_tiles_wider_than_the_channels_are_not_candidates(rt):
             w = rt.empty((oc, oc, 3, 3), np.float32)
             assert cd.valid(nb)(rt, x, w, None, out, cfg) == want, (nb, oc, lane)
             assert cd.grad_input_ok(rt, out, None, w, x, cfg, nb=nb) == want, (nb, oc, lane)
+            if oc == (nb - 1) * lane:  # not needed: the strided gradient's phases neither
+                assert not cd.grad_input_strided_ok(rt, out, None, w, x, dict(cfg, SH=2, SW=2),
+                                                    nb=nb)
             assert cd.valid(1)(rt, x, w, None, out, cfg)
