@@ -7,6 +7,7 @@ import math
 from .. import dtypes, ops
 from ..autograd import no_grad
 from ..ops.conv import refuse_indices
+from ..ops.inplace import count_up
 from . import functional as F
 from . import init
 from .module import Module
@@ -243,7 +244,7 @@ class _BatchNorm(Module):
         batch_stats = self.training or self.running_mean is None
         momentum = self.momentum
         if self.training and self.running_mean is not None:
-            self.num_batches_tracked.add_(1)
+            count_up(self.num_batches_tracked)
             if momentum is None:  # the cumulative average (a host read, as PyTorch's)
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,

@@ -11,11 +11,13 @@ copy of t's old value where its gradient reads that value (`mul_`, `exp_`), and
 dl/autograd/tape.py refuses a backward that would read a value overwritten since."""
 from __future__ import annotations
 
+from cube import recording
+
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.overwrites import check_history, refuse_leaf_write
 from ..dtypes import float64
 from ..fusion.materialise import settled
-from ..fusion.writes import refuse_overlap
+from ..fusion.writes import before_write, refuse_overlap
 from ..tensor import Tensor
 from .indexing import _alias, write_back
 from .registry import OPS, register
@@ -128,3 +130,22 @@ def float_power_(x: Tensor, exponent) -> Tensor:
                            f"{getattr(x.dtype, 'name', x.dtype)} but the operation's result "
                            f"requires dtype float64 (as PyTorch's)")
     return apply(x, "float_power", OPS["float_power"], (exponent,), {})
+
+
+def count_up(t: Tensor) -> Tensor:
+    """t += 1 for a module's own one-element integer counter (BatchNorm's
+    `num_batches_tracked`), outside autograd; returns t. On a host device, outside a
+    capture, the storage is written directly after `before_write` (lazy values reading it
+    are computed first, and the write is stamped, so a backward that read the old count is
+    refused): the generic in-place add (a fused kernel through its plan) was ~40% of a
+    small BatchNorm2d's forward. Elsewhere, and under capture (whose replays must repeat
+    the increment), it is `add_`."""
+    buf = t._buf
+    if buf is None or recording.active is not None or t.requires_grad or \
+            t.dtype.is_float or t.numel() != 1 or not t.device.is_host or \
+            getattr(buf, "share", None) is None or buf.array.dtype != t.dtype.storage_np:
+        with no_grad():
+            return t.add_(1)
+    before_write(t)
+    buf.array[t.offset] += 1
+    return t
