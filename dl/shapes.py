@@ -39,8 +39,9 @@ def is_contiguous(shape, strides) -> bool:
 
 def overlapping(shape, strides) -> bool:
     """Whether several elements of a view share memory (a broadcast dim: stride 0, size > 1),
-    so that an in-place write of values that differ per element would race."""
-    return any(st == 0 and n > 1 for n, st in zip(shape, strides))
+    so that an in-place write of values that differ per element would race. An empty view
+    has no elements to share (`x.expand(0, 3).exp_()`: as torch's, no error)."""
+    return 0 not in shape and any(st == 0 and n > 1 for n, st in zip(shape, strides))
 
 
 _BROADCAST: dict = {}  # shapes -> their broadcast shape (eager ops repeat a few pairs)

@@ -414,12 +414,16 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
     y = elementwise(op, [a, b], ins, out)
     if grad is not None and out.is_float and needs_grad(a, b):
         tensors = (a if is_tensor(a) else None, b if is_tensor(b) else None)
+        # an operand that takes no gradient gets none: its lazy one is never summed back
+        # over broadcast dims (the sum would read the other operand, which an in-place op
+        # through a view may have overwritten since: `v = h.mT; v.mul_(c)` raised)
+        takes = [t is not None and t.requires_grad for t in tensors]
         ys = saved_output(y) if _reads_output(grad) else None
 
         def back(g):
             ga, gb = grad(g, a, b, ys)
-            return (None if tensors[0] is None or ga is None else sum_to(ga, a.shape),
-                    None if tensors[1] is None or gb is None else sum_to(gb, b.shape))
+            return (None if not takes[0] or ga is None else sum_to(ga, a.shape),
+                    None if not takes[1] or gb is None else sum_to(gb, b.shape))
         record(y, op, tensors, back, saved=ys)
     return y
 
@@ -459,8 +463,15 @@ def binary(kind: str, grad=None, alpha: bool = False, aliases=(), dunder=None, r
         elif alpha:
             def fn(a, b, alpha=None):
                 if alpha is not None:  # a Python b stays a (weak) Python number
-                    alpha = _alpha_for(result_type(a, b), alpha)
-                    b = mul(b, alpha) if is_tensor(b) else b * alpha
+                    t = result_type(a, b)
+                    alpha = _alpha_for(t, alpha)
+                    if not is_tensor(b):
+                        b = b * alpha
+                    elif not (name == "sub" and b.dtype is dtypes.bool_):  # (refused)
+                        # b in the result type first, as torch's: alone, a bool or narrower
+                        # b times alpha promoted (int32 + bool * 2 gave int64, float16 +
+                        # int32 * 2.5 float32)
+                        b = mul(b.to(t), alpha)
                 return _binary(name, kind, a, b, grad, accepts)
         else:
             def fn(a, b):
@@ -588,10 +599,10 @@ def pow(ir, x, y):  # noqa: A001
 
 
 def _minmax_grad(greater):
-    def grad(g, a, b, y):  # ties split the gradient in half, as in PyTorch
-        half = g * 0.5
-        ga = where(greater(a, b), g, where(eq(a, b), half, 0.0)) if is_tensor(a) else None
-        gb = where(greater(b, a), g, where(eq(a, b), half, 0.0)) if is_tensor(b) else None
+    def grad(g, a, b, y):  # ties split the gradient in half, as in PyTorch; an operand
+        half = g * 0.5     # takes all of it but where it loses (a nan pair: both do)
+        ga = where(greater(b, a), 0.0, where(eq(a, b), half, g)) if is_tensor(a) else None
+        gb = where(greater(a, b), 0.0, where(eq(a, b), half, g)) if is_tensor(b) else None
         return ga, gb
     return grad
 

@@ -98,7 +98,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
     """The tensors joined along an existing `dim` (their shapes agree elsewhere).
 
     The result has their promoted dtype. Empty 1-D tensors of shape (0,) are skipped (as
-    PyTorch's legacy rule). Registered also as `concat` and `concatenate`. Differentiable."""
+    PyTorch's legacy rule), though their dtypes promote too (as PyTorch's). Registered also
+    as `concat` and `concatenate`. Differentiable."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat needs at least one tensor")
@@ -110,7 +111,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
                                      if k != d):
             raise ValueError(f"cat along dim {d}: shapes {[tuple(p.shape) for p in parts]} "
                              f"differ outside that dimension")
-    dt = result_type(*parts)
+    dt = result_type(*tensors)  # a skipped empty one too, as torch's
     size = sum(t.shape[d] for t in parts)
     y = Tensor._empty(ref.shape[:d] + (size,) + ref.shape[d + 1:], dt, ref.device)
     pos, spans = 0, []

@@ -320,6 +320,10 @@ def setitem(x: Tensor, idx, value) -> None:
     `index_put_` (repeated indices: one of the values wins). Differentiable in x and value
     as PyTorch's (x takes the result's history; a leaf that requires grad is refused)."""
     idx = _ranges_as_lists(idx)
+    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+        # value's leading size-1 dims are dropped first, as torch's (`x[0] = y[None]`)
+        k = next((d for d, n in enumerate(value.shape) if n != 1), value.ndim)
+        value = value.reshape(value.shape[k:])
     if is_grad_enabled() and (x.requires_grad or getattr(value, "requires_grad", False)):
         ADVANCED["setitem_autograd"](x, idx, value)
         return

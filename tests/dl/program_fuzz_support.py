@@ -367,11 +367,34 @@ op("select", gen=lambda rng, ts: (lambda d: (d, rng.randrange(ts[0].shape[d])) i
                                   ts[0].shape[d] else None)(rng.randrange(ts[0].ndim))
    if ts[0].ndim else None)(lambda B, ts, p: ts[0][(slice(None),) * p[0] + (p[1],)])
 
-# dtype conversions
+# dtype conversions: the params record whether the conversion is a no-op in the program's
+# own dtypes (it returns its input: an alias). The float64 reference turns every float
+# conversion into a no-op; where the program's conversion copies, so does the reference
+# (else an in-place write on the result reached its input there: a leaf requiring grad
+# made torch raise on a valid program, and any other input was written through)
+def _to(B, x, name, same):
+    out = x.to(B.dtype(name))
+    if B.f64 and B.m is torch and not same and out is x:
+        out = out.clone()
+    return out
+
+
+def _to_gen(n):
+    def gen(rng, ts):
+        x = ts[0]
+        if n in INTS and is_float(x):  # nan, inf or out of range to an integer: undefined
+            v = x.detach().double()     # in C (torch's value is the CPU's: INT_MIN on x86)
+            if not bool((v.isfinite() & (v.abs() < 2.0 ** (31 if n == "int32" else 63)))
+                        .all()):
+                return None
+        return (n, dtname(x) == n)
+    return gen
+
+
 for _n in ("float16", "float32", "float64", "int32", "int64", "bool"):
-    op("to_" + _n, gen=lambda rng, ts, n=_n: (n,))(
-        lambda B, ts, p: ts[0].to(B.dtype(p[0])))
-op("float")(lambda B, ts, p: ts[0].to(B.dtype("float32")))
+    op("to_" + _n, gen=_to_gen(_n))(lambda B, ts, p: _to(B, ts[0], p[0], p[1]))
+op("float", gen=lambda rng, ts: (dtname(ts[0]) == "float32",))(
+    lambda B, ts, p: _to(B, ts[0], "float32", p[0]))
 
 
 # matmul family

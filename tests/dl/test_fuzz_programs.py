@@ -29,6 +29,22 @@ FIXED = {
          "for x's gradient (integer and bool results now record no gradient)",
     264: "add(bool, bool, alpha=2) gave int64 (alpha now takes the operands' result type)",
     347: "the same, through add_'s alpha",
+    790: "`h.mT.mul_(c)`, h requiring grad and c a broadcast constant: the backward raised "
+         "(c's unused gradient, summed back to c's shape, read the overwritten h)",
+    1359: "the same, through a slice",
+    822: "add(int32, bool, alpha=2) gave int64 (b * alpha promoted alone; now in the "
+         "operands' result type)",
+    958: "the same",
+    1715: "`x[-1] = y` with y of shape (1,) into a 0-dim view raised (a value's leading "
+          "size-1 dims are dropped first, as torch's)",
+    1823: "the same, (1, 2) into a row of 2",
+    2422: "cat of int32 and a legacy empty (0,) float32 tensor gave int32 (the empty one's "
+          "dtype promotes too, as torch's)",
+    4255: "an in-place op on an empty expanded view (`x.expand(0, 3, 3).exp_()`) was refused "
+          "as an overlapping write",
+    4803: "minimum with a nan operand gave neither operand a gradient (torch: both), so a "
+          "nan loss left finite leaf gradients",
+    5015: "the same",
 }
 
 
