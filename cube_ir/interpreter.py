@@ -457,10 +457,11 @@ class _Machine:
         if not a.flags.c_contiguous:
             raise ValueError(f"argument {p.name} must be contiguous")  # stores need a view
         lanes = p.type.lanes
-        if a.size % lanes:
-            raise ValueError(f"argument {p.name} has {a.size} elements, not a multiple "
-                             f"of its line size {lanes}")
-        flat = a.reshape(-1) if lanes == 1 else a.reshape(-1, lanes)
+        # whole lines only: a view's storage may end in part of a line (the first 2 of 5
+        # floats as lines of 2), which no line index reaches (the cpu runtime's length is
+        # in whole lines too); a reduce over such a view raised here
+        flat = a.reshape(-1) if lanes == 1 else \
+            a.reshape(-1)[:a.size - a.size % lanes].reshape(-1, lanes)
         self.mems[id(p)] = _Mem(p, flat, flat.shape[0], None, p.type.elem == bf16,
                                 tuple(int(s) for s in shape), tuple(int(s) for s in strides))
         if self.races:

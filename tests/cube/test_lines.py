@@ -165,3 +165,26 @@ def test_cast_lines(rt, line):
            + (x > 0.5).astype(np.float32))
     np.testing.assert_array_equal(o["of"].numpy(), ref)
     np.testing.assert_array_equal(o["ob"].numpy(), k != 0)
+
+
+@cube(launch=True)
+def _double_lines(x: Array[Line[f32]]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        x[i] = x[i] * 2.0
+
+
+@pytest.mark.parametrize("size,line", [(5, 2), (7, 4), (10, 4)])
+def test_lines_over_a_view_of_storage_ending_mid_line(rt, size, line):
+    """Lines of a view whose storage ends in part of a line (the first 4 of 5 floats as
+    lines of 2, as a reduce over `x[:4]` reads them): the whole lines are the array, its
+    tail no line reaches, on every runtime alike (the interpreter raised 'not a multiple of
+    its line size')."""
+    a = np.arange(size, dtype=np.float32) + 1
+    b = rt.from_numpy(a)
+    whole = size - size % line
+    _double_lines.launch(rt, cube_count=1, cube_dim=8,
+                         x=b.view((whole,), (1,)).lines(line))
+    want = a.copy()
+    want[:whole] *= 2
+    np.testing.assert_array_equal(b.numpy(), want)
