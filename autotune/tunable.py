@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -154,39 +153,61 @@ class Tunable:
         return isinstance(seen, dict) and all(c.name in seen for c in timed)
 
     def _tune(self, rt, key: str, cands: list[Candidate], args, kw) -> dict:
+        """Each candidate's time: its fastest of `repeats` runs, the candidates timed in
+        turns, one run each a round, after a warm-up run each (compiles, first touches). In
+        turns, a slow phase of a shared machine (another guest on the core's sibling: sgemm
+        at half speed for seconds) falls on every candidate alike; one after the other it
+        fell on one of them, and a 64x512x512 F.linear kept a kernel 1.6x slower than the
+        best for as long as its choice was stored. A candidate 3x slower than the best so far
+        drops out after that run; one that fails is skipped (None)."""
         self.tunings += 1
         start = time.perf_counter()
         times: dict[str, float | None] = {}
-        best = float("inf")
-        for i, c in enumerate(cands):
-            try:
-                times[c.name] = t = self._time(rt, c, args, kw, best)
-            except Exception as e:  # a candidate this device cannot build: skip it
-                times[c.name] = t = None
-                err = f"failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            if t is not None:
-                best = min(best, t)
-            if time.perf_counter() - start > PROGRESS_AFTER_S:
-                what = err if t is None else f"{t * 1e3:.3f} ms"
-                print(f"cube autotune {key}: [{i + 1}/{len(cands)}] {c.name}: {what}",
-                      file=sys.stderr, flush=True)
-        return times
-
-    def _time(self, rt, c: Candidate, args, kw, best: float) -> float:
+        alive: list[Candidate] = []
         with contextlib.ExitStack() as stack:
             for ctx in TIMING_CONTEXTS:
                 stack.enter_context(ctx())
-            return self._time_runs(rt, c, args, kw, best)
+            for i, c in enumerate(cands):
+                try:
+                    c.run(rt, *args, **kw)  # warm-up: compiles, touches memory
+                    rt.sync()
+                    alive.append(c)
+                except Exception as e:  # a candidate this device cannot build: skip it
+                    times[c.name] = None
+                    first = str(e).splitlines()[0] if str(e) else ""
+                    self._progress(key, i, len(cands), c.name, start,
+                                   f"failed: {type(e).__name__}: {first}")
+            spent = dict.fromkeys((c.name for c in alive), 0.0)
+            for _ in range(self.repeats):
+                best = min((t for t in times.values() if t is not None), default=float("inf"))
+                for c in list(alive):
+                    try:
+                        t0 = time.perf_counter()
+                        c.run(rt, *args, **kw)
+                        rt.sync()
+                        t = time.perf_counter() - t0
+                    except Exception as e:
+                        times[c.name] = None
+                        alive.remove(c)
+                        self._progress(key, cands.index(c), len(cands), c.name, start,
+                                       f"failed: {type(e).__name__}")
+                        continue
+                    prev = times.get(c.name)
+                    times[c.name] = t if prev is None else min(prev, t)
+                    spent[c.name] += t
+                    best = min(best, t)
+                    if t > 3 * best or spent[c.name] > 1.0:  # clearly slower, or slow
+                        alive.remove(c)
+                if not alive:
+                    break
+        for i, c in enumerate(cands):
+            t = times.get(c.name)
+            if t is not None:
+                self._progress(key, i, len(cands), c.name, start, f"{t * 1e3:.3f} ms")
+        return times
 
-    def _time_runs(self, rt, c: Candidate, args, kw, best: float) -> float:
-        c.run(rt, *args, **kw)  # warm-up: compiles, touches memory
-        rt.sync()
-        ts = []
-        for _ in range(self.repeats):
-            t = time.perf_counter()
-            c.run(rt, *args, **kw)
-            rt.sync()
-            ts.append(time.perf_counter() - t)
-            if ts[-1] > 3 * best or sum(ts) > 1.0:  # clearly slower, or slow: enough data
-                break
-        return statistics.median(ts)
+    @staticmethod
+    def _progress(key: str, i: int, n: int, name: str, start: float, what: str) -> None:
+        if time.perf_counter() - start > PROGRESS_AFTER_S:
+            print(f"cube autotune {key}: [{i + 1}/{n}] {name}: {what}", file=sys.stderr,
+                  flush=True)

@@ -215,3 +215,29 @@ def test_matmul_ignores_the_stride_of_a_batch_of_one():
     a3, b3, c3, bias, act, _ = mm.prepare(rt, a1, wt1, None, None, "none")
     assert a3.strides[0] == 0 and b3.strides[0] == 0
     assert mm.MATMUL.valid_candidates(rt, a3, b3, c3, bias, act)[0].name.startswith("dot_")
+
+
+def test_candidates_are_timed_in_turns_so_a_slow_phase_hits_them_alike(tmp_path, monkeypatch):
+    """A shared machine's slow phase (here: the first 8 runs take 5x as long) must not pick
+    the slower kernel: timed one after the other, `fast`'s runs all fell in the phase and
+    `steady` won; in turns, each candidate's fastest run is outside it."""
+    monkeypatch.setenv("CUBE_AUTOTUNE", "full")
+    clock, runs = [0.0], [0]
+
+    def make(cost):
+        def run(rt, x):
+            runs[0] += 1
+            clock[0] += cost * (5 if runs[0] <= 8 else 1)
+        return run
+
+    class FakeTime:
+        @staticmethod
+        def perf_counter():
+            return clock[0]
+
+    monkeypatch.setattr(autotune.tunable, "time", FakeTime)
+    op = Tunable("phase", [Candidate("fast", make(1.0e-3), 20),
+                           Candidate("steady", make(1.5e-3), 10)],
+                 store=TuneStore(tmp_path), repeats=5)
+    assert op.choose(FakeRt(), "k", 1).name == "fast"
+    assert runs[0] == 2 + 2 * 5  # a warm-up each, then five rounds of both
