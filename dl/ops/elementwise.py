@@ -431,7 +431,10 @@ def _binary(op, kind, a, b, grad=None, accepts=None) -> Tensor:
 def _alpha_for(t: dtypes.DType, alpha):
     """alpha as a scalar of the operands' result type t, as PyTorch types it: alpha takes no
     part in promotion (bool + bool with alpha=2 stays bool), and a float alpha for an
-    integer or bool result is refused."""
+    integer or bool result is refused, and so is a bool alpha for any other result (as
+    torch: "Boolean alpha only supported for Boolean results")."""
+    if isinstance(alpha, bool) and t is not dtypes.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if t.is_float or isinstance(alpha, complex):
         return alpha
     if isinstance(alpha, float) or (is_tensor(alpha) and alpha.dtype.is_float):

@@ -42,7 +42,7 @@ def movedim(input: Tensor, source, destination) -> Tensor:  # noqa: A002
         order[d] = s
     rest = iter(d for d in range(n) if d not in src)
     order = [next(rest) if o == -1 else o for o in order]
-    return input if order == list(range(n)) else permute(input, *order)
+    return input if order == list(range(n)) else permute(input, tuple(order))
 
 
 moveaxis = movedim

@@ -98,16 +98,18 @@ def permute(x: Tensor, *dims) -> Tensor:
     """A view of x with its dims reordered: dims (as arguments or a tuple) is a
     permutation of 0..ndim-1; negative dims count from the end. Differentiable. Also
     `t.permute(...)`."""
+    if not dims:  # as torch: no dims is a missing argument, even for a 0-d x
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = tuple(shapes.norm_dim(d, x.ndim) for d in _dims(dims))
     if sorted(dims) != list(range(x.ndim)):
         raise ValueError(f"permute dims {dims} are not a permutation of 0..{x.ndim - 1}")
     y = x._view(tuple(x.shape[d] for d in dims), tuple(x._strides[d] for d in dims),
                 x.offset)
-    _viewing(y, x, lambda b: permute(b, *dims))
+    _viewing(y, x, lambda b: permute(b, dims))
     inv = [0] * len(dims)
     for i, d in enumerate(dims):
         inv[d] = i
-    return record(y, "permute", (x,), lambda g: (permute(g, *inv),))
+    return record(y, "permute", (x,), lambda g: (permute(g, tuple(inv)),))
 
 
 @register("transpose", "swapaxes", method=("transpose", "swapaxes"))
@@ -552,7 +554,7 @@ def _grad_fn(x: Tensor):
 @tensor_method("T", prop=True)
 def _T(x: Tensor) -> Tensor:
     """`t.T`: t with all dims reversed (a view)."""
-    return permute(x, *reversed(range(x.ndim)))
+    return permute(x, tuple(reversed(range(x.ndim))))
 
 
 @tensor_method("mT", prop=True)

@@ -222,3 +222,23 @@ def test_maximum_minimum_gradients_with_a_nan_operand(dev, fn):
         out += [y, a.grad, b.grad]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g.numpy(), w.detach().numpy())
+
+
+def test_permute_without_dims_and_a_boolean_alpha_are_refused_as_torch(dev):
+    """Two programs torch refuses that dl ran (the fuzzer's soft findings): `permute()` with
+    no dims (a missing argument, a 0-d tensor too) and a bool alpha for a non-bool result.
+    A 0-d tensor's `permute(())` and `.T` still work, gradient included."""
+    for m, kw in ((dl, {"device": dev}), (torch, {})):
+        with pytest.raises(TypeError, match="dims"):
+            m.zeros((), **kw).permute()
+        with pytest.raises(TypeError, match="dims"):
+            m.zeros(3, **kw).permute()
+        for a, b in ((m.zeros(2, dtype=m.int32, **kw), m.ones(2, dtype=m.bool, **kw)),
+                     (m.zeros(2, **kw), m.ones(2, **kw))):
+            with pytest.raises(RuntimeError, match="Boolean alpha only supported"):
+                m.add(a, b, alpha=True)
+        t = m.ones(2, dtype=m.bool, **kw)
+        assert m.add(t, t, alpha=True).tolist() == [True, True]
+    x = dl.tensor(3.0, device=dev, requires_grad=True)
+    (x.T * 2 + x.permute(())).backward()
+    assert x.grad.item() == 3.0
