@@ -157,7 +157,7 @@ class Tunable:
         turns, one run each a round, after a warm-up run each (compiles, first touches). In
         turns, a slow phase of a shared machine (another guest on the core's sibling: sgemm
         at half speed for seconds) falls on every candidate alike; one after the other it
-        fell on one of them, and a 64x512x512 F.linear kept a kernel 1.6x slower than the
+        fell on one of them, and a 64x512x512 F.linear kept a kernel 1.3x slower than the
         best for as long as its choice was stored. A candidate 3x slower than the best so far
         drops out after that run; one that fails is skipped (None)."""
         self.tunings += 1
@@ -178,8 +178,8 @@ class Tunable:
                     self._progress(key, i, len(cands), c.name, start,
                                    f"failed: {type(e).__name__}: {first}")
             spent = dict.fromkeys((c.name for c in alive), 0.0)
+            best = float("inf")  # the fastest run so far, of any candidate
             for _ in range(self.repeats):
-                best = min((t for t in times.values() if t is not None), default=float("inf"))
                 for c in list(alive):
                     try:
                         t0 = time.perf_counter()
