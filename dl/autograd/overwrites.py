@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..fusion import realise, writes
 from ..fusion.materialise import settled
 from ..tensor import Tensor
+from .planned import backward as planned
 
 # regenerate(x) -> bool: gives a view made by indexing or a shape op the history of its
 # base's current value (set by dl.ops.indexing, above the tape)
@@ -104,7 +105,7 @@ def backward_of(fn, g):
         if isinstance(x, Tensor) and writes.written_since(x, fn.at):
             stale[id(x._buf)] = x._buf
     if not stale:
-        return fn.backward(g)
+        return planned(fn, g)
     if isinstance(g, Tensor):  # a lazy g (made by a later op's backward from the values
         g._materialise()       # then current) is computed before those storages close
     classes = [(b, b.__class__) for b in stale.values()]

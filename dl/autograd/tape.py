@@ -21,6 +21,7 @@ from .grad_mode import _state as _grad_state
 from .grad_mode import no_grad
 from .hooks import run_post_accumulate_grad_hooks
 from .overwrites import backward_of, check_history, view_at
+from .planned import backward as planned
 
 
 class GradFn:
@@ -29,10 +30,10 @@ class GradFn:
     requires grad, None for an operand taking no gradient. Edges name nodes, not tensors,
     as PyTorch's do: an in-place op later gives a tensor a new GradFn, and the ops that read
     it before keep sending their gradients to the old one."""
-    __slots__ = ("name", "inputs", "backward", "operands", "at", "out", "saved")
+    __slots__ = ("name", "inputs", "backward", "operands", "at", "out", "saved", "plan")
 
     def __init__(self, name: str, inputs: tuple, backward, operands: tuple = (), at: int = 0,
-                 out=None, saved=None):
+                 out=None, saved=None, plan=None):
         self.name = name
         self.inputs = inputs
         self.backward = backward  # grad_out -> tuple of grads (None where not needed)
@@ -41,6 +42,7 @@ class GradFn:
         # dl/autograd/overwrites.py)
         self.operands, self.at, self.out = operands, at, out
         self.saved = saved  # the output's alias the closure reads (`saved_output`), or None
+        self.plan = plan  # (tag, extra buffers) of a backward run as one plan (`planned`)
 
     def __repr__(self) -> str:
         return f"<{self.name}Backward>"
@@ -55,9 +57,13 @@ def needs_grad(*xs) -> bool:
     return False
 
 
-def record(out, name: str, inputs: tuple, backward, saved=None):
+def record(out, name: str, inputs: tuple, backward, saved=None, plan=None):
     """Attach a GradFn to `out` when any tensor input requires grad; returns out. saved: the
-    `saved_output` alias of out that backward reads, if it reads out."""
+    `saved_output` alias of out that backward reads, if it reads out. plan: (tag, buffers)
+    or (tag, buffers, fuses_g) of an op whose gradients are fresh library results: the
+    settings and the memory the closure reads beyond its operands and `saved`, and whether
+    it takes a lazy output gradient into lazy ops of its own rather than computing it
+    first (dl/autograd/planned.py)."""
     if needs_grad(*inputs):
         dt = getattr(out, "dtype", None)
         if dt is not None and not dt.is_float:
@@ -69,8 +75,10 @@ def record(out, name: str, inputs: tuple, backward, saved=None):
         if at:  # some storage was written in place (none: nothing can be stale)
             check_history(inputs)
         out.requires_grad = True
+        if plan is not None and len(plan) == 2:
+            plan = (*plan, False)
         out._grad_fn = GradFn(name, tuple(_edge(x) for x in inputs), backward, inputs, at,
-                              weakref.ref(out), saved)
+                              weakref.ref(out), saved, plan)
         out._hist_at = at
     return out
 
@@ -219,7 +227,7 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
                 if t is not None and t._grad_fn is n and t.__dict__.get("_retains_grad"):
                     # a copy, summed out of place (PyTorch's retain_grad hook)
                     t.grad = _own(g, claimed) if t.grad is None else t.grad + g
-            gxs = n.backward(g) if n.at == writes.count[0] else backward_of(n, g)
+            gxs = planned(n, g) if n.at == writes.count[0] else backward_of(n, g)
             for e, x, gx in zip(n.inputs, n.operands, gxs):
                 if e is None or gx is None:
                     continue
@@ -249,4 +257,4 @@ def backward(root, grad=None, retain_graph: bool = False) -> None:
             if n.__class__ is GradFn:
                 n.backward = _released(n.name)
                 n.inputs = n.operands = ()
-                n.saved = None
+                n.saved = n.plan = None

@@ -53,9 +53,10 @@ def xent_rows(x: Tensor[F], x_off: u32, t: Tensor[I], t_off: u32, loss: Array[F]
 
 @cube(launch=True)
 def xent_grad(x: Tensor[F], x_off: u32, t: Tensor[I], t_off: u32, lse: Array[F],
-              valid: Array[F], g: Tensor[F], g_off: u32, gx: Array[F]):
-    """gx (R, C contiguous) = (softmax(x) - onehot(t)) * g[r] * valid[r] (g: (R,), any
-    stride, 0 for a reduced loss's scalar gradient; an ignored row's gradient is 0)."""
+              valid: Array[F], g: Tensor[F], g_off: u32, scale: F, gx: Array[F]):
+    """gx (R, C contiguous) = (softmax(x) - onehot(t)) * (g[r] * scale) * valid[r] (g:
+    (R,), any stride, 0 for a reduced loss's scalar gradient; scale: a mean's 1 / R, here
+    rather than a kernel of its own; an ignored row's gradient is 0)."""
     i = ABSOLUTE_POS
     cols = x.shape(1)
     if i < x.shape(0) * cols:
@@ -65,7 +66,7 @@ def xent_grad(x: Tensor[F], x_off: u32, t: Tensor[I], t_off: u32, lse: Array[F],
             p = cb.exp(x[x_off + r * x.stride(0) + c * x.stride(1)] - lse[r])
             if u32(t[t_off + r * t.stride(0)]) == c:
                 p -= F(1)
-            gx[i] = p * g[g_off + r * g.stride(0)]
+            gx[i] = p * (g[g_off + r * g.stride(0)] * scale)
         else:  # 0, not 0 * g: a mean over no rows has an infinite g, as torch's 0 gradient
             gx[i] = F(0)
 

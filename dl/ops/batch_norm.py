@@ -122,4 +122,6 @@ def batch_norm_train(x: Tensor, running_mean, running_var, weight, bias, momentu
         gw = sgx if weight is not None and weight.requires_grad else None
         gb = sg if bias is not None and bias.requires_grad else None
         return gx, gw, gb
-    return record(y, "batch_norm", (x, weight, bias), back)
+    # beyond its operands, the closure reads x's (N, C, S) view or copy and the statistics
+    return record(y, "batch_norm", (x, weight, bias), back,
+                  plan=(("batch_norm",), (x3, mean_b, invstd_b)))

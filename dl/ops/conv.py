@@ -107,7 +107,9 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
             if bias is not None and bias.requires_grad:
                 gb = g.sum((0, 2, 3))
         return gx, gw, gb
-    record(y, "conv2d", (x, weight, bias), back)
+    # the closure reads geo and groups beyond its operands (one plan: dl/autograd/planned.py)
+    record(y, "conv2d", (x, weight, bias), back,
+           plan=(("conv2d", *geo.values(), groups), ()))
     if fused != act:
         y = {"relu": Tensor.relu, "gelu": Tensor.gelu, "tanh": Tensor.tanh}[act](y)
     return y
@@ -185,7 +187,7 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
         gx = counted("max_pool2d_backward", max_pool_grad, x.device.rt,
                      operand(g, contiguous=True), idx_b, x.shape, geo)
         return (result(gx, x.dtype, x.device),)
-    return record(y, "max_pool2d", (x,), back)
+    return record(y, "max_pool2d", (x,), back, plan=(("max_pool2d", geo), (idx_b,)))
 
 
 @register("avg_pool2d")

@@ -11,9 +11,10 @@ from ..kernels import plan
 from ..kernels.view import transpose
 from ..tensor import Tensor
 from .creation import zeros
+from .elementwise import relu_grad
 from .libcall import counted, operand, result
 from .reduce import sum_to
-from .registry import OPS, register
+from .registry import register
 
 _F = (dtypes.float32, dtypes.float64)
 
@@ -56,14 +57,18 @@ def _planned_2d(a: Tensor, b: Tensor, bias: Tensor | None, act: str, ta: bool, t
     """The 2-D product through a dispatch plan keyed on the tensors themselves (their
     shapes and strides, not the library views built from them): a repeated nn.Linear or
     matmul skips the views, checks and library call; None where the plan cannot serve."""
-    if a._node is not None or b._node is not None or a.offset or b.offset or \
-            0 in a.shape or 0 in b.shape:
+    # a lazy operand is computed first, as the library path computes it (the layer after
+    # an eager ReLU took that path, with its views and checks, at every step)
+    a._materialise()
+    b._materialise()
+    if a.offset or b.offset or 0 in a.shape or 0 in b.shape:
         return None
     if bias is None:
         bufs: tuple = (a._buf, b._buf)
         bkey = None
     else:
-        if bias._node is not None or bias.offset or not bias.is_contiguous():
+        bias._materialise()
+        if bias.offset or not bias.is_contiguous():
             return None
         bufs = (a._buf, b._buf, bias._buf)
         bkey = bias.shape
@@ -142,7 +147,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         ga = sum_to(mm_raw(g, b.mT), a.shape) if a.requires_grad else None
         gb = sum_to(mm_raw(a.mT, g), b.shape) if b.requires_grad else None
         return ga, gb
-    return record(y, "matmul", (a, b), back)
+    return record(y, "matmul", (a, b), back, plan=(("matmul",), ()))
 
 
 @register("mm", "bmm", method=("mm", "bmm"))
@@ -181,12 +186,13 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, act: str = "no
         def back(g):
             # relu's gradient: g where the output is positive, else 0 (not g * mask: an
             # inf or nan g must not make nan where torch's gives 0)
-            gz = g if fused == "none" else OPS["where"](ys > 0, g, 0.0)
+            gz = g if fused == "none" else relu_grad(g, ys)
             gx = mm_raw(gz, weight) if x.requires_grad else None
             gw = mm_raw(gz, x2, ta=True) if weight.requires_grad else None
             gb = gz.sum(0) if bias is not None and bias.requires_grad else None
             return gx, gw, gb
-        record(y, "linear", (x2, weight, bias), back, saved=ys)
+        record(y, "linear", (x2, weight, bias), back, saved=ys,
+               plan=(("linear", fused), (), fused != "none"))
     if fused != act:
         y = {"gelu": lambda t: t.gelu(), "tanh": lambda t: t.tanh()}[act](y)
     return y if nd == 2 else y.reshape(*x.shape[:-1], y.shape[-1])

@@ -58,7 +58,8 @@ def _softmax(x: Tensor, dim: int, log: bool) -> Tensor:
         if log:
             return (g - yd.exp() * sum(g, d, keepdim=True),)
         return (yd * (g - sum(g * yd, d, keepdim=True)),)
-    return record(y, "log_softmax" if log else "softmax", (x,), back, saved=ys)
+    return record(y, "log_softmax" if log else "softmax", (x,), back, saved=ys,
+                  plan=(("softmax", d, log), (), True))
 
 
 def implicit_dim(name: str, ndim: int) -> int:
@@ -115,11 +116,14 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
                     gx, gw, gb = back2(g.reshape(x2.shape))
                     return (gx.reshape(x.shape), None if gw is None else gw.reshape(ns),
                             None if gb is None else gb.reshape(ns))
-                record(y, "layer_norm", (x, weight, bias), back)
+                # the closure reads x's rows (x itself, or a copy of a strided x)
+                record(y, "layer_norm", (x, weight, bias), back,
+                       plan=(("layer_norm", ns, eps), (x2,)))
             return y
     x2, w, b = _ln_parts(x, ns, weight, bias)
     y2 = _ln_forward(x2, w, b, eps)
-    record(y2, "layer_norm", (x2, w, b), _ln_backward(x2, w, b, eps))
+    record(y2, "layer_norm", (x2, w, b), _ln_backward(x2, w, b, eps),
+           plan=(("layer_norm_rows", eps), ()))
     return y2.reshape(x.shape)
 
 

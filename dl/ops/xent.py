@@ -66,13 +66,15 @@ def cross_entropy_rows(x: Tensor, target: Tensor, reduction: str,
         g = g.to(x.dtype)
         if count is not None:
             g = g / count
-        elif scale != 1.0:
-            g = g * scale
         g = g._materialise()
         gstrides = (0,) if g.ndim == 0 else g._strides
         gx = Tensor._empty(x.shape, x.dtype, dev)
         launch_1d(lib.xent_grad, rt, gx.numel(), x=x._karg(), x_off=x.offset,
                   t=target._karg(), t_off=target.offset, lse=lse._buf, valid=valid._buf,
-                  g=g._karg((rows,), gstrides), g_off=g.offset, gx=gx._buf)
+                  g=g._karg((rows,), gstrides), g_off=g.offset, scale=scale, gx=gx._buf)
         return (gx,)
-    return record(out, "cross_entropy", (x,), back)
+    # beyond x, the closure reads the targets, the rows' statistics and the scale; with
+    # ignored rows it divides a lazy g by their count (fused: no plan for a lazy g)
+    return record(out, "cross_entropy", (x,), back,
+                  plan=(("cross_entropy", scale, count is None), (target, lse, valid, count),
+                        count is not None))

@@ -93,3 +93,25 @@ def test_max_pool_of_nan_is_torchs(dev, geo):
     # overlapping windows add their gradients in another order: to rounding, zeros exact
     np.testing.assert_allclose(_np(dx.grad), _np(tx.grad), rtol=1e-6, atol=0,
                                err_msg=f"{dev}: gradient")
+
+
+@pytest.mark.parametrize("form", ["relu", "F.relu", "linear act=relu"])
+def test_relu_gradient_at_nan_is_torchs(dev, form):
+    """relu passes a NaN on and so does its gradient (torch's threshold_backward: 0 where the
+    output is <= 0, else g); dl's `where(y > 0, g, 0)` gave 0 there. Infinite and NaN
+    gradients stay where the output is positive and vanish where it is not."""
+    g = np.array([1, 2, 3, 4, 5, np.nan, np.inf, -np.inf, 6, 7, 8, 9], np.float32)
+    x = dl.tensor(X, device=dev, requires_grad=True)
+    tx = torch.tensor(X, requires_grad=True)
+    if form == "linear act=relu":
+        eye = np.eye(12, dtype=np.float32)
+        y = dl.nn.functional.linear(x.reshape(1, 12), dl.tensor(eye, device=dev), act="relu")
+        ty = torch.relu(tx.reshape(1, 12) @ torch.from_numpy(eye))
+        y, ty = y.reshape(12), ty.reshape(12)
+    else:
+        y = dl.relu(x) if form == "relu" else dl.nn.functional.relu(x)
+        ty = torch.relu(tx)
+    np.testing.assert_array_equal(_np(y), _np(ty))
+    y.backward(dl.tensor(g, device=dev))
+    ty.backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(_np(x.grad), _np(tx.grad), err_msg=f"{dev}: {form}")
