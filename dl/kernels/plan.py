@@ -285,6 +285,7 @@ class Plan:
         # what a replay allocates, as `empty_exact` takes it (host runtimes: every plan's)
         self.exact = [(b.shape, b.size, b.elem) for b, _, _ in allocs]
         self.launches = []
+        self.exes = []  # each launch's executable (a trace around a replay records them)
         self.blobs: list | None = []  # the CPU's prepared argument blocks, pointers patched
         for i, (fn, cc, cd, largs) in enumerate(t.entries):
             if cc is None:
@@ -292,6 +293,7 @@ class Plan:
             specs = [self._spec(a, where) for a in largs]
             self.launches.append((fn, cc, cd, specs))
             exe = t.exes.get(i)
+            self.exes.append(exe)
             if self.blobs is not None and isinstance(exe, CpuExecutable):
                 self.blobs.append(self._blob(exe, cc, cd, largs, specs))
             else:
@@ -353,11 +355,14 @@ class Plan:
                 func(bytes(blob), *rest)
             return self._outputs(ops, allocs)
         arg = self._arg
-        for fn, cc, cd, specs in self.launches:
+        for (fn, cc, cd, specs), exe in zip(self.launches, self.exes):
             largs = [a if how is None else arg(how, k, a, ops, allocs) for how, k, a in specs]
             fn(cc, cd, largs)
             if active is not None:
                 active.entries.append((fn, cc, cd, largs))
+                if active.__class__ is recording.Trace and exe is not None:
+                    # a plan traced around this replay gets a fast replay of its own
+                    active.exes[len(active.entries) - 1] = exe
         return self._outputs(ops, allocs)
 
     def _outputs(self, ops, allocs):

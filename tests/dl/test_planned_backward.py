@@ -181,3 +181,33 @@ def test_transformer_layer_steps_match_torch(dev):
     made = _backward_plans()
     for op in ("linear", "matmul", "softmax", "layer_norm_rows"):
         assert made.get(op), made
+
+
+def test_a_node_plan_over_warm_library_plans_replays_compiled(dev, monkeypatch):
+    """A node traced after its library calls have plans of their own sees their replays:
+    each launch's executable is recorded, so on the CPU the node's plan is one compiled
+    replay too (it was the generic per-launch loop, which made the node plan no faster)."""
+    from dl.autograd import overwrites, tape
+    rng = np.random.default_rng(6)
+    x = dl.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32), device=dev)
+    conv = nn.Conv2d(3, 4, 3, padding=1).to(dev)
+    lin = nn.Linear(4 * 4 * 4, 5).to(dev)
+
+    def step():
+        for p in (*conv.parameters(), *lin.parameters()):
+            p.grad = None
+        lin(F.max_pool2d(conv(x), 2).flatten(1)).square().sum().backward()
+
+    plain = lambda n, g: n.backward(g)  # noqa: E731
+    with monkeypatch.context() as m:  # the library calls' plans first
+        m.setattr(tape, "planned", plain)
+        m.setattr(overwrites, "planned", plain)
+        for _ in range(STEPS):
+            step()
+    for _ in range(STEPS):
+        step()
+    mine = [v for k, v in plan._plans.items()
+            if k[0] is planned.backward and v.__class__ is plan.Plan]
+    assert len(mine) == 3, _backward_plans()
+    if dev == "cpu":
+        assert all(v.fast is not None for v in mine)
