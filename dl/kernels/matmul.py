@@ -907,9 +907,13 @@ MATMUL = Tunable("matmul", [
     *(Candidate(f"swapped_r{r}", _ranked(r, "swapped"), _cpu_first(101 if r == 0 else 90 - r,
                                                                    7 - r),
                 _has_rank(r), prefer=_few_rows) for r in range(RANKED)),
-    Candidate("tpacked_r0", _ranked(0, "strided"), _cpu_first(99, 8), _has_rank(0),
+    # the second dot tile before tpacked: with few rows `fast` times swapped_r0, dot_r0 and
+    # dot_r1 (tpacked lost every few-row tuning by 15-60%, 6x4 beat AVX-512's 5x5 at
+    # 64x512x512 by 8%: 245 against 270 us, and was never timed); with many, tpacked_r0
+    # is still among the three
+    Candidate("dot_r1", _ranked(1, dot=True), _cpu_first(99, 25), _has_rank(1, True),
               prefer=_b_transposed),
-    Candidate("dot_r1", _ranked(1, dot=True), _cpu_first(98, 25), _has_rank(1, True),
+    Candidate("tpacked_r0", _ranked(0, "strided"), _cpu_first(98, 8), _has_rank(0),
               prefer=_b_transposed),
     Candidate("dot_4x3", _run_dot(4, 3), _cpu_first(97, 27), _dot_ok, prefer=_b_transposed),
     Candidate("dot_4x2", _run_dot(4, 2), _cpu_first(96, 30), _dot_ok, prefer=_b_transposed),
