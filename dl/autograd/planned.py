@@ -13,40 +13,19 @@ launches without the closure's Python.
 What keeps it sound is the plan's own rule: a trace whose launches touch memory that is
 neither an operand nor allocated in the call, read the host or autotuned gets no plan, and
 the closure runs as before. A gradient that is not a whole contiguous buffer of its own (a
-view, a lazy value the closure left unmaterialised) is materialised in the trace; one that
-still is not gives the key up."""
+lazy value the closure left unmaterialised, a view) is computed, or copied, in the call."""
 from __future__ import annotations
 
 from .. import shapes
+from ..fusion import elementwise
 from ..kernels import plan
 from ..tensor import Tensor
 
 
-def _view(t, key: list, ptrs: list, ops: list) -> bool:
-    """Appends t's part of the key and its memory; False where t has none to name."""
-    if t is None:
-        key.append(None)
-        return True
-    if t.__class__ is Tensor or isinstance(t, Tensor):
-        b = t._buf
-        if b is None:
-            return False  # lazy: its memory is not made yet
-        key.append((t.shape, t._strides, t.offset, t.dtype, t.requires_grad, b.shape,
-                    b.strides, b.elem))
-    else:  # a library buffer the closure reads (a pool's argmax positions)
-        b = t
-        key.append((b.shape, b.strides, b.elem))
-    p = b.__dict__.get("ptr")
-    if p is None:
-        return False
-    ops.append(b)
-    ptrs.append(p)
-    return True
-
-
 def backward(n, g: Tensor) -> tuple:
     """n.backward(g) through the plan of n's tag (`n.plan`), or directly where the plan
-    cannot serve (tag None, plans off, memory without a name)."""
+    cannot serve (tag None, plans off, a lazy operand; memory without a name: the plan's
+    own rule)."""
     spec = n.plan
     if spec is None or not plan.enabled:
         return n.backward(g)
@@ -55,51 +34,43 @@ def backward(n, g: Tensor) -> tuple:
         if fuses_g:  # the closure's own lazy ops take g in: computing it first costs a kernel
             return n.backward(g)
         g._materialise()  # the closure's first act
-    rt = g.device.rt
-    key: list = [backward, tag, plan._epoch[0], rt]
-    ptrs: list = [None]
-    ops: list = [rt]
+    # the tensors' views (and requires_grad) in the tag; `planned_bufs` keys their memory
+    # (each buffer's shape and strides, which of them alias) as every tensor-level plan's
+    key: list = [backward, tag]
+    bufs: list = []
     for t in (g, *n.operands, n.saved, *extra):
-        if not _view(t, key, ptrs, ops):
-            return n.backward(g)
-    alias = plan.alias_key(ptrs)
-    if alias is not None:
-        key.append(alias)
-    key = tuple(key)
+        if t is None:
+            key.append(None)
+            continue
+        if isinstance(t, Tensor):
+            if t._buf is None:
+                return n.backward(g)  # lazy: its memory is not made yet
+            key.append((t.shape, t._strides, t.offset, t.dtype, t.requires_grad))
+            t = t._buf
+        bufs.append(t)  # a tensor's storage, or a library buffer (a pool's argmax)
     got: list = []
 
     def run():
-        gxs = tuple(n.backward(g))
+        gxs = tuple(None if gx is None else _whole(gx) for gx in n.backward(g))
         got.append(gxs)
-        layout, bufs = [], []
-        for gx in gxs:
-            if gx is None:
-                layout.append(None)
-                bufs.append(None)
-                continue
-            gx._materialise()
-            b = gx._buf
-            if gx.offset or b.size != shapes.numel(gx.shape) or \
-                    gx._strides != shapes.contiguous_strides(gx.shape):
-                got.append(None)  # not a buffer of its own: no plan for the key
-            layout.append((gx.shape, gx.dtype))
-            bufs.append(b)
         # the layout rides along as a constant of the plan (not a buffer: kept as traced)
-        return (*bufs, tuple(layout))
+        return (*(None if gx is None else gx._buf for gx in gxs),
+                tuple(None if gx is None else (gx.shape, gx.dtype) for gx in gxs))
 
-    try:
-        *bufs, layout = plan.planned_key(key, ptrs, tuple(ops), run)
-    finally:
-        if len(got) > 1:  # a gradient a replay could not rebuild: never planned again
-            plan._plans[key] = plan._NONE
-    if got:
+    *out, layout = plan.planned_bufs(tuple(key), g.device.rt, tuple(bufs), run)
+    if got:  # run ran (warm-up, trace, or no plan for the key): its tensors
         return got[0]
     device = g.device
-    out = []
-    for b, lay in zip(bufs, layout, strict=True):
-        if b is None:
-            out.append(None)
-        else:
-            shape, dtype = lay
-            out.append(Tensor(b, shape, shapes.contiguous_strides(shape), 0, dtype, device))
-    return tuple(out)
+    return tuple(None if b is None else
+                 Tensor(b, lay[0], shapes.contiguous_strides(lay[0]), 0, lay[1], device)
+                 for b, lay in zip(out, layout, strict=True))
+
+
+def _whole(gx: Tensor) -> Tensor:
+    """gx computed, as a whole contiguous buffer of its own (a copy of a view), which a
+    replay gives back as a tensor of gx's shape."""
+    gx._materialise()
+    if gx.offset or gx._buf.size != shapes.numel(gx.shape) or \
+            gx._strides != shapes.contiguous_strides(gx.shape):
+        gx = elementwise("identity", [gx], [gx.dtype.compute], gx.dtype)._materialise()
+    return gx

@@ -42,7 +42,8 @@ class GradFn:
         # dl/autograd/overwrites.py)
         self.operands, self.at, self.out = operands, at, out
         self.saved = saved  # the output's alias the closure reads (`saved_output`), or None
-        self.plan = plan  # (tag, extra buffers) of a backward run as one plan (`planned`)
+        self.plan = plan  # (tag, extra buffers, fuses_g) of a backward run as one plan
+        # (dl/autograd/planned.py)
 
     def __repr__(self) -> str:
         return f"<{self.name}Backward>"

@@ -284,16 +284,15 @@ class Plan:
         self.allocs = [(shape, dtype) for _, shape, dtype in allocs]
         # what a replay allocates, as `empty_exact` takes it (host runtimes: every plan's)
         self.exact = [(b.shape, b.size, b.elem) for b, _, _ in allocs]
+        # (launch, grid, block, argument specs, executable: a trace around a replay records it)
         self.launches = []
-        self.exes = []  # each launch's executable (a trace around a replay records them)
         self.blobs: list | None = []  # the CPU's prepared argument blocks, pointers patched
         for i, (fn, cc, cd, largs) in enumerate(t.entries):
             if cc is None:
                 raise _Unkeyable  # a hook: host state
             specs = [self._spec(a, where) for a in largs]
-            self.launches.append((fn, cc, cd, specs))
             exe = t.exes.get(i)
-            self.exes.append(exe)
+            self.launches.append((fn, cc, cd, specs, exe))
             if self.blobs is not None and isinstance(exe, CpuExecutable):
                 self.blobs.append(self._blob(exe, cc, cd, largs, specs))
             else:
@@ -355,7 +354,7 @@ class Plan:
                 func(bytes(blob), *rest)
             return self._outputs(ops, allocs)
         arg = self._arg
-        for (fn, cc, cd, specs), exe in zip(self.launches, self.exes):
+        for fn, cc, cd, specs, exe in self.launches:
             largs = [a if how is None else arg(how, k, a, ops, allocs) for how, k, a in specs]
             fn(cc, cd, largs)
             if active is not None:

@@ -28,12 +28,17 @@ def _fresh_plans():
     plan.clear()
 
 
+def _mine(key) -> bool:
+    """Whether a plan's key is a node backward's (its tag: (planned.backward, op tag, ...))."""
+    return isinstance(key[0], tuple) and key[0][0] is planned.backward
+
+
 def _backward_plans() -> dict:
     """Each planned op's name -> how many of its backward keys have a plan."""
     out: dict = {}
     for k, v in plan._plans.items():
-        if k[0] is planned.backward and v.__class__ is plan.Plan:
-            out[k[1][0]] = out.get(k[1][0], 0) + 1
+        if _mine(k) and v.__class__ is plan.Plan:
+            out[k[0][1][0]] = out.get(k[0][1][0], 0) + 1
     return out
 
 
@@ -207,7 +212,21 @@ def test_a_node_plan_over_warm_library_plans_replays_compiled(dev, monkeypatch):
     for _ in range(STEPS):
         step()
     mine = [v for k, v in plan._plans.items()
-            if k[0] is planned.backward and v.__class__ is plan.Plan]
+            if _mine(k) and v.__class__ is plan.Plan]
     assert len(mine) == 3, _backward_plans()
     if dev == "cpu":
         assert all(v.fast is not None for v in mine)
+
+
+def test_a_gradient_that_is_a_view_is_copied_whole(dev):
+    """What a replay gives back is a whole contiguous buffer of the gradient's shape: a
+    gradient that is a view (an offset slice, a transpose) is copied in the call, a whole
+    one is kept as it is."""
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = dl.tensor(a, device=dev)
+    assert planned._whole(t) is t
+    for view, want in ((t[1:], a[1:]), (t.T, a.T)):
+        w = planned._whole(view)
+        assert w._buf is not t._buf and w.offset == 0 and w.is_contiguous()
+        assert w._buf.size == want.size
+        np.testing.assert_array_equal(w.numpy(), want)
