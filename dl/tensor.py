@@ -28,6 +28,12 @@ _KDL_CPU = 1  # DLPack's device type for host memory
 PENDING: list = []
 _PRUNE_AT = [256]
 
+# view_history(t) -> bool: whether t, a view made by indexing or a shape op that does not
+# require grad, does now: its base was given a history by an in-place write after t was
+# made (then t takes the view of that history, as PyTorch regenerates a view's grad_fn).
+# Set by dl.ops.indexing, above this layer.
+VIEW_HISTORY: list = [None]
+
 
 def prune_pending() -> list:
     """Drop the dead and the computed from PENDING; returns the lazy tensors left."""
@@ -58,6 +64,7 @@ class Tensor:
     # (tensor, index) of a view made by basic indexing: an in-place op on the view under
     # autograd writes through that tensor, which takes the history (dl/ops/indexing.py)
     _index_of = None
+    _rg = False  # requires_grad's own flag (the property below)
 
     def __init__(self, buf, shape, strides, offset, dtype, device, node=None):
         # (_lazy sets the same attributes without the conversions: keep the two in step)
@@ -68,7 +75,6 @@ class Tensor:
         self.offset = int(offset)
         self.dtype = dtype
         self.device = device
-        self.requires_grad = False
         self.grad = None
         self._grad_fn = None
 
@@ -80,7 +86,7 @@ class Tensor:
         t._buf, t._node, t.shape = None, node, node.shape
         t._strides, t.offset = shapes.contiguous_strides(node.shape), 0
         t.dtype, t.device = node.dtype, device
-        t.requires_grad, t.grad, t._grad_fn = False, None, None
+        t.grad, t._grad_fn = None, None
         t._generation = recording.generation
         PENDING.append(weakref.ref(t))
         if len(PENDING) > _PRUNE_AT[0]:
@@ -105,6 +111,21 @@ class Tensor:
         return Tensor(src._buf, shape, strides, offset, self.dtype, self.device)
 
     # ---- state -------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether autograd records the ops on this tensor (a leaf's gradient is kept in
+        `.grad`). A view (`b[i]`, a reshape) made before b was written in place by a value
+        that requires grad requires grad from then on, with the view of b's new history."""
+        if self._rg:
+            return True
+        if self._index_of is None:
+            return False
+        return VIEW_HISTORY[0](self)
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._rg = value
+
     @property
     def is_lazy(self) -> bool:
         """Whether t is an uncomputed elementwise expression (no storage yet)."""
@@ -172,7 +193,8 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         """Whether t was not produced by a recorded op (its `.grad` is kept by backward)."""
-        return self._grad_fn is None
+        return not self.requires_grad or self._grad_fn is None  # (the read may give a
+        # view the history of its base's in-place write: dl.ops.indexing._view_history)
 
     def __len__(self) -> int:
         if not self.shape:

@@ -26,13 +26,13 @@ import numpy as np
 
 from .. import dtypes, shapes
 from ..autograd import no_grad, overwrites, record
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.tape import needs_grad
 from ..fusion import elementwise, writes
 from ..fusion.writes import before_write
 from ..kernels import scatter as K
 from ..kernels.launch import launch_1d
-from ..tensor import Tensor
+from ..tensor import VIEW_HISTORY, Tensor
 from .bounds import check_bounds as _check_bounds
 from .creation import full, tensor, zeros
 from .elementwise import cast, ne, where
@@ -128,15 +128,33 @@ def regenerate(x: Tensor) -> bool:
     if src is None:
         return False
     b, idx = src
-    if b._grad_fn is not None and writes.written_since(b, b._hist_at) and not regenerate(b):
-        return False
+    if writes.written_since(b, b._hist_at):
+        if b._grad_fn is not None:
+            if not regenerate(b):
+                return False
+        else:
+            b.requires_grad  # noqa: B018 -- a view without history takes b's in the read
     nv = _base_view(b, idx)
     x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
         writes.count[0]
     return True
 
 
+def _view_history(x: Tensor) -> bool:
+    """`x.requires_grad` of a view x without history (tensor.py): where x's storage was
+    written since x's history was set, x takes its base's current one, which requires grad
+    when an in-place write gave the base (or its base) a value that does. With grad mode on
+    whatever mode the read is in: that history is a fact of x's value, as torch's view
+    regeneration is."""
+    if not writes.written_since(x, x._hist_at):
+        return False
+    with enable_grad():
+        regenerate(x)
+    return x._rg
+
+
 overwrites.REGENERATE[0] = regenerate
+VIEW_HISTORY[0] = _view_history
 
 
 def write_back(x: Tensor, y: Tensor) -> None:

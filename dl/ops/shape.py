@@ -7,6 +7,7 @@ from .. import dtypes, shapes
 from ..autograd import backward as _backward
 from ..autograd import record
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.overwrites import check_history
 from ..fusion import elementwise, writes
 from ..fusion.graph import Node
 from ..fusion.lazy import write_into
@@ -60,6 +61,7 @@ def _viewing(y: Tensor, x: Tensor, redo) -> None:
     it was written through x or another view of it (dl/ops/indexing.py: `write_back`,
     `regenerate`). redo(t) must pick t's elements as y picks x's for any t of x's shape."""
     y._index_of = (x, redo)
+    y._hist_at = writes.count[0]  # its history (none, or record's) is of x's value now
 
 
 @register("reshape", "view", method=("reshape", "view"))
@@ -277,6 +279,7 @@ def getitem(x: Tensor, idx) -> Tensor:
     shape, strides, off = _index_view(x, idx)
     y = x._view(shape, strides, off)
     y._index_of = (x, idx)
+    y._hist_at = writes.count[0]  # its history (none, or record's) is of x's value now
     old, dt, dev = x.shape, x.dtype, x.device
 
     def back(g):
@@ -547,7 +550,10 @@ def _retains_grad(x: Tensor) -> bool:
 @tensor_method("grad_fn", prop=True)
 def _grad_fn(x: Tensor):
     """The node of the graph that made this tensor (None for a leaf or without autograd),
-    as PyTorch's `grad_fn` (its repr names the op: `<mulBackward>`)."""
+    as PyTorch's `grad_fn` (its repr names the op: `<mulBackward>`). A view whose base
+    was written in place since it was made has the view of the base's new history."""
+    if x.requires_grad and x._grad_fn is not None:  # (the read gives a view its history)
+        check_history((x,))
     return x._grad_fn
 
 

@@ -436,6 +436,56 @@ def test_inplace_through_shape_views_gives_torchs_gradients(dev, prog):
     _program_against_torch(dev, prog, 16)
 
 
+def _views_of_a_base_without_history(m, x, w):
+    buf = m.zeros(2, 3)
+    r, c, v = buf[1], buf[:, 2], buf.view(3, 2)  # made while buf had no history
+    cc = c.unsqueeze(0)  # a view of such a view
+    buf.add_(x * w)  # buf requires grad now: so do they, viewing its new value
+    return (r * 3.0).sum() + (c * c).sum() + v.exp().sum() + (cc * w[0]).sum()
+
+
+def _base_given_history_through_another_view(m, x, w):
+    buf = m.ones(2, 3)
+    t, row = buf.t(), buf[0]
+    row.mul_(w)  # buf takes the history through row, t views it
+    return (t * t).sum() + (buf * x).sum()
+
+
+def _select_of_a_row_added_in_place(m, x, w):
+    h = m.ones(2, 3)
+    v = h.select(1, 2)  # fuzzer seed 2095: v's part of the loss was lost
+    h.add_(w)
+    return (v * 2.0).sum() + (x * 1.0).sum()
+
+
+@pytest.mark.parametrize("prog", [_views_of_a_base_without_history,
+                                  _base_given_history_through_another_view,
+                                  _select_of_a_row_added_in_place],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_views_made_before_their_base_had_history(dev, prog):
+    """Views made while their base required no grad, the base then written in place by a
+    value that requires grad: the views require grad too, their gradients torch's. (Before,
+    the views kept no history: a loss through one alone raised at backward, and beside
+    another term its gradient was silently left out.)"""
+    _program_against_torch(dev, prog, 20)
+
+
+def test_a_view_reports_its_regenerated_history(dev):
+    """`requires_grad`, `is_leaf` and `grad_fn` of a view whose base was given a history
+    in place are torch's, read directly (under no_grad too)."""
+    w, tw = _pair((3,), 22, dev, grad=True)
+    flags = []
+    for m, ww in ((torch, tw), (dl, w)):
+        base = m.zeros(2, 3, dtype=m.float64 if m is torch else m.float32)
+        v, u = base[0], base.reshape(6)
+        before = (v.requires_grad, v.is_leaf)
+        base.add_(ww)
+        with m.no_grad():
+            now = (v.requires_grad, v.is_leaf, v.grad_fn is None)
+        flags.append((before, now, u.grad_fn is None, u.requires_grad))
+    assert flags[0] == flags[1] == (((False, True), (True, False, False), False, True))
+
+
 def test_detached_alias_write_under_a_saved_value_is_refused(dev):
     """A write through a detached alias of a value a backward needs: torch's error at
     backward, not a gradient of the new values."""

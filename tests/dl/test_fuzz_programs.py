@@ -38,6 +38,9 @@ FIXED = {
     1715: "`x[-1] = y` with y of shape (1,) into a 0-dim view raised (a value's leading "
           "size-1 dims are dropped first, as torch's)",
     1823: "the same, (1, 2) into a row of 2",
+    2095: "a view taken while its base required no grad (`v = h.select(1, 2)`), the base "
+          "then written in place by a value requiring grad: v kept no history, so its part "
+          "of the loss was left out of the gradient (a view now takes its base's new history)",
     2422: "cat of int32 and a legacy empty (0,) float32 tensor gave int32 (the empty one's "
           "dtype promotes too, as torch's)",
     4255: "an in-place op on an empty expanded view (`x.expand(0, 3, 3).exp_()`) was refused "
