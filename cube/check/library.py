@@ -213,6 +213,7 @@ def _workload() -> None:
     _each_candidate(conv.CONV, lambda: conv.conv2d(rt, xb, wb, padding=1))
     _each_candidate(pool.POOL, lambda: F.max_pool2d(img, 2).numpy())
     _each_candidate(pool.POOL, lambda: F.avg_pool2d(img, 2).numpy())
+    F.max_pool2d(t(2, 4, 8, 8), 2).numpy()  # windows that tile it: lines of outputs
     _workload_issue17(t)
     # fused attention (no gradient): the key pack and the rows kernel, plain and causal
     with dl.no_grad():

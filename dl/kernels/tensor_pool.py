@@ -19,10 +19,12 @@ import math
 import typing
 
 import cube as cb
-from cube import ABSOLUTE_POS, Array, Comptime, Tensor, cube, i32, u32
+from cube import ABSOLUTE_POS, Array, Comptime, Line, Tensor, cube, i32, u32
 
+from .common import line_size
 from .launch import launch_1d
 from .pool import padded_extent
+from .view import is_contiguous
 
 F = typing.TypeVar("F")
 
@@ -140,6 +142,132 @@ def max_pool2d_backward_tiles(g: Array[F], idx: Array[i32], out: Array[F], W: Co
                 out[base + h * W + w] = r
 
 
+def _tile_pos(t: int, lane: int, L: int, OW: int, KH: int, KW: int) -> int:
+    """Where tap t (kh * KW + kw) of output lane `lane` lies among the KH * KW lines a
+    tiled pool's line of L outputs reads (`max_pool2d_tiles_lines`): with OW < L the lines
+    are L // OW whole output rows' inputs, one contiguous run; else KW lines of each of the
+    KH input rows."""
+    kh, kw = divmod(t, KW)
+    if OW < L:
+        return (lane // OW) * KH * KW * OW + kh * KW * OW + (lane % OW) * KW + kw
+    return kh * KW * L + lane * KW + kw
+
+
+def _tile_src(p: int, L: int, OW: int, KH: int, KW: int) -> int:
+    """The (tap, lane) as tap * L + lane whose input lies at position p (`_tile_pos`'s
+    inverse: the windows tile the lines exactly)."""
+    for t in range(KH * KW):
+        for lane in range(L):
+            if _tile_pos(t, lane, L, OW, KH, KW) == p:
+                return t * L + lane
+    raise AssertionError(p)
+
+
+@cube
+def _tile_lines_at(q, OW: Comptime[int], KH: Comptime[int], KW: Comptime[int],
+                   L: Comptime[int]):
+    """The line index of the first input line of row kh = 0 for output line q (OW >= L;
+    the rows kh follow KW * OW / L lines apart)."""
+    j0 = q * L
+    return ((j0 // OW) * KH * KW * OW + (j0 % OW) * KW) // L
+
+
+@cube
+def _tile_base(q, OH: Comptime[int], OW: Comptime[int], KH: Comptime[int],
+               KW: Comptime[int], L: Comptime[int]):
+    """Per lane of output line q: the flat position (h * W + w) of its window's first tap
+    in its plane (torch's index before the tap's kh * W + kw)."""
+    b = Line[i32, L](0)
+    j0 = q * L
+    for lane in cb.range(L, unroll=True):
+        j = j0 + lane
+        b[lane] = i32(((j // OW) % OH) * (KH * KW * OW) + (j % OW) * KW)
+    return b
+
+
+@cube(launch=True, unchecked=True)
+def max_pool2d_tiles_lines(x: Array[Line[F]], y: Array[Line[F]], idx: Array[Line[i32]],
+                           OH: Comptime[int], OW: Comptime[int], KH: Comptime[int],
+                           KW: Comptime[int], INDICES: Comptime[bool]):
+    """A max pool whose KH x KW windows tile a contiguous (N, C, OH * KH, OW * KW) input
+    exactly (stride = kernel, the common 2x2), as lines: a unit per line of L outputs
+    (contiguous in y and idx, L dividing OW or OW dividing L) reads its windows' KH * KW
+    lines whole, gathers each tap's values into a line by lane shuffles and keeps the
+    maximum and its index with torch's rule (the first maximum; the last NaN, and NaN), as
+    `max_pool2d_indices_unpadded` does a value at a time (a unit per output of scalar code
+    took 55 us for the digits CNN's 64x16x8x8). Without INDICES, idx is not written (a
+    pool that needs no gradient)."""
+    L = cb.comptime(y.line_size())
+    T = cb.comptime(KH * KW)
+    W = cb.comptime(KW * OW)
+    q = ABSOLUTE_POS
+    if q < y.len():
+        src = cb.LocalArray(Line[F, L], T)
+        if OW < L:
+            for t in cb.range(T, unroll=True):
+                src[t] = x[q * T + t]
+        else:
+            at = _tile_lines_at(q, OW, KH, KW, L)
+            for kh in cb.range(KH, unroll=True):
+                for kw in cb.range(KW, unroll=True):
+                    src[kh * KW + kw] = x[at + kh * (W // L) + kw]
+        best = Line[F, L](0)
+        bi = Line[i32, L](0)
+        seen = cb.isnan(best)
+        for t in cb.range(T, unroll=True):
+            v = Line[F, L](0)
+            for lane in cb.range(L, unroll=True):
+                p = cb.comptime(_tile_pos(t, lane, L, OW, KH, KW))
+                line = src[p // L]
+                v[lane] = line[p % L]
+            off = Line[i32, L](cb.comptime((t // KW) * W + t % KW))
+            if t == 0:
+                best = v
+                bi = off
+                seen = cb.isnan(v)
+            else:
+                nan = cb.isnan(v)
+                bi = cb.select((v > best) & (seen == False) | nan, off, bi)  # noqa: E712
+                best = max(best, v)
+                seen = seen | nan
+        y[q] = cb.select(seen, math.nan, best)
+        if INDICES:
+            idx[q] = _tile_base(q, OH, OW, KH, KW, L) + bi
+
+
+@cube(launch=True, unchecked=True)
+def max_pool2d_backward_tiles_lines(g: Array[Line[F]], idx: Array[Line[i32]],
+                                    out: Array[Line[F]], OH: Comptime[int], OW: Comptime[int],
+                                    KH: Comptime[int], KW: Comptime[int]):
+    """`max_pool2d_backward_tiles` as lines (`max_pool2d_tiles_lines`'s layout): each tap's
+    gradients (g where idx selects the tap, else 0) as a line, shuffled back into the
+    windows' KH * KW input lines and stored whole."""
+    L = cb.comptime(g.line_size())
+    T = cb.comptime(KH * KW)
+    W = cb.comptime(KW * OW)
+    q = ABSOLUTE_POS
+    if q < g.len():
+        gv = g[q]
+        rel = idx[q] - _tile_base(q, OH, OW, KH, KW, L)
+        vals = cb.LocalArray(Line[F, L], T)
+        for t in cb.range(T, unroll=True):
+            off = Line[i32, L](cb.comptime((t // KW) * W + t % KW))
+            vals[t] = cb.select(rel == off, gv, Line[F, L](0))
+        at = u32(0)
+        if OW >= L:
+            at = _tile_lines_at(q, OW, KH, KW, L)
+        for d in cb.range(T, unroll=True):
+            o = Line[F, L](0)
+            for m in cb.range(L, unroll=True):
+                s = cb.comptime(_tile_src(d * L + m, L, OW, KH, KW))
+                line = vals[s // L]
+                o[m] = line[s % L]
+            if OW < L:
+                out[q * T + d] = o
+            else:
+                out[at + (d // KW) * (W // L) + d % KW] = o
+
+
 @cube(launch=True, unchecked=True)
 def max_pool2d_backward(g: Array[F], idx: Array[i32], out: Array[F], H: Comptime[int],
                         W: Comptime[int], OH: Comptime[int], OW: Comptime[int],
@@ -200,6 +328,47 @@ def avg_pool2d_backward(g: Array[F], out: Array[F], H: Comptime[int], W: Comptim
         out[i] = acc
 
 
+def _tiles_line(rt, t, geo: tuple, shape: tuple | None = None) -> int:
+    """The line size of the tiled-window kernels (`max_pool2d_tiles_lines`) for a pool of
+    geometry geo over an input of `shape` (t's own by default), or 1 where they do not
+    apply: windows that do not tile the input exactly, or no line of at least 4 outputs
+    that lies within a row or spans whole rows."""
+    n, c, h, w = shape or t.shape
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
+    if (kh, kw) != (sh, sw) or ph or pw or dh != 1 or dw != 1 or h != oh * kh or \
+            w != ow * kw:
+        return 1
+    lsz = line_size(rt, t.elem, n * c * oh * ow)
+    while lsz > 1 and ow % lsz and lsz % ow:
+        lsz //= 2
+    return lsz if lsz >= 4 else 1
+
+
+def _flat(b, lsz: int):
+    """A contiguous buffer (view) b as one row of lines of lsz."""
+    n = 1
+    for d in b.shape:
+        n *= d
+    return b.view((n,), (1,)).lines(lsz)
+
+
+def tiles_apply(x, geo: tuple) -> bool:
+    """Whether `max_pool_tiled` serves a max pool of geometry geo over x (a contiguous
+    input whose windows tile it, in lines of at least 4 outputs)."""
+    return is_contiguous(x) and _tiles_line(x.rt, x, geo) > 1
+
+
+def max_pool_tiled(rt, x, geo: tuple):
+    """The maxima (no indices: no gradient needed) of a pool where `tiles_apply`."""
+    n, c, h, w = x.shape
+    kh, kw, oh, ow = geo[0], geo[1], geo[8], geo[9]
+    lsz = _tiles_line(rt, x, geo)
+    y, nothing = rt.empty((n, c, oh, ow), x.elem), rt.empty((lsz,), i32)
+    launch_1d(max_pool2d_tiles_lines, rt, y.size // lsz, x=_flat(x, lsz), y=_flat(y, lsz),
+              idx=nothing.lines(lsz), OH=oh, OW=ow, KH=kh, KW=kw, INDICES=False)
+    return y
+
+
 def max_pool_with_indices(rt, x, geo: tuple):
     """(y, idx) buffers of a max pool's maxima and their positions (the forward pass that
     needs a gradient) for x (N, C, H, W) by strides; geo: `pool.geometry`'s tuple. A
@@ -207,7 +376,12 @@ def max_pool_with_indices(rt, x, geo: tuple):
     n, c, h, w = x.shape
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
     y, idx = rt.empty((n, c, oh, ow), x.elem), rt.empty((n, c, oh, ow), i32)
-    if ph == 0 and pw == 0 and (oh - 1) * sh + (kh - 1) * dh < h and \
+    lsz = _tiles_line(rt, x, geo) if is_contiguous(x) else 1
+    if lsz > 1:
+        launch_1d(max_pool2d_tiles_lines, rt, idx.size // lsz, x=_flat(x, lsz),
+                  y=_flat(y, lsz), idx=_flat(idx, lsz), OH=oh, OW=ow, KH=kh, KW=kw,
+                  INDICES=True)
+    elif ph == 0 and pw == 0 and (oh - 1) * sh + (kh - 1) * dh < h and \
             (ow - 1) * sw + (kw - 1) * dw < w:  # every tap inside (not so with ceil_mode)
         launch_1d(max_pool2d_indices_unpadded, rt, idx.size, x=x, y=y, idx=idx, C=c, OH=oh,
                   OW=ow, W=w, KH=kh, KW=kw, SH=sh, SW=sw, DH=dh, DW=dw)
@@ -222,7 +396,11 @@ def max_pool_grad(rt, g, idx, x_shape: tuple, geo: tuple):
     n, c, h, w = x_shape
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
     gx = rt.empty(tuple(x_shape), g.elem)
-    if (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1 and h == oh * kh and \
+    lsz = _tiles_line(rt, g, geo, x_shape)
+    if lsz > 1:
+        launch_1d(max_pool2d_backward_tiles_lines, rt, g.size // lsz, g=_flat(g, lsz),
+                  idx=_flat(idx, lsz), out=_flat(gx, lsz), OH=oh, OW=ow, KH=kh, KW=kw)
+    elif (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1 and h == oh * kh and \
             w == ow * kw:  # the windows tile the input exactly
         launch_1d(max_pool2d_backward_tiles, rt, g.size, g=g, idx=idx, out=gx, W=w, OH=oh,
                   OW=ow, KH=kh, KW=kw)

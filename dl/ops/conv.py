@@ -15,7 +15,13 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..kernels import conv as lib_conv
 from ..kernels import pool as lib_pool
 from ..kernels.launch import launch_1d
-from ..kernels.tensor_pool import avg_pool2d_backward, max_pool_grad, max_pool_with_indices
+from ..kernels.tensor_pool import (
+    avg_pool2d_backward,
+    max_pool_grad,
+    max_pool_tiled,
+    max_pool_with_indices,
+    tiles_apply,
+)
 from ..tensor import Tensor
 from .index import cat
 from .libcall import copy, counted, operand, result
@@ -173,13 +179,17 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     _float(x, "max_pool2d")
     kh, kw, sh, sw, ph, pw, dh, dw = _pool_geo(kernel_size, stride, padding, dilation)
     ceil_mode = bool(ceil_mode)
+    n, c, h, w = x.shape
+    geo = lib_pool.geometry(h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode)
     if not (is_grad_enabled() and x.requires_grad):
-        buf = counted("max_pool2d", lib_pool.max_pool2d, x.device.rt, operand(x), (kh, kw),
+        xo = operand(x)
+        if tiles_apply(xo, geo):  # windows that tile the input: lines of outputs
+            return result(counted("max_pool2d", max_pool_tiled, x.device.rt, xo, geo),
+                          x.dtype, x.device)
+        buf = counted("max_pool2d", lib_pool.max_pool2d, x.device.rt, xo, (kh, kw),
                       (sh, sw), (ph, pw), (dh, dw), ceil_mode=ceil_mode)
         return result(buf, x.dtype, x.device)
     # with a gradient, one kernel writes the maxima and their positions
-    n, c, h, w = x.shape
-    geo = lib_pool.geometry(h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode)
     y_b, idx_b = counted("max_pool2d", max_pool_with_indices, x.device.rt, operand(x), geo)
     y = result(y_b, x.dtype, x.device)
 

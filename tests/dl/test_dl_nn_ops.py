@@ -222,6 +222,40 @@ def test_pool_gradients_on_every_runtime(dev):
         close(ox.grad, tx.grad, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape, k", [((64, 16, 8, 8), 2), ((2, 3, 8, 64), 2),
+                                      ((3, 5, 6, 6), 3), ((2, 4, 6, 96), (2, 3)),
+                                      ((1, 8, 4, 4), 4)], ids=str)
+def test_max_pools_whose_windows_tile_the_input(dev, shape, k):
+    """Windows that tile a contiguous input exactly (kernel = stride, the CNNs' 2x2) take
+    kernels over lines of outputs, a line within a row or over whole rows: the maxima, with
+    ties, NaN and infinities, the indices' gradient (the first maximum, the last NaN) and
+    the no-grad forward are torch's, in float32 and float64."""
+    rng = np.random.default_rng(sum(shape))
+    dts = [np.float32] + ([np.float64] if dl.tensor([1.0], device=dev).device.rt.features.f64
+                          else [])
+    for dt in dts:
+        x = rng.standard_normal(shape).astype(dt)
+        flat = x.reshape(-1)
+        flat[rng.integers(0, flat.size, 40)] = 0.5  # ties inside windows
+        flat[rng.integers(0, flat.size, 6)] = np.nan
+        flat[rng.integers(0, flat.size, 4)] = [np.inf, -np.inf, np.inf, -np.inf]
+        tx = torch.tensor(x, requires_grad=True)
+        ty = TF.max_pool2d(tx, k)
+        with dl.no_grad():
+            y0 = F.max_pool2d(dl.tensor(x, device=dev), k)
+        np.testing.assert_array_equal(y0.numpy(), ty.detach().numpy())
+        ox = dl.tensor(x, device=dev, requires_grad=True)
+        with dl.count_kernels() as c:
+            y = F.max_pool2d(ox, k)
+        if dev == "cpu":
+            assert c.names[0] == "max_pool2d_tiles_lines", c.names
+        np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+        g = rng.uniform(0.5, 1.5, tuple(ty.shape)).astype(dt)
+        y.backward(dl.tensor(g, device=dev))
+        ty.backward(torch.from_numpy(g))
+        np.testing.assert_array_equal(ox.grad.numpy(), tx.grad.numpy())
+
+
 @pytest.mark.parametrize("geo", [(3, 2, 0), (3, 2, 1), ((2, 3), (2, 2), (1, 1))], ids=str)
 def test_pool_modules_ceil_mode_in_torch_argument_order(geo):
     """nn.MaxPool2d / nn.AvgPool2d take PyTorch's positional arguments (MaxPool2d: dilation,
@@ -353,6 +387,34 @@ def test_class_targets_out_of_range_and_every_target_ignored(dev):
         ty.backward()
         assert np.isnan(y.item()) and np.isnan(ty.item())
         close(x.grad, tx.grad)
+
+
+def test_cross_entropy_repeated_calls_follow_their_values(dev):
+    """The loss's kernels replay through a dispatch plan once a shape repeats: each call's
+    loss and gradient are still torch's for its own values, whether or not rows are ignored
+    (the mean's divisor is computed on the device, not chosen on the host), a bad target
+    still raises naming it, and an in-place write to the loss (its storage holds nothing the
+    gradient reads) gives torch's gradient."""
+    rng = np.random.default_rng(61)
+    for step in range(8):
+        for reduction in ("mean", "sum", "none"):
+            x = rng.standard_normal((6, 5)).astype(np.float32)
+            t = rng.integers(0, 5, 6)
+            t[: step % 3] = -100  # none, one or two rows ignored
+            ox = dl.tensor(x, device=dev, requires_grad=True)
+            tx = torch.tensor(x, requires_grad=True)
+            y = F.cross_entropy(ox, dl.tensor(t, device=dev), reduction=reduction)
+            ty = TF.cross_entropy(tx, torch.tensor(t), reduction=reduction)
+            close(y, ty, rtol=1e-5, atol=1e-6)
+            if step % 2:
+                y.mul_(3.0)
+                ty.mul_(3.0)
+            y.sum().backward()
+            ty.sum().backward()
+            close(ox.grad, tx.grad, rtol=1e-5, atol=1e-6)
+        t[4] = 5 + step
+        with pytest.raises(IndexError, match=f"target {5 + step} is out of bounds"):
+            F.cross_entropy(ox, dl.tensor(t, device=dev))
 
 
 def test_class_target_errors_name_the_loss():
