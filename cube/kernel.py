@@ -490,6 +490,9 @@ class CubeFunction:
             entry = (exe, names, rt.features.max_cube_dim, checks, *_watch(deps),
                      max_cube_count(rt))
             try:
+                if len(self._hot) >= MAX_SPECIALISATIONS:
+                    self._hot.clear()  # (a launch keyed on ever new values: bounded memory)
+                    self._fast.clear()
                 self._hot[key] = entry
             except TypeError:
                 pass  # an unhashable comptime value: not cached in memory
@@ -730,6 +733,12 @@ class CubeFunction:
 # general `CubeFunction.launch`, which raises the LaunchErrors and registers the bound
 # launcher for the next call.
 
+# specialisations (and fast keys) a kernel keeps in memory: past it they are dropped and
+# rebuilt on their next launch (from the disk cache), so a program that launches a kernel
+# with ever new comptime values (a pool's output size per image size) holds bounded memory
+MAX_SPECIALISATIONS = 1024
+
+
 class _MissingArg:
     __slots__ = ()
 
@@ -826,6 +835,8 @@ def _bind_fast(cf: CubeFunction, rt, args: dict, entry: tuple) -> None:
         key = _fast_key(rt, plan, [args[n] for n, _ in plan])
         f = cf._fast.get(key)
         if f is None or f.entry is not entry:
+            if len(cf._fast) >= MAX_SPECIALISATIONS:
+                cf._fast.clear()  # (cleared in place: the generated launchers hold it)
             cf._fast[key] = _bound(cf, rt, plan, entry)
     except Exception:  # unhashable comptime values, odd arguments: the general path
         pass

@@ -20,6 +20,7 @@ from .kernel import Structure, build
 
 _DTYPES = {d.name: d for d in (*dtypes.ALL, dtypes.uint32)}
 _cache: dict = {}
+MAX_FUSED = 4096  # fused kernels kept in memory (graphs built from ever new expressions)
 _hot: dict = {}  # (runtime, Structure fields) -> executable: _cache without the dataclass
 _lock = threading.Lock()
 
@@ -500,6 +501,10 @@ def _compiled(rt, s: Structure, builder=build, extra=()):
             check_features(kernel, Target(rt.target, rt.plane_size, rt.features))
             exe = rt.compile(kernel, make_key(format_kernel(kernel), rt.name, rt.device_id()))
             record_compile()
+            if len(_cache) >= MAX_FUSED:  # bounded memory: rebuilt from the disk cache
+                _cache.clear()
+                _hot.clear()
+                _type_lanes.clear()
             _cache[key] = exe
     return exe
 

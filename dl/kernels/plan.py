@@ -184,6 +184,7 @@ def _unplanned(p, key, ptrs, ops, run):
     if p is None or p < WARMUP:
         if len(_plans) >= MAX_PLANS:
             _plans.clear()
+            _spoiled.clear()
         _plans[key] = (p or 0) + 1
         return run()
     out, plan = _trace(run, ops, ptrs)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cube as cb
-from cube import ABSOLUTE_POS, Array, cube, f32
+from cube import ABSOLUTE_POS, Array, Comptime, cube, f32
 from runtimes.disk_cache import DiskCache, make_key
 
 
@@ -49,6 +49,27 @@ def test_new_signature_compiles_again(rt):
     assert add_one.compiles == n
     with pytest.raises(cb.LaunchError):
         add_one.launch(rt, cube_count=1, cube_dim=4, x=rt.from_numpy(np.zeros(4)), out=x32)
+
+
+@cube(launch=True)
+def add_k(x: Array[f32], out: Array[f32], K: Comptime[int]):
+    i = ABSOLUTE_POS
+    if i < out.len():
+        out[i] = x[i] + f32(K)
+
+
+def test_specialisations_kept_in_memory_are_bounded(rt, monkeypatch):
+    """A kernel launched with ever new comptime values (a pool's output size per image
+    size) keeps at most MAX_SPECIALISATIONS of them in memory, each launch still right,
+    and a dropped one is rebuilt when launched again (before: every one kept for good)."""
+    import cube.kernel as kernel_mod
+    monkeypatch.setattr(kernel_mod, "MAX_SPECIALISATIONS", 4)
+    x = rt.from_numpy(np.arange(8, dtype=np.float32))
+    out = rt.empty_like(x)
+    for k in [*range(11), 0, 3]:
+        add_k.launch(rt, cube_count=1, cube_dim=8, x=x, out=out, K=k)
+        np.testing.assert_array_equal(out.numpy(), np.arange(8) + k)
+        assert len(add_k._hot) <= 4 and len(add_k._fast) <= 4
 
 
 def test_disk_cache_roundtrip_and_corruption(tmp_path):

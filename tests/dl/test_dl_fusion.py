@@ -202,3 +202,18 @@ def test_strided_reductions_of_graphs_reduce_in_chunks(dev, op, shape, dim, laun
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
     if op in ("sum", "mean", "prod"):  # (max and min also find their indices)
         assert c.launches == launches
+
+
+def test_fused_kernels_kept_in_memory_are_bounded(dev, monkeypatch):
+    """A program building ever new expressions keeps at most MAX_FUSED fused kernels in
+    memory; every result stays NumPy's and a dropped kernel is rebuilt when needed again."""
+    materialise = sys.modules["dl.fusion.materialise"]  # (the package exports a function)
+    monkeypatch.setattr(materialise, "MAX_FUSED", 3)
+    a = rand_np((5, 7), 3)
+    x = dl.tensor(a, device=dev)
+    exprs = [lambda m, t: (t + 1.5) * t, lambda m, t: m.abs(t - 2.0) + t,
+             lambda m, t: m.exp(t) * 2.0, lambda m, t: m.sqrt(t * t) - 1.0,
+             lambda m, t: -t + t * t, lambda m, t: m.maximum(t, 0.25) / (t * t + 1.0)]
+    for f in [*exprs, exprs[0]]:
+        np.testing.assert_allclose(f(dl, x).numpy(), f(np, a), rtol=1e-6, atol=1e-6)
+        assert len(materialise._cache) <= 3
