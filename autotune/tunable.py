@@ -6,12 +6,15 @@ on the caller's own arguments is safe. Tuning never changes results, only speed.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from .store import TuneStore, default_store
 
@@ -79,6 +82,7 @@ class Tunable:
         # (id(rt), key, mode) -> (candidate list, winner): a launch's choice without sorting
         # candidates or reading the store; the list's identity drops it under `only`
         self._memo: dict = {}
+        self._code: str | None = None  # `code()`, read once
 
     @property
     def store(self) -> TuneStore:
@@ -131,7 +135,7 @@ class Tunable:
         timed = cands if m == "full" else cands[:FAST_TOP]
         hit = self.store.get(device, full_key)
         if hit is not None and (m == "fast" or hit.get("mode") == "full") \
-                and self._covers(hit, timed):
+                and hit.get("code") == self.code() and self._covers(hit, timed):
             for c in cands:
                 if c.name == hit["winner"]:
                     return c
@@ -141,9 +145,31 @@ class Tunable:
             raise RuntimeError(f"{self.op}: every candidate failed for {key}")
         winner = min(ok, key=ok.get)
         self.store.put(device, full_key, {
-            "winner": winner, "mode": m,
+            "winner": winner, "mode": m, "code": self.code(),
             "times_ms": {n: (None if t is None else round(t * 1e3, 4)) for n, t in times.items()}})
         return self[winner]
+
+    def code(self) -> str:
+        """A digest of the source of the packages the candidates' code lives in (all of
+        dl/kernels for the kernel library's ops): a winner stored against other kernel code
+        is stale, so a changed kernel is timed again rather than keeping the choice made
+        for the old one."""
+        if self._code is None:
+            files: set[Path] = set()
+            for c in self.candidates:
+                fn = c.run
+                while isinstance(fn, functools.partial):
+                    fn = fn.func
+                mod = sys.modules.get(getattr(fn, "__module__", "") or "")
+                where = getattr(mod, "__file__", None)
+                if where:
+                    files.update(Path(where).parent.glob("*.py"))
+            h = hashlib.sha256()
+            for f in sorted(files):
+                h.update(f.name.encode())
+                h.update(f.read_bytes())
+            self._code = h.hexdigest()[:16]
+        return self._code
 
     @staticmethod
     def _covers(hit: dict, timed: list[Candidate]) -> bool:

@@ -180,6 +180,29 @@ def test_winner_is_stale_when_a_new_candidate_would_be_timed(tmp_path, monkeypat
     assert _op(TuneStore(tmp_path), calls).choose(FakeRt(), "k", 1).name == "quick"
 
 
+def test_winner_is_stale_when_the_kernel_code_changed(tmp_path, monkeypatch):
+    """A winner stored while the candidates' code (their package's source) was another is
+    timed again: an edited kernel is not stuck with the choice made for the old one (before,
+    only a new version string or a new candidate did that)."""
+    monkeypatch.setenv("CUBE_AUTOTUNE", "fast")
+    calls = []
+    assert _op(TuneStore(tmp_path), calls).choose(FakeRt(), "k", 1).name == "quick"
+    calls.clear()
+    op = _op(TuneStore(tmp_path), calls)
+    here = op.code()
+    assert len(here) == 16 and op.choose(FakeRt(), "k", 1).name == "quick" and calls == []
+    op = _op(TuneStore(tmp_path), calls)
+    op._code = "edited-kernels"
+    assert op.choose(FakeRt(), "k", 1).name == "quick" and "slow" in calls  # timed again
+    calls.clear()
+    op = _op(TuneStore(tmp_path), calls)
+    op._code = "edited-kernels"
+    assert op.choose(FakeRt(), "k", 1).name == "quick" and calls == []  # and stored
+    from dl.kernels.matmul import MATMUL
+    from dl.kernels.pool import POOL
+    assert MATMUL.code() == POOL.code()  # one digest for the whole kernel library
+
+
 @pytest.mark.parametrize("m, first3", [(32, ["dot_r0", "dot_r1", "tpacked_r0"]),
                                        (4, ["swapped_r0", "dot_r0", "dot_r1"])])
 def test_matmul_prefers_the_dot_kernel_for_a_transposed_b(monkeypatch, m, first3):
