@@ -605,6 +605,14 @@ def _run_tiled(mr: int, nr: int, pack: str = "", pack_a: bool = False):
 # 1024^3; 96 rows against 192: sgemm 2048 per core 163 -> 175 GFLOP/s on AVX-512, 0.83x ->
 # 0.89x NumPy on AVX2, level at 1024
 KC, MC = 256, 96
+# the K and row blocks of the `akblocked_big` candidates: on a 2-core Zen 4 (32 KB L1, 1 MB
+# L2) a row tile's fixed cost (its offsets, zeroing, the read-add-write of C) over 256 K
+# steps cost 7-10% at sgemm 2048/4096 (per core under AVX2 96 -> 104 GFLOP/s; two cores at
+# 4096 in K blocks of 1024 and rows in blocks of 192: 0.90x -> 0.99x NumPy's Haswell
+# kernels, 1.00x -> 1.08x its AVX-512 ones), though the panel of B then leaves L1 and A's
+# block fills most of L2; level at 512/1024. Where it pays depends on the caches: a
+# candidate of its own, timed beside KC's where A's rows are long or transposed
+KC_BIG, MC_BIG = 1024, 192
 NP_MAX = 8  # column panels a unit walks per K block (sgemm 2048 per core: 8 panels 6% faster
 # than one at 192 rows; 4096: A's rows over K outgrow L2, and one panel a unit read them again
 # from L3 for every panel)
@@ -612,10 +620,11 @@ C_BLOCK_L2 = 1 / 8  # of the core's L2: a unit's MC x NP tiles of C (partial sum
 MIN_UNITS = 16  # units a launch keeps for the pool to balance (a unit per panel at most)
 
 
-def row_block(mr: int) -> int:
-    """`matmul_kblocked`'s MC for MR-row tiles: MC rounded down to whole tiles (9-row tiles
-    in 96-row blocks computed rows 96-98 of each block twice, once in each cube)."""
-    return max(mr, MC // mr * mr)
+def row_block(mr: int, mc: int | None = None) -> int:
+    """`matmul_kblocked`'s row block for MR-row tiles: mc (default MC) rounded down to whole
+    tiles (9-row tiles in 96-row blocks computed rows 96-98 of each block twice, once in
+    each cube)."""
+    return max(mr, (mc or MC) // mr * mr)
 
 
 def panels_per_unit(nr: int, lsz: int, m: int, panels: int, batch: int, elem,
@@ -632,21 +641,22 @@ def panels_per_unit(nr: int, lsz: int, m: int, panels: int, batch: int, elem,
     return np_
 
 
-def _run_kblocked(mr: int, nr: int, pack_a: bool = False):
+def _run_kblocked(mr: int, nr: int, pack_a: bool = False, big: bool = False):
     """B's panels packed (`pack_b`), A's row panels too with pack_a (`_pack_a`), then
-    `matmul_kblocked`."""
+    `matmul_kblocked` in K blocks of KC (KC_BIG with big)."""
     def run(rt, a, b, c, bias, act):
         batch, m, n = c.shape
         lsz = _tiled_line(rt, a, b, c)
         panels = cdiv(n // lsz, nr)
         bp = _pack_lines(rt, b, lsz, nr, panels, c.elem)
-        mc = row_block(mr)
+        mc = row_block(mr, MC_BIG if big else MC)
         np_ = panels_per_unit(nr, lsz, m, panels, batch, c.elem, mc)
         matmul_kblocked.launch(rt, cube_count=(cdiv(panels, np_), cdiv(m, mc), batch),
                                cube_dim=1, a=_pack_a(rt, a, mr) if pack_a else a, b=bp,
                                c=c.lines(lsz), bias=_bias_lines(bias, c, lsz), MC=mc, MR=mr,
-                               NR=nr, KC=KC, NP=np_, HAS_BIAS=bias is not None, ACT=act,
-                               PACKED_A=pack_a)
+                               NR=nr, KC=KC_BIG if big else KC, NP=np_,
+                               HAS_BIAS=bias is not None,
+                               ACT=act, PACKED_A=pack_a)
     return run
 
 
@@ -790,6 +800,7 @@ def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
                 _run_swapped(*tile) if pack == "swapped" else \
                 _run_kblocked(*tile) if pack == "kblocked" else \
                 _run_kblocked(*tile, True) if pack == "akblocked" else \
+                _run_kblocked(*tile, True, big=True) if pack == "akblocked_big" else \
                 _run_tiled(*tile, pack, pack_a)
         return fn(rt, a, b, c, bias, act)
     return run
@@ -881,6 +892,10 @@ MATMUL = Tunable("matmul", [
     # 0.86x, against apacked_6x2's 0.81x / 0.82x / 0.65x)
     Candidate("akblocked_r0", _ranked(0, "akblocked"), _cpu_first(92, 0),
               lambda rt, a, b, c, bias, act: not _strided_rows(b),
+              prefer=lambda *args: _long_rows(*args) or _a_transposed(*args)),
+    # ... in K blocks of KC_BIG (a K of at least 2 * KC: fewer row tiles' fixed costs)
+    Candidate("akblocked_big_r0", _ranked(0, "akblocked_big"), _cpu_first(91, 0),
+              lambda rt, a, b, c, bias, act: not _strided_rows(b) and a.shape[2] >= 2 * KC,
               prefer=lambda *args: _long_rows(*args) or _a_transposed(*args)),
     # ... and unpacked, for a small B (`_b_small`)
     *(Candidate(f"tiled_r{r}", _ranked(r), _cpu_first(108 - r, 41 - r), _has_rank(r),

@@ -138,14 +138,17 @@ def test_small_b_ranks_unpacked_tiles_first(rt):
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["kblocked_r0", "akblocked_r0"])
+@pytest.mark.parametrize("name", ["kblocked_r0", "akblocked_r0", "akblocked_big_r0"])
 def test_kblocked_over_several_k_and_row_blocks(rt, name, monkeypatch):
-    """kblocked_r0 (and with A packed) with K over three K blocks (the last partial), rows
-    over two row blocks (the last partial, with a partial row tile) and column panels in
-    groups of NP (the last group partial), bias and activation on the last."""
+    """kblocked_r0 (and with A packed, in K blocks of KC or of KC_BIG, here 200) with K over
+    three K blocks (the last partial), rows over two row blocks (the last partial, with a
+    partial row tile) and column panels in groups of NP (the last group partial), bias and
+    activation on the last."""
     if rt.name != "cpu":
         pytest.skip("a CPU candidate")
     monkeypatch.setattr(mm, "MIN_UNITS", 1)  # groups of panels even at this size
+    monkeypatch.setattr(mm, "KC_BIG", 200)
+    monkeypatch.setattr(mm, "MC_BIG", mm.MC)
     m, k, n = mm.MC + 37, 2 * mm.KC + 19, 328
     lsz = mm.line_size(rt, mm.cb.f32, n)
     assert mm.panels_per_unit(mm.tiles_for(rt)[0][1], lsz, m, 99, 2, mm.cb.f32) > 1
