@@ -28,6 +28,7 @@ VARIANTS: dict[str, list[tuple[dict, dict, dict]]] = {
     "math_ops": [({"F": t}, {"OP": op}, {}) for op in MATH_OPS for t in (f32, f64, f16, bf16)],
     "int_ops": [({"F": t}, {}, {}) for t in (i32, i64, u32, i8, u16, u64)],
     "comptime_branches": [({}, {"MODE": m, "N": 4}, {}) for m in (0, 1)],
+    "add_k": [({}, {"K": k}, {}) for k in (0, 7)],
     "select_lines": [({}, {}, {"x": n, "out": n}) for n in (3, 4, 16)],
     "tree_sum": [({}, {"BLOCK": 64}, {})],
     "cas_bits": [({"F": f32}, {}, {}), ({"F": f64}, {}, {})],
