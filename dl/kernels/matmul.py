@@ -655,8 +655,7 @@ def _run_kblocked(mr: int, nr: int, pack_a: bool = False, big: bool = False):
                                cube_dim=1, a=_pack_a(rt, a, mr) if pack_a else a, b=bp,
                                c=c.lines(lsz), bias=_bias_lines(bias, c, lsz), MC=mc, MR=mr,
                                NR=nr, KC=KC_BIG if big else KC, NP=np_,
-                               HAS_BIAS=bias is not None,
-                               ACT=act, PACKED_A=pack_a)
+                               HAS_BIAS=bias is not None, ACT=act, PACKED_A=pack_a)
     return run
 
 

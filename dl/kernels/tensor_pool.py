@@ -352,17 +352,16 @@ def _flat(b, lsz: int):
     return b.view((n,), (1,)).lines(lsz)
 
 
-def tiles_apply(x, geo: tuple) -> bool:
-    """Whether `max_pool_tiled` serves a max pool of geometry geo over x (a contiguous
-    input whose windows tile it, in lines of at least 4 outputs)."""
-    return is_contiguous(x) and _tiles_line(x.rt, x, geo) > 1
+def tiles_line(rt, x, geo: tuple) -> int:
+    """`_tiles_line` for a max pool's input x (a library operand): 1 unless x is contiguous
+    too (the tiled kernels read it as one row of lines)."""
+    return _tiles_line(rt, x, geo) if is_contiguous(x) else 1
 
 
-def max_pool_tiled(rt, x, geo: tuple):
-    """The maxima (no indices: no gradient needed) of a pool where `tiles_apply`."""
+def max_pool_tiled(rt, x, geo: tuple, lsz: int):
+    """The maxima (no indices: no gradient needed) of a pool whose `tiles_line` is lsz > 1."""
     n, c, h, w = x.shape
     kh, kw, oh, ow = geo[0], geo[1], geo[8], geo[9]
-    lsz = _tiles_line(rt, x, geo)
     y, nothing = rt.empty((n, c, oh, ow), x.elem), rt.empty((lsz,), i32)
     launch_1d(max_pool2d_tiles_lines, rt, y.size // lsz, x=_flat(x, lsz), y=_flat(y, lsz),
               idx=nothing.lines(lsz), OH=oh, OW=ow, KH=kh, KW=kw, INDICES=False)
@@ -376,7 +375,7 @@ def max_pool_with_indices(rt, x, geo: tuple):
     n, c, h, w = x.shape
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo
     y, idx = rt.empty((n, c, oh, ow), x.elem), rt.empty((n, c, oh, ow), i32)
-    lsz = _tiles_line(rt, x, geo) if is_contiguous(x) else 1
+    lsz = tiles_line(rt, x, geo)
     if lsz > 1:
         launch_1d(max_pool2d_tiles_lines, rt, idx.size // lsz, x=_flat(x, lsz),
                   y=_flat(y, lsz), idx=_flat(idx, lsz), OH=oh, OW=ow, KH=kh, KW=kw,

@@ -20,7 +20,7 @@ from ..kernels.tensor_pool import (
     max_pool_grad,
     max_pool_tiled,
     max_pool_with_indices,
-    tiles_apply,
+    tiles_line,
 )
 from ..tensor import Tensor
 from .index import cat
@@ -183,8 +183,9 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     geo = lib_pool.geometry(h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw), ceil_mode)
     if not (is_grad_enabled() and x.requires_grad):
         xo = operand(x)
-        if tiles_apply(xo, geo):  # windows that tile the input: lines of outputs
-            return result(counted("max_pool2d", max_pool_tiled, x.device.rt, xo, geo),
+        lsz = tiles_line(x.device.rt, xo, geo)
+        if lsz > 1:  # windows that tile the input: lines of outputs
+            return result(counted("max_pool2d", max_pool_tiled, x.device.rt, xo, geo, lsz),
                           x.dtype, x.device)
         buf = counted("max_pool2d", lib_pool.max_pool2d, x.device.rt, xo, (kh, kw),
                       (sh, sw), (ph, pw), (dh, dw), ceil_mode=ceil_mode)

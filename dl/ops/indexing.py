@@ -133,7 +133,7 @@ def regenerate(x: Tensor) -> bool:
             if not regenerate(b):
                 return False
         else:
-            b.requires_grad  # noqa: B018 -- a view without history takes b's in the read
+            _view_history(b)  # a view of b's base without history: b takes the base's
     nv = _base_view(b, idx)
     x.requires_grad, x._grad_fn, x._hist_at = nv.requires_grad, nv._grad_fn, \
         writes.count[0]

@@ -55,11 +55,11 @@ def detach(x: Tensor) -> Tensor:
 
 
 def _viewing(y: Tensor, x: Tensor, redo) -> None:
-    """y views x's storage as redo(x) does (a reshape, a permute): as for a view made by
-    indexing (`x[idx]`, whose `_index_of` holds the index), an in-place op on y under
-    autograd writes through x, so x takes the op's history, and y takes x's history when
-    it was written through x or another view of it (dl/ops/indexing.py: `write_back`,
-    `regenerate`). redo(t) must pick t's elements as y picks x's for any t of x's shape."""
+    """y views x's storage as redo(x) does (a reshape, a permute) or as `x[redo]` does (a
+    basic index): an in-place op on y under autograd writes through x, so x takes the op's
+    history, and y takes x's history when it was written through x or another view of it
+    (dl/ops/indexing.py: `write_back`, `regenerate`). A callable redo(t) must pick t's
+    elements as y picks x's for any t of x's shape."""
     y._index_of = (x, redo)
     y._hist_at = writes.count[0]  # its history (none, or record's) is of x's value now
 
@@ -278,8 +278,7 @@ def getitem(x: Tensor, idx) -> Tensor:
         return ADVANCED["getitem"](x, idx)
     shape, strides, off = _index_view(x, idx)
     y = x._view(shape, strides, off)
-    y._index_of = (x, idx)
-    y._hist_at = writes.count[0]  # its history (none, or record's) is of x's value now
+    _viewing(y, x, idx)
     old, dt, dev = x.shape, x.dtype, x.device
 
     def back(g):
