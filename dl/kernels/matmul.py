@@ -18,6 +18,7 @@ view), batch broadcast by stride 0. Candidates:
 """
 from __future__ import annotations
 
+import functools
 import typing
 
 import numpy as np
@@ -241,6 +242,9 @@ def pack_b(b: Tensor[Line[F]], out: Array[Line[F]], NR: Comptime[int]):
         out[((z * panels + col // NR) * k + kk) * NR + col % NR] = v
 
 
+UNROLL_NRL = 32  # `pack_b_strided` unrolls both loops of a block up to panels this wide
+
+
 @cube(launch=True, unchecked=True, nowrap=True)
 def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptime[bool],
                    N_UNIT: Comptime[bool], KB: Comptime[int]):
@@ -266,25 +270,28 @@ def pack_b_strided(b: Tensor[F], out: Array[F], NRL: Comptime[int], K_X: Comptim
     if k0 + KB <= k and (p + 1) * NRL <= n:  # a whole block: no test per element
         base = (z * panels + p) * k + k0
         src = z * b.stride(0) + k0 * b.stride(1) + p * NRL * b.stride(2)
+        # the inner loop unrolled (its accesses vectorise), the outer only for a narrow
+        # panel: both unrolled, a panel of 128 scalars compiled for 80 s (an odd K's
+        # nn.Linear at 1024 rows); neither, 12 was 20% slower (A's row panels)
         if K_X:  # K's stride is 1 (a constant: the reads vectorise)
-            for j in cb.range(NRL, unroll=True):
+            for j in cb.range(NRL, unroll=NRL <= UNROLL_NRL):
                 for r in cb.range(KB, unroll=True):
                     out[(base + r) * NRL + j] = b[src + r + j * b.stride(2)]
         elif N_UNIT:
-            for r in cb.range(KB, unroll=True):
+            for r in cb.range(KB, unroll=NRL <= UNROLL_NRL):
                 for j in cb.range(NRL, unroll=True):
                     out[(base + r) * NRL + j] = b[src + r * b.stride(1) + j]
         else:
-            for r in cb.range(KB, unroll=True):
+            for r in cb.range(KB, unroll=NRL <= UNROLL_NRL):
                 for j in cb.range(NRL, unroll=True):
                     out[(base + r) * NRL + j] = b[src + r * b.stride(1) + j * b.stride(2)]
     elif k0 < k and p < panels:  # an edge block: tested per element, zero past N
         base = (z * panels + p) * k
         zb = z * b.stride(0)
-        for r in cb.range(KB, unroll=True):
+        for r in cb.range(KB):
             kk = k0 + r
             if kk < k:
-                for j in cb.range(NRL, unroll=True):
+                for j in cb.range(NRL):
                     col = p * NRL + j
                     v = F(0)
                     if col < n:
@@ -766,6 +773,23 @@ def register_tiles(regs: int, line_bytes: int = 64, elem_bytes: int = 4) -> list
     return sorted(tiles, key=lambda t: (line_bytes / t[0] + elem_bytes / t[1], -t[0] * t[1]))
 
 
+def fit_tiles(regs: int, line_bytes: int, m: int, nl: int) -> list[tuple[int, int]]:
+    """`register_tiles` ranked for one product of m rows and nl lines of columns: by the
+    loads each useful FMA costs. A step of K loads MR broadcasts of A and NR lines of B for
+    MR * NR FMAs, and the overhang of the last row tile past m and of the last panel past nl
+    computes nothing. `register_tiles`' order (B's bytes first, tall tiles) ranked as
+    measured on full-width AVX-512; on a Zen 4 (AVX-512 in two 256-bit halves) the tiles
+    this ranks first won, in place of A (tpacked and kblocked, unpacked A):
+    1024x2048 @ (256x2048)^T 6x4 209 GFLOP/s, 12x2 186, 5x5 167 (5-line panels overhang 16
+    lines by a fifth); sgemm 1024 6x4 213, 12x2 188; AVX2, tpacked at 1024x2048x256: 4x3
+    200, 6x2 190. Candidates of both rankings are offered; autotune times both."""
+    def cost(t: tuple[int, int]) -> float:
+        mr, nr = t
+        useful = m / (cdiv(m, mr) * mr) * nl / (cdiv(nl, nr) * nr)
+        return (mr + nr) / (mr * nr * useful)
+    return sorted(register_tiles(regs, line_bytes), key=lambda t: (cost(t), -t[0] * t[1]))
+
+
 def dot_tiles(regs: int) -> list[tuple[int, int]]:
     """`register_tiles` for the dot kernels, which read A and B alike as lines along K:
     fewest loads per FMA ((MR + NR) / (MR * NR)) first. 32 registers: 5x5, 6x4, 4x6 (64x512x512
@@ -803,6 +827,52 @@ def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
                 _run_tiled(*tile, pack, pack_a)
         return fn(rt, a, b, c, bias, act)
     return run
+
+
+@functools.lru_cache(maxsize=512)
+def _fit_memo(regs: int, line: int, m: int, nl: int) -> list[tuple[int, int]]:
+    return fit_tiles(regs, line, m, nl)
+
+
+def _fit_line(rt, a, b, c, pack: str) -> int:
+    """The line size the `_fitted` family runs with (`_run_tiled`'s and `_run_kblocked`'s)."""
+    return line_size(rt, c.elem, c.shape[2]) if pack == "strided" else _tiled_line(rt, a, b, c)
+
+
+def fitted_tile(rt, a, b, c, rank: int, pack: str) -> tuple[int, int] | None:
+    """The rank-th tile of `fit_tiles` for this product, or None where it is the register
+    file's first tile (the r0 candidate of the same family runs it already) or past the
+    list."""
+    regs, line = registers(rt), (rt.features.vector_bits or 128) // 8
+    nl = c.shape[2] // _fit_line(rt, a, b, c, pack)
+    fit = _fit_memo(regs, line, c.shape[1], nl)
+    if rank >= len(fit) or fit[rank] == tiles_for(rt)[0]:
+        return None
+    return fit[rank]
+
+
+def _fitted(rank: int, pack: str):
+    """`_run_tiled` (pack "strided": B gathered into panels) or `_run_kblocked` (pack
+    "kblocked") with `fitted_tile`: a tile chosen for this shape, A read in place."""
+    runs: dict = {}
+
+    def run(rt, a, b, c, bias, act):
+        tile = fitted_tile(rt, a, b, c, rank, pack)
+        fn = runs.get(tile)
+        if fn is None:
+            fn = runs[tile] = _run_kblocked(*tile) if pack == "kblocked" else \
+                _run_tiled(*tile, pack)
+        return fn(rt, a, b, c, bias, act)
+    return run
+
+
+def _fit_ok(rank: int, pack: str):
+    """CPU only (GPU kernels tile for work groups, not a register file), a fitted tile that
+    no other candidate of the family runs, and kblocked's contiguous rows of B."""
+    def ok(rt, a, b, c, bias, act) -> bool:
+        return is_cpu(rt) and (pack != "kblocked" or not _strided_rows(b)) \
+            and fitted_tile(rt, a, b, c, rank, pack) is not None
+    return ok
 
 
 def _has_rank(rank: int, dot: bool = False):
@@ -860,6 +930,12 @@ def _long_rows(rt, a, b, c, bias, act) -> bool:
     return is_cpu(rt) and a.strides[2] == 1 and row >= 4096 and row % 4096 == 0
 
 
+def _many_rows(rt, a, b, c, bias, act) -> bool:
+    """On the CPU, B stored transposed and rows enough that packing B pays (not
+    `_few_rows`): nn.Linear's forward at a large batch."""
+    return _b_transposed(rt, a, b, c, bias, act) and not _few_rows(rt, a, b, c, bias, act)
+
+
 def _a_transposed(rt, a, b, c, bias, act) -> bool:
     """On the CPU, A-packing kernels go first for an A whose rows are not contiguous."""
     return is_cpu(rt) and _strided_rows(a) and not _strided_rows(b)
@@ -882,6 +958,10 @@ MATMUL = Tunable("matmul", [
     # rows (sgemm on AVX2, 6x2 tiles, one core: 512^3 2.87 -> 2.70 ms, 1024^3 23.0 -> 21.5;
     # AVX-512's 12x2 was level at 512), the fast tuning's first
     # (valid on every target, last on the GPUs: `cube check --library` compiles it for them)
+    # ... and the tiles `fit_tiles` ranks first for the shape (A read in place: fewest
+    # loads per useful FMA), timed before the register file's first
+    *(Candidate(f"kblocked_f{r}", _fitted(r, "kblocked"), _cpu_first(123 - r, 0),
+                _fit_ok(r, "kblocked")) for r in range(2)),
     Candidate("kblocked_r0", _ranked(0, "kblocked"), _cpu_first(121, 0),
               lambda rt, a, b, c, bias, act: not _strided_rows(b)),
     # ... and A's row panels packed too: rows of A a power-of-two multiple of 4 KB apart
@@ -914,7 +994,7 @@ MATMUL = Tunable("matmul", [
     # and the register file's own: dot tiles for few rows, B's panels packed for many
     # (1024x256x2048 on AVX-512: 12x2 packed 2.6x dot 5x5's speed)
     Candidate("dot_r0", _ranked(0, dot=True), _cpu_first(100, 26), _has_rank(0, True),
-              prefer=_b_transposed),
+              prefer=_few_rows),
     # few rows of A: the product's transpose, A packed (`_run_swapped`)
     # (the other ranks after the dot kernels: `fast` times the first rank beside dot_r0 and
     # tpacked_r0)
@@ -926,7 +1006,13 @@ MATMUL = Tunable("matmul", [
     # 64x512x512 by 8%: 245 against 270 us, and was never timed); with many, tpacked_r0
     # is still among the three
     Candidate("dot_r1", _ranked(1, dot=True), _cpu_first(99, 25), _has_rank(1, True),
-              prefer=_b_transposed),
+              prefer=_few_rows),
+    # with many rows, `fast` times B packed into the two tiles `fit_tiles` ranks first for
+    # the shape and the register file's first (the dot kernels lost every many-row tuning:
+    # 1024x2048x256 on a Zen 4, dot_r0 194 GFLOP/s against tpacked 6x4's 209-218; under
+    # AVX2 124 against 4x3's 200)
+    *(Candidate(f"tpacked_f{r}", _fitted(r, "strided"), _cpu_first(104 - r, 0),
+                _fit_ok(r, "strided"), prefer=_many_rows) for r in range(2)),
     Candidate("tpacked_r0", _ranked(0, "strided"), _cpu_first(98, 8), _has_rank(0),
               prefer=_b_transposed),
     Candidate("dot_4x3", _run_dot(4, 3), _cpu_first(97, 27), _dot_ok, prefer=_b_transposed),

@@ -160,3 +160,83 @@ def test_avx2_model_matmul_matches_numpy(name, monkeypatch):
         with candidate(mm.MATMUL, name, monkeypatch):
             out = mm.matmul(rt, rt.from_numpy(a), db)
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_fit_tiles_rank_loads_per_useful_fma():
+    """`fit_tiles` reorders the file's tiles for one product: fewest loads (MR broadcasts of
+    A + NR lines of B) per FMA that lands inside the m x nl product."""
+    for regs, line in FILES:
+        for m, nl in [(1024, 16), (1024, 48), (17, 5), (512, 32), (1, 1)]:
+            fit = mm.fit_tiles(regs, line, m, nl)
+            assert sorted(fit) == sorted(mm.register_tiles(regs, line))
+
+            def cost(t, m=m, nl=nl):
+                mr, nr = t
+                inside = m * nl / (-(-m // mr) * mr * -(-nl // nr) * nr)
+                return (mr + nr) / (mr * nr * inside)
+            costs = [cost(t) for t in fit]
+            assert costs == sorted(costs)
+    # 16 lines of N (n = 256 on AVX-512): 5x5's panels overhang by a fifth, so 6x4 first
+    assert mm.fit_tiles(32, 64, 1024, 16)[0] == (6, 4)
+    assert mm.fit_tiles(32, 64, 1024, 128)[:2] == [(5, 5), (6, 4)]
+    assert mm.fit_tiles(16, 32, 1024, 32)[0] == (4, 3)
+
+
+# every tile `fit_tiles` can rank first or second, beyond the ranked ones (CPU candidates)
+FIT_TILES = sorted({t for regs, line in FILES for t in mm.register_tiles(regs, line)} - set(TILES))
+
+
+FIRST_TILES = {mm.register_tiles(regs, line)[0] for regs, line in FILES}
+
+
+@pytest.mark.parametrize("pack", ["strided", "kblocked"])
+@pytest.mark.parametrize("tile", sorted(set(TILES + FIT_TILES) - FIRST_TILES),
+                         ids=lambda t: f"{t[0]}x{t[1]}")
+def test_every_fitted_tile_matches_numpy(tile, pack, monkeypatch):
+    """The `_fitted` candidates' kernels (B gathered into panels, or K-blocked with A in
+    place) with each tile of either file but its first (the r0 candidates' tests run
+    those), on the CPU, where they run: a batch, partial row tiles and panels; K-blocked
+    over several K and row blocks; bias and activation."""
+    rt = cb.runtime("cpu")
+    monkeypatch.setattr(mm, "KC", 16)
+    monkeypatch.setattr(mm, "MC", 24)
+    run = mm._run_kblocked(*tile) if pack == "kblocked" else mm._run_tiled(*tile, pack)
+    # K whole lines when B is gathered, as at nn.Linear's shapes (`pack_t_lines`; an odd K
+    # takes `pack_b_strided`, whose unrolled blocks of up to 8 x 128 scalars compile for
+    # 5-80 s a tile)
+    shapes = [(2, 29, 80, 40)] if pack == "strided" else [(2, 29, 80, 33), (None, 50, 48, 40)]
+    for batch, m, n, k in shapes:
+        rng = np.random.default_rng(m + n + k)
+        lead = () if batch is None else (batch,)
+        a, da = _operand(rt, rng, (*lead, m, k), False)
+        b, db = _operand(rt, rng, (*lead, k, n), pack == "strided")
+        bias = rng.standard_normal(n).astype(np.float32)
+        a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, rt.from_numpy(bias), "relu")
+        run(rt, a3, b3, c3, bias3, act)
+        np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
+                                   atol=1e-4)
+
+
+@pytest.mark.parametrize("isa", ["host", "avx2"])
+@pytest.mark.parametrize("name", ["tpacked_f0", "tpacked_f1", "kblocked_f0", "kblocked_f1"])
+def test_fitted_candidates_through_the_tunable(name, isa, monkeypatch):
+    """The fitted candidates as autotune runs them, at a shape where each fits a tile of its
+    own (nn.Linear's x @ W^T for tpacked, a plain product for kblocked), on each ISA model."""
+    try:
+        rt = cb.runtime("cpu", isa=isa)
+    except cb.RuntimeUnavailable as e:
+        pytest.skip(f"no {isa} model here: {e}")
+    rng = np.random.default_rng(9)
+    m, k = 100, 72
+    for n in (64, 80, 128, 160, 256):
+        a, da = _operand(rt, rng, (m, k), False)
+        b, db = _operand(rt, rng, (k, n), name.startswith("tpacked"))
+        args = mm.prepare(rt, da, db)[:5]
+        if mm.MATMUL[name].is_valid(rt, *args):
+            break
+    else:
+        assert name.endswith("f1"), f"{name} fits no tile of its own at any n"
+        pytest.skip(f"{name}: the second fitted tile is the file's first here")
+    with candidate(mm.MATMUL, name, monkeypatch):
+        out = mm.matmul(rt, da, db)
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b), rtol=1e-4, atol=1e-4)
