@@ -41,6 +41,22 @@ def _operand(rt, rng, shape, trans):
     return x, transpose(rt.from_numpy(np.ascontiguousarray(np.swapaxes(x, -1, -2))))
 
 
+def _check_relu_product(rt, run, shape, ta, tb, seed, runs=1):
+    """relu(a @ b + bias) by `run` (a launcher of the candidates) against NumPy float64,
+    `runs` times (a race shows in some runs only)."""
+    batch, m, n, k = shape
+    rng = np.random.default_rng(seed)
+    lead = () if batch is None else (batch,)
+    a, da = _operand(rt, rng, (*lead, m, k), ta)
+    b, db = _operand(rt, rng, (*lead, k, n), tb)
+    bias = rng.standard_normal(n).astype(np.float32)
+    a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, rt.from_numpy(bias), "relu")
+    for _ in range(runs):
+        run(rt, a3, b3, c3, bias3, act)
+        np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
+                                   atol=1e-4)
+
+
 # (batch, m, n, k): partial row tiles and partial panels everywhere
 SHAPES = [(None, 13, 96, 7), (2, 29, 80, 33)]
 # (pack B, pack A, A transposed, B transposed): each way the candidates read operands
@@ -57,15 +73,8 @@ def test_every_register_tile_matches_numpy(rt, tile, layout):
         # per tile where compiling is slow (the interpreter, PoCL, lavapipe)
         pytest.skip("one layout per tile off the CPU")
     for batch, m, n, k in SHAPES if rt.name == "cpu" else SHAPES[:1]:
-        rng = np.random.default_rng(m * n + k)
-        lead = () if batch is None else (batch,)
-        a, da = _operand(rt, rng, (*lead, m, k), ta)
-        b, db = _operand(rt, rng, (*lead, k, n), tb)
-        bias = rng.standard_normal(n).astype(np.float32)
-        a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, rt.from_numpy(bias), "relu")
-        mm._run_tiled(*tile, pack, pack_a)(rt, a3, b3, c3, bias3, act)
-        np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
-                                   atol=1e-4)
+        _check_relu_product(rt, mm._run_tiled(*tile, pack, pack_a), (batch, m, n, k), ta, tb,
+                            m * n + k)
 
 
 @pytest.mark.parametrize("kind", ["kblocked", "akblocked", "swapped"])
@@ -84,16 +93,8 @@ def test_k_blocked_tiles_cover_each_row_once(rt, tile, kind, monkeypatch):
     for batch, m, n, k in [(None, 50, 64, 40), (2, 27, 48, 33)][:2 if rt.name == "cpu" else 1]:
         if kind == "swapped":  # rows of the kernel are C's columns
             m, n = n, m
-        rng = np.random.default_rng(m + n + k)
-        lead = () if batch is None else (batch,)
-        a, da = _operand(rt, rng, (*lead, m, k), False)
-        b, db = _operand(rt, rng, (*lead, k, n), kind == "swapped")
-        bias = rng.standard_normal(n).astype(np.float32)
-        a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, rt.from_numpy(bias), "relu")
-        for _ in range(3 if rt.name == "cpu" else 1):  # a race shows in some runs only
-            run(rt, a3, b3, c3, bias3, act)
-            np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"),
-                                       rtol=1e-4, atol=1e-4)
+        _check_relu_product(rt, run, (batch, m, n, k), False, kind == "swapped", m + n + k,
+                            runs=3 if rt.name == "cpu" else 1)
 
 
 DOT_TILES = sorted({t for regs, _ in FILES for t in mm.dot_tiles(regs)[:2]})
@@ -201,20 +202,12 @@ def test_every_fitted_tile_matches_numpy(tile, pack, monkeypatch):
     monkeypatch.setattr(mm, "KC", 16)
     monkeypatch.setattr(mm, "MC", 24)
     run = mm._run_kblocked(*tile) if pack == "kblocked" else mm._run_tiled(*tile, pack)
-    # K whole lines when B is gathered, as at nn.Linear's shapes (`pack_t_lines`; an odd K
-    # takes `pack_b_strided`, whose unrolled blocks of up to 8 x 128 scalars compile for
-    # 5-80 s a tile)
-    shapes = [(2, 29, 80, 40)] if pack == "strided" else [(2, 29, 80, 33), (None, 50, 48, 40)]
-    for batch, m, n, k in shapes:
-        rng = np.random.default_rng(m + n + k)
-        lead = () if batch is None else (batch,)
-        a, da = _operand(rt, rng, (*lead, m, k), False)
-        b, db = _operand(rt, rng, (*lead, k, n), pack == "strided")
-        bias = rng.standard_normal(n).astype(np.float32)
-        a3, b3, c3, bias3, act, out = mm.prepare(rt, da, db, None, rt.from_numpy(bias), "relu")
-        run(rt, a3, b3, c3, bias3, act)
-        np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
-                                   atol=1e-4)
+    # B gathered: K in whole lines as at nn.Linear's shapes (`pack_t_lines`) and an odd K
+    # (`pack_b_strided`)
+    shapes = [(2, 29, 80, 40), (None, 13, 96, 7)] if pack == "strided" else \
+        [(2, 29, 80, 33), (None, 50, 48, 40)]
+    for shape in shapes:
+        _check_relu_product(rt, run, shape, False, pack == "strided", sum(shape[1:]))
 
 
 @pytest.mark.parametrize("isa", ["host", "avx2"])
