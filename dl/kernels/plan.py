@@ -138,6 +138,8 @@ def planned(tag, ops: tuple, run):
     among ops the memory the plan's launches may read and write besides what run allocates;
     run returns what the replays return (buffers over that memory or fresh allocations,
     or None). tag and ops' non-buffer values must decide everything else run does."""
+    if not enabled:
+        return run()
     try:
         key, ptrs = _key(tag, ops)
         p = _plans.get(key)
@@ -152,6 +154,8 @@ def planned_key(key: tuple, ptrs: list, ops: tuple, run):
     """`planned` with the key and operand addresses made by the caller (who knows its
     operands' kinds: a fused kernel's leaves), as `_key` would make them: the key must
     decide everything `_key`'s does (ops' views, aliasing, the autotune epoch)."""
+    if not enabled:  # (`planned_bufs` comes here too: plans off means off at every caller)
+        return run()
     try:
         p = _plans.get(key)
     except TypeError:  # an unhashable argument

@@ -161,6 +161,27 @@ def test_disabled_plans_give_the_same_bits(dev):
         np.testing.assert_array_equal(g, want)
 
 
+def test_disabled_plans_are_off_at_every_caller(dev):
+    """`plan.enabled = False` turns every dispatch plan off: no call site traces or replays
+    one (cross_entropy's and the 2-D matmul's key their buffers themselves, and traced
+    plans while the switch was off)."""
+    rng = np.random.default_rng(5)
+    x, tx = _pair((6, 9), rng, dev)
+    w, tw = _pair((4, 9), rng, dev)
+    y = dl.tensor(rng.integers(0, 4, 6), device=dev)
+    before = set(plan._plans)
+    plan.enabled = False
+    try:
+        for _ in range(CALLS):
+            loss = F.cross_entropy(x @ w.T, y)
+            got = loss.item()
+    finally:
+        plan.enabled = True
+    assert set(plan._plans) == before
+    want = torch.nn.functional.cross_entropy(tx @ tw.T, torch.tensor(y.numpy()))
+    np.testing.assert_allclose(got, want.item(), rtol=1e-5)
+
+
 ELEMENTWISE = {
     "add": (((6, 17), (6, 17)), lambda a, b: a + b),
     "mul_broadcast": (((6, 17), (17,)), lambda a, b: a * b),
