@@ -497,7 +497,7 @@ _ip("neg_", 1, lambda B, v: v.neg_())
 _ip("exp_", 1, lambda B, v: v.exp_())
 _ip("fill_", 1, lambda B, v: v.fill_(0.25))
 _ip("zero_", 1, lambda B, v: v.zero_())
-_ip("copy_", 2, lambda B, v, y: v.copy_(y))
+_ip("copy_", 2, lambda B, v, y: v.copy_(_source(B, v, y)))
 _ip("masked_fill_", 2, lambda B, v, y: v.masked_fill_(y < 0, -3.0))
 
 
@@ -506,9 +506,21 @@ def _(B, ts, p):
     ts[0][_key(p[0])] = 1.25
 
 
+def _source(B, dst, src):
+    """The source of a copy into dst: on torch, a clone where src shares dst's storage.
+    torch refuses most such copies ("clone() the tensor before performing the operation"),
+    but an expanded source slips past its overlap check and is copied element by element
+    over values already overwritten (`x[:] = x.select(1, 0)`: seed 7067); cloned, it means
+    what dl and NumPy compute, the source read whole before the write."""
+    if B.m is torch and isinstance(src, torch.Tensor) and \
+            src.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
+        return src.clone()
+    return src
+
+
 @op("setitem_t", 2, gen=_slice_gen, inplace=True)
 def _(B, ts, p):
-    ts[0][_key(p[0])] = ts[1]
+    ts[0][_key(p[0])] = _source(B, ts[0], ts[1])
 
 
 @op("index_put", 1, gen=_idx_gen, inplace=True)

@@ -72,6 +72,26 @@ def test_inplace_ops_write_the_tensor_and_its_aliases(dev, name):
     close(view, tview)
 
 
+@pytest.mark.parametrize("case", ["broadcast column", "shifted rows", "flipped copy_"])
+def test_a_source_overlapping_its_destination_is_read_whole_first(dev, case):
+    """A write whose source is a view of its destination means NumPy's result: the source
+    as it was before the write (torch refuses most of these, and computed `x[:] =
+    x.select(1, 0)` over values it had already overwritten: the program fuzzer's seed
+    7067)."""
+    a = np.arange(20, dtype=np.float32).reshape(4, 5) * 0.5 - 3
+    want, x = a.copy(), dl.tensor(a, device=dev)
+    if case == "broadcast column":
+        want[:] = want[:, 0:1].copy()
+        x[:] = x.select(1, 0)[:, None]
+    elif case == "shifted rows":
+        want[1:] = want[:-1].copy()
+        x[1:] = x[:-1]
+    else:
+        want[:] = want[::-1].copy()
+        x.copy_(x.flip(0))
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
 def test_augmented_assignment_keeps_the_name_bound_to_the_same_tensor(dev):
     """`x += y` (and -=, *=, /=) on a dl tensor changes the object, not the name: a list
     holding x, and a slice of x, see the change."""
