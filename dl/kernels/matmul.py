@@ -773,6 +773,7 @@ def register_tiles(regs: int, line_bytes: int = 64, elem_bytes: int = 4) -> list
     return sorted(tiles, key=lambda t: (line_bytes / t[0] + elem_bytes / t[1], -t[0] * t[1]))
 
 
+@functools.lru_cache(maxsize=512)  # (shared lists: callers only read them)
 def fit_tiles(regs: int, line_bytes: int, m: int, nl: int) -> list[tuple[int, int]]:
     """`register_tiles` ranked for one product of m rows and nl lines of columns: by the
     loads each useful FMA costs. A step of K loads MR broadcasts of A and NR lines of B for
@@ -801,9 +802,14 @@ def dot_tiles(regs: int) -> list[tuple[int, int]]:
 _tiles_memo: dict = {}
 
 
+def _register_file(rt) -> tuple[int, int]:
+    """rt's vector registers and their width in bytes."""
+    return registers(rt), (rt.features.vector_bits or 128) // 8
+
+
 def tiles_for(rt, dot: bool = False) -> list[tuple[int, int]]:
     """The ranked register tiles of rt's register file (comptime MR, NR of its kernels)."""
-    regs, line = registers(rt), (rt.features.vector_bits or 128) // 8
+    regs, line = _register_file(rt)
     hit = _tiles_memo.get((regs, line, dot))
     if hit is None:
         hit = _tiles_memo[regs, line, dot] = dot_tiles(regs) if dot else \
@@ -811,12 +817,14 @@ def tiles_for(rt, dot: bool = False) -> list[tuple[int, int]]:
     return hit
 
 
-def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
-    """`_run_tiled` (or `_run_dot`) with the rank-th tile of the runtime's register file."""
+def _tile_runner(pick, pack: str = "", pack_a: bool = False, dot: bool = False):
+    """A candidate's run with the tile pick(rt, a, b, c) chooses: `_run_dot`, or the launcher
+    of `pack` (`_run_swapped`, `_run_kblocked` with A packed and big blocks as named, else
+    `_run_tiled`), one per tile."""
     runs: dict = {}
 
     def run(rt, a, b, c, bias, act):
-        tile = tiles_for(rt, dot)[rank]
+        tile = pick(rt, a, b, c)
         fn = runs.get(tile)
         if fn is None:
             fn = runs[tile] = _run_dot(*tile) if dot else \
@@ -829,9 +837,9 @@ def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
     return run
 
 
-@functools.lru_cache(maxsize=512)
-def _fit_memo(regs: int, line: int, m: int, nl: int) -> list[tuple[int, int]]:
-    return fit_tiles(regs, line, m, nl)
+def _ranked(rank: int, pack: str = "", pack_a: bool = False, dot: bool = False):
+    """`_tile_runner` with the rank-th tile of the runtime's register file."""
+    return _tile_runner(lambda rt, a, b, c: tiles_for(rt, dot)[rank], pack, pack_a, dot)
 
 
 def _fit_line(rt, a, b, c, pack: str) -> int:
@@ -843,27 +851,17 @@ def fitted_tile(rt, a, b, c, rank: int, pack: str) -> tuple[int, int] | None:
     """The rank-th tile of `fit_tiles` for this product, or None where it is the register
     file's first tile (the r0 candidate of the same family runs it already) or past the
     list."""
-    regs, line = registers(rt), (rt.features.vector_bits or 128) // 8
     nl = c.shape[2] // _fit_line(rt, a, b, c, pack)
-    fit = _fit_memo(regs, line, c.shape[1], nl)
+    fit = fit_tiles(*_register_file(rt), c.shape[1], nl)
     if rank >= len(fit) or fit[rank] == tiles_for(rt)[0]:
         return None
     return fit[rank]
 
 
 def _fitted(rank: int, pack: str):
-    """`_run_tiled` (pack "strided": B gathered into panels) or `_run_kblocked` (pack
-    "kblocked") with `fitted_tile`: a tile chosen for this shape, A read in place."""
-    runs: dict = {}
-
-    def run(rt, a, b, c, bias, act):
-        tile = fitted_tile(rt, a, b, c, rank, pack)
-        fn = runs.get(tile)
-        if fn is None:
-            fn = runs[tile] = _run_kblocked(*tile) if pack == "kblocked" else \
-                _run_tiled(*tile, pack)
-        return fn(rt, a, b, c, bias, act)
-    return run
+    """`_tile_runner` (pack "strided": B gathered into panels, or "kblocked") with
+    `fitted_tile`: a tile chosen for this shape, A read in place."""
+    return _tile_runner(lambda rt, a, b, c: fitted_tile(rt, a, b, c, rank, pack), pack)
 
 
 def _fit_ok(rank: int, pack: str):
