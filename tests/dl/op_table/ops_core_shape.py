@@ -54,11 +54,14 @@ def _rand_props(mod, name):
         lo, hi, mu, sd = (0.0, 1.0, 0.5, 12 ** -0.5) if name == "rand" else (
             -np.inf, np.inf, 0.0, 1.0)
         ok = bool(np.all((a >= lo) & (a < hi)))
-        # Six standard errors: a fair draw (dl's or torch's, the reference is random too)
-        # misses about once in 10^8, a wrong distribution (uniform for normal: std 0.29) never
-        # passes. 0.05 was 2.3 standard errors of a 2048-sample mean: torch's own draw failed it.
-        se = 6 * sd / np.sqrt(max(a.size, 1))
-        moments = a.size == 0 or (abs(a.mean() - mu) < se and abs(a.std() - sd) < se)
+        # Six standard errors of the mean (sd / sqrt(n)) and of the std (at most
+        # sd / sqrt(2n), a normal's; a uniform's is smaller): a fair draw (dl's or torch's,
+        # the reference is random too) misses about once in 10^8, a wrong distribution
+        # (uniform for normal: std 0.29) never passes. 0.05 was 2.3 standard errors of a
+        # 2048-sample mean: torch's own draw failed it.
+        n = max(a.size, 1)
+        moments = a.size == 0 or (abs(a.mean() - mu) < 6 * sd / np.sqrt(n)
+                                  and abs(a.std() - sd) < 6 * sd / np.sqrt(2 * n))
         return tuple(x.shape), str(x.dtype).replace("torch.", "").replace("dl.", ""), ok, \
             bool(moments)
     return props
