@@ -15,6 +15,9 @@ view), batch broadcast by stride 0. Candidates:
 - `shared_T`: GPU style, T x T units stage tiles of A and B in shared memory.
 - `plane`: one plane per output element, lanes split K and `plane_sum` combines them (for
   small M x N with long K on GPUs).
+- `split_T`: `shared_T` over chunks of K, one cube per (tile, chunk), the chunks' partial
+  products summed by a second kernel that adds the bias and activation: a weight gradient
+  (K = batch x pixels, a small output) fills the GPU instead of a few cubes walking all of K.
 """
 from __future__ import annotations
 
@@ -471,6 +474,58 @@ def matmul_shared(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F], T: C
 
 
 @cube(launch=True)
+def matmul_shared_split(a: Tensor[F], b: Tensor[F], part: Tensor[F], T: Comptime[int],
+                        KC: u32, S: u32):
+    """`matmul_shared` over one chunk of KC steps of K (KC a multiple of T): cube z = batch
+    index * S + chunk; the chunk's partial product goes to part[z]."""
+    ty = UNIT_POS_Y
+    tx = UNIT_POS_X
+    z = CUBE_POS_Z
+    zb = z // S
+    k0 = (z % S) * KC
+    m = a.shape(1)
+    k = a.shape(2)
+    n = b.shape(2)
+    row = CUBE_POS_Y * T + ty
+    col = CUBE_POS_X * T + tx
+    ta = cb.SharedMemory(F, T * T)
+    tb = cb.SharedMemory(F, T * T)
+    acc = F(0)
+    for t0 in range(k0, k0 + KC, T):
+        ka = t0 + tx
+        kb = t0 + ty
+        ta[ty * T + tx] = a[zb * a.stride(0) + row * a.stride(1) + ka * a.stride(2)] \
+            if row < m and ka < k else F(0)
+        tb[ty * T + tx] = b[zb * b.stride(0) + kb * b.stride(1) + col * b.stride(2)] \
+            if kb < k and col < n else F(0)
+        cb.sync_cube()
+        for kk in cb.range(T, unroll=True):
+            acc += ta[ty * T + kk] * tb[kk * T + tx]
+        cb.sync_cube()
+    if row < m and col < n:
+        part[z * part.stride(0) + row * part.stride(1) + col] = acc
+
+
+@cube(launch=True)
+def sum_split(part: Tensor[F], c: Tensor[F], bias: Array[F], S: u32, HAS_BIAS: Comptime[bool],
+              ACT: Comptime[str]):
+    """c[z] = act(sum of part[z * S .. z * S + S - 1] + bias); a unit per element, cube y the
+    batch index."""
+    z = CUBE_POS_Y
+    m = c.shape(1)
+    n = c.shape(2)
+    i = CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X
+    if i < m * n:
+        acc = F(0)
+        for s in range(S):
+            acc += part[(z * S + s) * part.stride(0) + i]
+        col = i % n
+        if HAS_BIAS:
+            acc += bias[col]
+        c[z * c.stride(0) + (i // n) * c.stride(1) + col] = activate(acc, ACT)
+
+
+@cube(launch=True)
 def matmul_plane(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F],
                  P: Comptime[int], HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
     """One plane (of P lanes) per output element; UNIT_POS_Y picks the plane."""
@@ -733,6 +788,47 @@ def _run_shared(t: int):
                              a=a, b=b, c=c, bias=bias if bias is not None else c.buffer, T=t,
                              HAS_BIAS=bias is not None, ACT=act)
     return run
+
+
+# Chunks of K for split_T, measured on an H200 (132 multiprocessors) over 128-1024 cubes and
+# 16-512 chunks at most: a 16x9 product over K = 50176 took 0.149 ms in 16 chunks, 0.051 in
+# 126, 0.070 in 448 (the sum's serial adds per element then cost more than they save);
+# 256x256x8192 took 0.392 in one chunk (shared_16), 0.301 in 4
+SPLIT_CUBES = 1024  # cubes a split product aims at: several per multiprocessor
+SPLIT_MIN = 4  # tiles of K a chunk takes at least
+SPLIT_MAX = 128  # chunks at most
+
+
+def split_chunks(t: int, batch: int, m: int, n: int, k: int) -> tuple[int, int]:
+    """(KC, S): chunks of KC steps (a multiple of t), S of them, so that the tiles times the
+    chunks come near SPLIT_CUBES; S is 1 where the tiles fill the GPU or K is short."""
+    tiles = cdiv(n, t) * cdiv(m, t) * batch
+    s = max(1, min(cdiv(SPLIT_CUBES, tiles), k // (SPLIT_MIN * t), SPLIT_MAX))
+    kc = cdiv(cdiv(k, s), t) * t
+    return kc, cdiv(k, kc)
+
+
+def _run_split(t: int):
+    def run(rt, a, b, c, bias, act):
+        batch, m, n = c.shape
+        kc, s = split_chunks(t, batch, m, n, a.shape[2])
+        part = rt.empty((batch * s, m, n), c.elem)
+        matmul_shared_split.launch(rt, cube_count=(cdiv(n, t), cdiv(m, t), batch * s),
+                                   cube_dim=(t, t), a=a, b=b, part=part, T=t, KC=kc, S=s)
+        sum_split.launch(rt, cube_count=(cdiv(m * n, 256), batch), cube_dim=(256,), part=part,
+                         c=c, bias=bias if bias is not None else c.buffer, S=s,
+                         HAS_BIAS=bias is not None, ACT=act)
+    return run
+
+
+def _split_ok(t: int):
+    """GPUs only (a CPU core walks K in cache blocks, `kblocked`), where K splits."""
+    shared = _shared_ok(t)
+
+    def ok(rt, a, b, c, bias, act):
+        return not is_cpu(rt) and shared(rt, a, b, c, bias, act) \
+            and split_chunks(t, *c.shape, a.shape[2])[1] > 1
+    return ok
 
 
 def _run_plane(rt, a, b, c, bias, act):
@@ -1031,8 +1127,13 @@ MATMUL = Tunable("matmul", [
               prefer=_a_transposed),
     Candidate("shared_16", _run_shared(16), _cpu_first(20, 100), _shared_ok(16)),
     Candidate("shared_8", _run_shared(8), _cpu_first(10, 90), _shared_ok(8)),
+    # few output tiles over a long K (a weight gradient: 16x9 over 64 x 784 pixels took
+    # shared_16 ~3 ms on an H200, one cube walking all of K)
+    Candidate("split_16", _run_split(16), _cpu_first(0, 80), _split_ok(16), prefer=_split_ok(16)),
+    # (timed beside split_16 wherever K splits: a 64x1568 @ 1568x10 took it 0.039 ms, split
+    # 0.044)
     Candidate("plane", _run_plane, _cpu_first(0, 40),
-              lambda rt, *args: rt.features.plane_ops),
+              lambda rt, *args: rt.features.plane_ops, prefer=_split_ok(16)),
 ])
 
 

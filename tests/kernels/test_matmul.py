@@ -160,3 +160,38 @@ def test_kblocked_over_several_k_and_row_blocks(rt, name, monkeypatch):
         out = mm.matmul(rt, da, db, bias=rt.from_numpy(bias), act="relu")
     np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
                                atol=1e-4)
+
+
+@pytest.mark.parametrize("case", [
+    # (batch, m, n, k, transposed a, transposed b): a conv weight gradient's shape (A
+    # transposed, K = batch x pixels), a batch with a ragged last chunk, and an epilogue
+    (None, 16, 9, 700, True, False),
+    (3, 5, 20, 300, False, True),
+    (None, 33, 17, 129, False, False),
+])
+def test_split_k_over_chunks(rt, case, monkeypatch):
+    """split_16: partial products over chunks of K, summed with the bias and activation
+    (GPU targets only: the CPU walks K in cache blocks)."""
+    batch, m, n, k, ta, tb = case
+    assert mm.split_chunks(16, batch or 1, m, n, k)[1] > 1  # the case splits K
+    rng = np.random.default_rng(k)
+    lead = () if batch is None else (batch,)
+    a, da = _operand(rt, rng, (*lead, m, k), ta, np.float32)
+    b, db = _operand(rt, rng, (*lead, k, n), tb, np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    with candidate(mm.MATMUL, "split_16", monkeypatch):
+        out = mm.matmul(rt, da, db, bias=rt.from_numpy(bias), act="relu")
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias, "relu"), rtol=1e-4,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("k", [1, 63, 64, 65, 1000, 50176])
+@pytest.mark.parametrize("tiles", [(1, 1, 1), (1, 32, 144), (64, 512, 512)])
+def test_split_chunks_cover_k_once(k, tiles):
+    """Every step of K falls in exactly one chunk, chunks are whole tiles, none is empty."""
+    batch, m, n = tiles
+    kc, s = mm.split_chunks(16, batch, m, n, k)
+    assert kc % 16 == 0 and s >= 1
+    assert (s - 1) * kc < k <= s * kc
+    if s > 1:
+        assert kc >= mm.SPLIT_MIN * 16 and (s - 1) * kc < k
