@@ -15,6 +15,10 @@ view), batch broadcast by stride 0. Candidates:
 - `shared_T`: GPU style, T x T units stage tiles of A and B in shared memory.
 - `plane`: one plane per output element, lanes split K and `plane_sum` combines them (for
   small M x N with long K on GPUs).
+- `blocked_B`: GPU style with register tiles: a B x B tile of C per cube, T x T per unit
+  (rows and columns strided across the units, so shared memory is read without bank
+  conflicts and C is stored coalesced), K in steps of BK staged through shared memory; the
+  operand loads walk whichever of K and M (N) is contiguous.
 - `split_T`: `shared_T` over chunks of K, one cube per (tile, chunk), the chunks' partial
   products summed by a second kernel that adds the bias and activation: a weight gradient
   (K = batch x pixels, a small output) fills the GPU instead of a few cubes walking all of K.
@@ -474,6 +478,83 @@ def matmul_shared(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F], T: C
 
 
 @cube(launch=True)
+def matmul_blocked(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F],
+                   BM: Comptime[int], BN: Comptime[int], BK: Comptime[int], TM: Comptime[int],
+                   TN: Comptime[int], A_K: Comptime[bool], B_K: Comptime[bool],
+                   HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
+    """A BM x BN tile of C per cube of (BN / TN) x (BM / TM) units, each accumulating TM x TN
+    elements in registers: rows UNIT_POS_Y + i * (BM / TM), columns UNIT_POS_X + j * (BN / TN).
+    A_K (B_K): A's (B's) contiguous dimension is K, so consecutive units load along K;
+    otherwise along M (N). The tiles are stored K-major with one pad element a row, so both
+    load orders write shared memory without bank conflicts."""
+    UX = cb.comptime(BN // TN)
+    UY = cb.comptime(BM // TM)
+    NT = cb.comptime(UX * UY)
+    SA = cb.comptime(BM + 1)
+    SB = cb.comptime(BN + 1)
+    tx = UNIT_POS_X
+    ty = UNIT_POS_Y
+    tid = ty * UX + tx
+    z = CUBE_POS_Z
+    m = a.shape(1)
+    k = a.shape(2)
+    n = b.shape(2)
+    row0 = CUBE_POS_Y * BM
+    col0 = CUBE_POS_X * BN
+    abase = z * a.stride(0)
+    bbase = z * b.stride(0)
+    ta = cb.SharedMemory(F, BK * SA)
+    tb = cb.SharedMemory(F, BK * SB)
+    acc = cb.LocalArray(F, TM * TN)
+    for t in cb.range(TM * TN, unroll=True):
+        acc[t] = F(0)
+    af = cb.LocalArray(F, TM)
+    bf = cb.LocalArray(F, TN)
+    for t0 in range(0, k, BK):
+        for q in cb.range((BM * BK) // NT, unroll=True):
+            e = q * NT + tid
+            r = e % BM
+            kk = e // BM
+            if A_K:
+                r = e // BK
+                kk = e % BK
+            gr = row0 + r
+            gk = t0 + kk
+            ta[kk * SA + r] = a[abase + gr * a.stride(1) + gk * a.stride(2)] \
+                if gr < m and gk < k else F(0)
+        for q in cb.range((BN * BK) // NT, unroll=True):
+            e = q * NT + tid
+            cc = e % BN
+            kk = e // BN
+            if B_K:
+                cc = e // BK
+                kk = e % BK
+            gk = t0 + kk
+            gc = col0 + cc
+            tb[kk * SB + cc] = b[bbase + gk * b.stride(1) + gc * b.stride(2)] \
+                if gk < k and gc < n else F(0)
+        cb.sync_cube()
+        for kk in cb.range(BK, unroll=True):
+            for i in cb.range(TM, unroll=True):
+                af[i] = ta[kk * SA + ty + i * UY]
+            for j in cb.range(TN, unroll=True):
+                bf[j] = tb[kk * SB + tx + j * UX]
+            for i in cb.range(TM, unroll=True):
+                for j in cb.range(TN, unroll=True):
+                    acc[i * TN + j] = cb.fma(af[i], bf[j], acc[i * TN + j])
+        cb.sync_cube()
+    for i in cb.range(TM, unroll=True):
+        row = row0 + ty + i * UY
+        for j in cb.range(TN, unroll=True):
+            col = col0 + tx + j * UX
+            if row < m and col < n:
+                v = acc[i * TN + j]
+                if HAS_BIAS:
+                    v += bias[col]
+                c[z * c.stride(0) + row * c.stride(1) + col] = activate(v, ACT)
+
+
+@cube(launch=True)
 def matmul_shared_split(a: Tensor[F], b: Tensor[F], part: Tensor[F], T: Comptime[int],
                         KC: u32, S: u32):
     """`matmul_shared` over one chunk of KC steps of K (KC a multiple of T): cube z = batch
@@ -794,6 +875,33 @@ def _run_shared(t: int):
 # 16-512 chunks at most: a 16x9 product over K = 50176 took 0.149 ms in 16 chunks, 0.051 in
 # 126, 0.070 in 448 (the sum's serial adds per element then cost more than they save);
 # 256x256x8192 took 0.392 in one chunk (shared_16), 0.301 in 4
+BLOCK_K = 16  # K steps a blocked cube stages at a time
+BLOCK_UNITS = 16  # units along each side of a blocked cube (256 a cube)
+
+
+def _run_blocked(bt: int):
+    """blocked_{bt}: bt x bt tiles of C, bt / BLOCK_UNITS square per unit."""
+    tt = bt // BLOCK_UNITS
+
+    def run(rt, a, b, c, bias, act):
+        batch, m, n = c.shape
+        matmul_blocked.launch(
+            rt, cube_count=(cdiv(n, bt), cdiv(m, bt), batch),
+            cube_dim=(BLOCK_UNITS, BLOCK_UNITS), a=a, b=b, c=c,
+            bias=bias if bias is not None else c.buffer, BM=bt, BN=bt, BK=BLOCK_K, TM=tt,
+            TN=tt, A_K=a.strides[2] == 1, B_K=b.strides[2] != 1 and b.strides[1] == 1,
+            HAS_BIAS=bias is not None, ACT=act)
+    return run
+
+
+def _blocked_ok(bt: int):
+    def ok(rt, a, b, c, bias, act):
+        units = BLOCK_UNITS * BLOCK_UNITS
+        smem = 2 * BLOCK_K * (bt + 1) * c.buffer.dtype.itemsize
+        return units <= rt.features.max_cube_dim and smem <= rt.features.max_shared_bytes
+    return ok
+
+
 SPLIT_CUBES = 1024  # cubes a split product aims at: several per multiprocessor
 SPLIT_MIN = 4  # tiles of K a chunk takes at least
 SPLIT_MAX = 128  # chunks at most
@@ -1125,7 +1233,14 @@ MATMUL = Tunable("matmul", [
               prefer=_ab_transposed),
     Candidate("atiled_6x2", _run_tiled(6, 2, "", True), _cpu_first(89, 7),
               prefer=_a_transposed),
-    Candidate("shared_16", _run_shared(16), _cpu_first(20, 100), _shared_ok(16)),
+    # the GPUs' first three (H200, against cuBLAS: sgemm 4096 blocked_64 13.9 TFLOP/s, 0.28x,
+    # shared_16 4.1; 1024 9.7 against 5.0; 512 blocked_32 3.4 against 3.2; 128x128 tiles
+    # were slower at every size but one, and are not offered). shared_16 stays among them:
+    # few output tiles fill more multiprocessors with its small cubes (64x784 @ 784x512:
+    # 0.054 ms against blocked_32's 0.090)
+    Candidate("blocked_64", _run_blocked(64), _cpu_first(0, 110), _blocked_ok(64)),
+    Candidate("shared_16", _run_shared(16), _cpu_first(20, 108), _shared_ok(16)),
+    Candidate("blocked_32", _run_blocked(32), _cpu_first(0, 105), _blocked_ok(32)),
     Candidate("shared_8", _run_shared(8), _cpu_first(10, 90), _shared_ok(8)),
     # few output tiles over a long K (a weight gradient: 16x9 over 64 x 784 pixels took
     # shared_16 ~3 ms on an H200, one cube walking all of K)

@@ -60,7 +60,7 @@ def test_dot_candidates_f16_over_whole_simd_lines(rt, name, monkeypatch):
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "tanh"])
 @pytest.mark.parametrize("name", ["tiled_6x2", "packed_4x4", "dot_4x3", "dot_4x2", "dot_4x4",
-                                  "swapped_r0", "shared_8", "plane"])
+                                  "swapped_r0", "shared_8", "plane", "blocked_32", "split_16"])
 def test_matmul_epilogue(rt, name, act, monkeypatch):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((9, 32)).astype(np.float32), \
@@ -195,3 +195,18 @@ def test_split_chunks_cover_k_once(k, tiles):
     assert (s - 1) * kc < k <= s * kc
     if s > 1:
         assert kc >= mm.SPLIT_MIN * 16 and (s - 1) * kc < k
+
+
+@pytest.mark.parametrize("name", ["blocked_32", "blocked_64"])
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_blocked_over_several_tiles(rt, name, ta, tb, monkeypatch):
+    """The register-tiled GPU kernel over several cube tiles, edge tiles on both sides and
+    several K steps, each operand in either layout (the loads walk the contiguous side)."""
+    m, n, k = 70, 130, 40
+    rng = np.random.default_rng(7)
+    a, da = _operand(rt, rng, (2, m, k), ta, np.float32)
+    b, db = _operand(rt, rng, (2, k, n), tb, np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    with candidate(mm.MATMUL, name, monkeypatch):
+        out = mm.matmul(rt, da, db, bias=rt.from_numpy(bias))
+    np.testing.assert_allclose(out.numpy(), mm.reference(a, b, bias), rtol=1e-4, atol=1e-4)
