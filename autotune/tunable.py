@@ -23,6 +23,16 @@ MODES = ("off", "fast", "full")
 # not see them (cube.recording pauses a launch recording: a replay must not repeat a
 # tuning's runs, which would apply an in-place update several times)
 TIMING_CONTEXTS: list = []
+# How a layer above times a candidate's kernels without the candidate's Python: a tracer
+# calls run() under a launch trace and returns a callable repeating just the launches it
+# made; None where it made none, False where a replay would not repeat what it did (a host
+# read, a nested tuning). dl replays an op's launches from a plan without the Python that
+# chose them, so that is the cost to compare: an 8x8 softmax's `row` kernel took 0.8 us
+# beside `shared_32`'s 5.1, yet timed whole (row's launcher computes its line size and views)
+# row took 8.7 us to shared_32's 7.0, and every eager softmax then paid 4.4 us more.
+LAUNCH_TRACERS: list = []
+# part of every stored winner's code digest: winners timed another way are timed again
+TIMING_METHOD = b"launches-replayed"
 FAST_TOP = 3  # how many candidates, by priority, `fast` times
 PROGRESS_AFTER_S = 1.0  # tuning that takes longer reports progress on stderr
 
@@ -153,7 +163,7 @@ class Tunable:
         """A digest of the source of the packages the candidates' code lives in (all of
         dl/kernels for the kernel library's ops): a winner stored against other kernel code
         is stale, so a changed kernel is timed again rather than keeping the choice made
-        for the old one."""
+        for the old one; and of how candidates are timed (`TIMING_METHOD`)."""
         if self._code is None:
             files: set[Path] = set()
             for c in self.candidates:
@@ -164,7 +174,7 @@ class Tunable:
                 where = getattr(mod, "__file__", None)
                 if where:
                     files.update(Path(where).parent.glob("*.py"))
-            h = hashlib.sha256()
+            h = hashlib.sha256(TIMING_METHOD)
             for f in sorted(files):
                 h.update(f.name.encode())
                 h.update(f.read_bytes())
@@ -185,18 +195,26 @@ class Tunable:
         at half speed for seconds) falls on every candidate alike; one after the other it
         fell on one of them, and a 64x512x512 F.linear kept a kernel 1.3x slower than the
         best for as long as its choice was stored. A candidate 3x slower than the best so far
-        drops out after that run; one that fails is skipped (None)."""
+        drops out after that run; one that fails is skipped (None). Where a tracer can
+        replay a candidate's launches (`LAUNCH_TRACERS`), the rounds time that replay: the
+        kernels and their launches, not the Python choosing them."""
         self.tunings += 1
         start = time.perf_counter()
         times: dict[str, float | None] = {}
         alive: list[Candidate] = []
+        runs: dict[str, Callable[[], object]] = {}  # what a round times, per candidate
         with contextlib.ExitStack() as stack:
             for ctx in TIMING_CONTEXTS:
                 stack.enter_context(ctx())
             for i, c in enumerate(cands):
                 try:
-                    c.run(rt, *args, **kw)  # warm-up: compiles, touches memory
+                    def whole(c=c):
+                        return c.run(rt, *args, **kw)
+                    replay = _traced(whole)  # warm-up: compiles, touches memory
+                    if replay is False:  # e.g. a nested tuning in the warm-up: once more
+                        replay = _traced(whole)
                     rt.sync()
+                    runs[c.name] = replay or whole
                     alive.append(c)
                 except Exception as e:  # a candidate this device cannot build: skip it
                     times[c.name] = None
@@ -209,7 +227,7 @@ class Tunable:
                 for c in list(alive):
                     try:
                         t0 = time.perf_counter()
-                        c.run(rt, *args, **kw)
+                        runs[c.name]()
                         rt.sync()
                         t = time.perf_counter() - t0
                     except Exception as e:
@@ -237,3 +255,12 @@ class Tunable:
         if time.perf_counter() - start > PROGRESS_AFTER_S:
             print(f"cube autotune {key}: [{i + 1}/{n}] {name}: {what}", file=sys.stderr,
                   flush=True)
+
+
+def _traced(run: Callable[[], object]):
+    """run() under the registered tracer (see `LAUNCH_TRACERS`): its replay, None or False;
+    without a tracer, None."""
+    if not LAUNCH_TRACERS:
+        run()
+        return None
+    return LAUNCH_TRACERS[0](run)

@@ -152,4 +152,18 @@ def paused():
         active = rec
 
 
+def launches_of(run):
+    """Call run() under a trace: a callable repeating the launches it made, None where it
+    made none, False where a replay would not repeat what it did (autotune times
+    candidates so: `tunable.LAUNCH_TRACERS`)."""
+    with trace() as t:
+        run()
+    if not t.entries:
+        return None
+    if t.spoiled:
+        return False
+    return t.replay
+
+
 tunable.TIMING_CONTEXTS.append(paused)
+tunable.LAUNCH_TRACERS.append(launches_of)

@@ -7,6 +7,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import autotune
@@ -275,3 +276,63 @@ def test_candidates_are_timed_in_turns_so_a_slow_phase_hits_them_alike(tmp_path,
                  store=TuneStore(tmp_path), repeats=5)
     assert op.choose(FakeRt(), "k", 1).name == "fast"
     assert runs[0] == 2 + 2 * 5  # a warm-up each, then five rounds of both
+
+
+@pytest.fixture
+def spin_kernel():
+    """A kernel whose one unit runs n dependent multiply-adds (n = 1: nothing to speak of)."""
+    import cube as cb
+    from cube import Array, f32, u32
+
+    @cb.cube(launch=True)
+    def spin(out: Array[f32], n: u32):
+        acc = f32(1)
+        for _ in range(n):
+            acc = acc * f32(0.9999999) + f32(1)
+        out[0] = acc
+    return spin
+
+
+def _spin_op(tmp_path, spin, slow_python, hook=False):
+    """`python`: 30 ms of Python (and a hook, if asked) before a trivial launch; `kernel`:
+    no Python to speak of, a launch of ~4M dependent multiply-adds (milliseconds)."""
+    from cube import recording
+
+    def python(rt, out):
+        time.sleep(slow_python)
+        if hook:
+            recording.hook(lambda: None)
+        spin.launch(rt, cube_count=1, cube_dim=1, out=out, n=1)
+
+    def kernel(rt, out):
+        spin.launch(rt, cube_count=1, cube_dim=1, out=out, n=1 << 22)
+    return Tunable("spin", [Candidate("python", python, 20), Candidate("kernel", kernel, 10)],
+                   store=TuneStore(tmp_path), repeats=3)
+
+
+def test_candidates_are_timed_by_their_launches_not_their_python(tmp_path, monkeypatch,
+                                                                 spin_kernel):
+    """A plan replays an op's launches without the Python that chose them, so tuning times
+    the launches: the candidate with 30 ms of Python before a trivial kernel wins over one
+    whose kernel takes milliseconds (timed whole, the Python lost: an 8x8 softmax kept a
+    kernel 6x slower, whose launcher was cheaper)."""
+    import cube as cb
+    monkeypatch.setenv("CUBE_AUTOTUNE", "full")
+    rt = cb.runtime("cpu")
+    out = rt.empty((1,), np.float32)
+    op = _spin_op(tmp_path, spin_kernel, 0.03)
+    assert op.choose(rt, "k", out).name == "python"
+    times = op.store.get(rt.device_id(), "spin|k")["times_ms"]
+    assert times["python"] < 10 and times["python"] < times["kernel"], times
+
+
+def test_a_candidate_a_replay_cannot_repeat_is_timed_whole(tmp_path, monkeypatch, spin_kernel):
+    """A hook (host state a replay would skip) makes the launches unrepeatable: the candidate
+    is timed whole, its Python included, and the kernel-heavy candidate wins."""
+    import cube as cb
+    monkeypatch.setenv("CUBE_AUTOTUNE", "full")
+    rt = cb.runtime("cpu")
+    out = rt.empty((1,), np.float32)
+    op = _spin_op(tmp_path, spin_kernel, 0.03, hook=True)
+    assert op.choose(rt, "k", out).name == "kernel"
+    assert op.store.get(rt.device_id(), "spin|k")["times_ms"]["python"] >= 30
