@@ -8,22 +8,64 @@ allocated (out of the runtimes' pools) for as long as the recording lives.
 
 Code whose effect depends on host state that changes between replays (an optimiser's step
 count, a learning rate) registers itself with `hook`: it runs now, unrecorded, and again at
-every replay, in its place among the launches."""
+every replay, in its place among the launches.
+
+A recording belongs to the thread that began it (`current`): another thread's launches run
+unrecorded, and its traces and pauses leave this thread's recording alone. (With one global
+recording, dl used from four threads raised CaptureErrors in them, and left a dead trace
+active for good: every later launch of the process went into it.)"""
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 
 from autotune import tunable
 
-# The recording launches go to, or None (read on every launch: one global lookup).
-active: Recording | None = None
+
+class _Any:
+    """`active` while some thread records."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<a recording in some thread>"
+
+
+_ANY = _Any()
+# None while no thread records: the launch paths' one cheap test (read on every launch);
+# what this thread records into is `current()`
+active: _Any | None = None
+_state = threading.local()  # .rec: this thread's recording; .pauses: its `paused` blocks
+_count_lock = threading.Lock()
+_recorders = 0  # threads with a recording
 # How many recordings have begun: values made lazily before the current one began are
 # computed once, unrecorded, when first needed (see `paused`)
 generation = 0
-# How many `paused` blocks have begun (autotune times candidates in one): a trace that saw
-# one missed launches (see `Trace`)
-pauses = 0
+
+
+def current() -> Recording | None:
+    """The recording this thread's launches go to, or None."""
+    if active is None:
+        return None
+    return getattr(_state, "rec", None)
+
+
+def _set(rec: Recording | None) -> None:
+    """Make rec this thread's recording (None: none), keeping `active` in step."""
+    global active, _recorders
+    old = getattr(_state, "rec", None)
+    _state.rec = rec
+    if (old is None) != (rec is None):
+        with _count_lock:
+            _recorders += 1 if rec is not None else -1
+            active = _ANY if _recorders else None
+
+
+def _pauses() -> int:
+    """How many `paused` blocks this thread has begun (autotune times candidates in one): a
+    trace that saw one missed launches (see `Trace`)."""
+    return getattr(_state, "pauses", 0)
 
 
 class CaptureError(RuntimeError):
@@ -37,16 +79,15 @@ class Recording:
         self.inside_hook = inside_hook  # a hook's own launches: its host reads run again
 
     def __enter__(self) -> Recording:
-        global active, generation
-        if active is not None:
+        global generation
+        if current() is not None:
             raise CaptureError("a recording is already active (captures do not nest)")
         generation += 1
-        active = self
+        _set(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        global active
-        active = None
+        _set(None)
 
     @property
     def launches(self) -> int:
@@ -64,10 +105,11 @@ def launch(exe, cube_count, cube_dim, args) -> None:
     """Launch exe, and append the launch to the active recording if there is one: every
     launch site calls this (CubeFunction.launch, dl's fused kernels)."""
     exe.launch(cube_count, cube_dim, args)
-    if active is not None:
-        active.entries.append((exe.launch, cube_count, cube_dim, args))
-        if active.__class__ is Trace:
-            active.exes[len(active.entries) - 1] = exe
+    rec = current()
+    if rec is not None:
+        rec.entries.append((exe.launch, cube_count, cube_dim, args))
+        if rec.__class__ is Trace:
+            rec.exes[len(rec.entries) - 1] = exe
 
 
 def hook(fn: Callable[[], object], fast: Callable | None = None):
@@ -76,8 +118,7 @@ def hook(fn: Callable[[], object], fast: Callable | None = None):
     fast(launches) may offer a cheaper callable for the replays: it gets the Recording of
     the launches fn just made (e.g. an optimiser's per-parameter kernels, whose scalar
     arguments it refreshes in place) and returns it, or None to re-run fn."""
-    global active
-    rec = active
+    rec = current()
     if isinstance(rec, Trace):  # a hook is host state a plan's replay would skip
         rec.spoiled = True
         if rec.outer is None:
@@ -85,11 +126,11 @@ def hook(fn: Callable[[], object], fast: Callable | None = None):
     if rec is None:
         return fn()
     sub = Recording(inside_hook=True) if fast is not None else None
-    active = sub
+    _set(sub)
     try:
         out = fn()
     finally:
-        active = rec
+        _set(rec)
     again = fast(sub) if fast is not None else None
     rec.entries.append((again or fn, None, None, None))
     return out
@@ -111,16 +152,15 @@ class Trace(Recording):
 def trace():
     """Take the launches of the block into a fresh `Trace` (yielded), then hand them on to the
     recording that was active (a dl.capture), so it still sees every launch."""
-    global active
-    outer = active
+    outer = current()
     t = Trace(outer)
-    seen = pauses
-    active = t
+    seen = _pauses()
+    _set(t)
     try:
         yield t
     finally:
-        active = outer
-        if pauses != seen:
+        _set(outer)
+        if _pauses() != seen:
             t.spoiled = True
         if outer is not None:
             if outer.__class__ is Trace:  # a trace inside a trace: the executables too
@@ -131,11 +171,12 @@ def trace():
 
 def refuse(what: str) -> None:
     """Raise when recording: `what` cannot be replayed (its value would be frozen)."""
-    if isinstance(active, Trace):
-        active.spoiled = True
-        if active.outer is None or active.outer.inside_hook:
+    rec = current()
+    if isinstance(rec, Trace):
+        rec.spoiled = True
+        if rec.outer is None or rec.outer.inside_hook:
             return
-    if active is not None and not active.inside_hook:
+    if rec is not None and not rec.inside_hook:
         raise CaptureError(f"{what} during capture: a replay would repeat the value it had "
                            f"when recorded; do it outside the captured function")
 
@@ -143,13 +184,13 @@ def refuse(what: str) -> None:
 @contextmanager
 def paused():
     """No recording inside the block (its launches run, unrecorded)."""
-    global active, pauses
-    pauses += 1
-    rec, active = active, None
+    _state.pauses = _pauses() + 1
+    rec = current()
+    _set(None)
     try:
         yield
     finally:
-        active = rec
+        _set(rec)
 
 
 def launches_of(run):

@@ -112,7 +112,8 @@ def realise(tensors: list[Tensor]) -> None:
 
 def _compute(t: Tensor) -> None:
     """`Tensor._compute`: a lazy tensor computed into fresh storage (its own fused kernel)."""
-    if recording.active is not None and getattr(t, "_generation", None) != recording.generation:
+    if recording.current() is not None and \
+            getattr(t, "_generation", None) != recording.generation:
         # made before this recording began (a module's zero-initialised buffer): computed
         # once, as eagerly, not again at every replay
         with recording.paused():
@@ -187,7 +188,8 @@ def write_into(t: Tensor, dst: Tensor) -> None:
 
     node = t._node  # None: t was computed already (fusion off), the write is a copy
     if node is not None and node.result is None and plan.enabled and \
-            node.size <= PLAN_MAX_NODES and recording.active is None:
+            node.size <= PLAN_MAX_NODES and (
+                recording.active is None or recording.current() is None):
         ops: list = [t.device.rt]
         sig: list = []
         if _visit(node, ops, sig, {}, {}):

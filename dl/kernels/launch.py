@@ -60,16 +60,19 @@ class KernelCount:
 
 
 _active: list[KernelCount] = []
-# the names recorded while a dispatch plan traces a call (dl/kernels/plan.py), which its
-# replays record again
-traces: list[list] = []
+# (thread id, names) per dispatch plan tracing a call (dl/kernels/plan.py): the names of the
+# launches its thread makes, which its replays record again
+traces: list[tuple[int, list]] = []
 
 
 def record_launch(name) -> None:
     """name: a str, or a callable giving it (built only while a counter is active)."""
     record("launches")
-    for t in traces:
-        t.append(name)
+    if traces:
+        me = threading.get_ident()
+        for th, t in traces:
+            if th == me:
+                t.append(name)
     if _active:
         name = name() if callable(name) else name
         for c in _active:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 import os
 import struct
+import threading
+from contextlib import contextmanager
 
 from autotune import tunable
 from cube import recording
@@ -215,29 +217,75 @@ def stats() -> dict:
     return {"plans": plans, "unplanned": none, "warming": len(_plans) - plans - none}
 
 
+_allocs = threading.local()  # .stacks: {id(rt): this thread's tracing calls' allocation lists}
+_alloc_lock = threading.Lock()
+_alloc_tracers: dict = {}  # id(rt) -> calls tracing on rt, in every thread
+
+
+def _traced_allocs(rt) -> list | None:
+    """This thread's allocation lists on rt, outermost first, while a call traces (None
+    otherwise): an allocation goes to each (a plan inside a plan: the outer's replay makes
+    the inner's buffers too)."""
+    stacks = getattr(_allocs, "stacks", None)
+    return stacks.get(id(rt)) or None if stacks else None
+
+
+def _recording_empty(rt):
+    """rt.empty, also appending (buffer, shape, dtype) to the allocation lists of this
+    thread's tracing calls (another thread's allocations are its own)."""
+    plain = type(rt).empty.__get__(rt)
+
+    def empty(shape, dtype=None):
+        b = plain(shape) if dtype is None else plain(shape, dtype)
+        lists = _traced_allocs(rt)
+        if lists is not None:
+            for allocs in lists:
+                allocs.append((b, shape, dtype))
+        return b
+    return empty
+
+
+@contextmanager
+def _allocations(rt, allocs: list):
+    """rt.empty records into allocs in this thread for the block: an instance attribute over
+    the method while any thread traces on rt (one, however many trace)."""
+    stacks = _allocs.__dict__.setdefault("stacks", {})
+    stack = stacks.setdefault(id(rt), [])
+    with _alloc_lock:
+        n = _alloc_tracers.get(id(rt), 0)
+        if n == 0:
+            rt.empty = _recording_empty(rt)
+        _alloc_tracers[id(rt)] = n + 1
+    stack.append(allocs)
+    try:
+        yield
+    finally:
+        stack.pop()
+        if not stack:
+            del stacks[id(rt)]
+        with _alloc_lock:
+            n = _alloc_tracers[id(rt)] - 1
+            if n == 0:
+                del _alloc_tracers[id(rt)]
+                del rt.empty
+            else:
+                _alloc_tracers[id(rt)] = n
+
+
 def _trace(run, ops, ptrs):
     rt = ops[0]
     allocs: list = []  # (buffer, shape, dtype) per rt.empty during the call
-    _empty = rt.empty
-
-    def empty(shape, dtype=None):
-        b = _empty(shape) if dtype is None else _empty(shape, dtype)
-        allocs.append((b, shape, dtype))
-        return b
-
-    outer = rt.__dict__.get("empty")  # a trace around this one (a plan inside a plan)
-    rt.empty = empty  # an instance attribute over the method, for this call only
     names: list = []
-    launch.traces.append(names)
+    mine = (threading.get_ident(), names)
+    launch.traces.append(mine)
     try:
-        with recording.trace() as t:
+        with _allocations(rt, allocs), recording.trace() as t:
             out = run()
     finally:
-        if outer is None:
-            del rt.empty
-        else:
-            rt.empty = outer
-        launch.traces.pop()  # traces nest: this one is the innermost
+        for i in range(len(launch.traces) - 1, -1, -1):  # this one, whichever thread's came after
+            if launch.traces[i] is mine:
+                del launch.traces[i]
+                break
     if t.spoiled:
         return out, None
     try:
@@ -339,13 +387,13 @@ class Plan:
             return self.fast(ops)
         launch.record_launches(self.names)  # dl.count_kernels sees what the trace counted
         rt = ops[0]
-        if "empty" in rt.__dict__:  # an outer trace records allocations through rt.empty
+        if _traced_allocs(rt) is not None:  # this thread's outer trace records them (rt.empty)
             allocs = [rt.empty(shape) if dtype is None else rt.empty(shape, dtype)
                       for shape, dtype in self.allocs]
         else:
             exact = rt.empty_exact
             allocs = [exact(shape, n, elem) for shape, n, elem in self.exact]
-        active = recording.active
+        active = recording.current()
         if self.blobs is not None and active is None:
             pack = _PTR_LEN.pack_into
             for b in self.blobs:

@@ -34,7 +34,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     if num_classes != -1 and num_classes < 0:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    if tensor.numel() and (num_classes == -1 or recording.active is None):
+    if tensor.numel() and (num_classes == -1 or recording.current() is None):
         lo, hi = (int(v) for v in stack([amin(tensor), amax(tensor)]).tolist())
         if lo < 0:
             raise RuntimeError("Class values must be non-negative.")

@@ -17,7 +17,7 @@ def check_bounds(idx: Tensor, size: int, what: str, dim: int, wrap: bool = True)
     scatter/index_add/gather): one kernel and a host synchronisation reading its flag (as
     PyTorch's CPU check). Not inside a capture, which records no host reads."""
     n = idx.numel()
-    if n == 0 or recording.active is not None:
+    if n == 0 or (recording.active is not None and recording.current() is not None):
         return
     idx._materialise()
     rt = idx.device.rt

@@ -141,7 +141,8 @@ def count_up(t: Tensor) -> Tensor:
     small BatchNorm2d's forward. Elsewhere, and under capture (whose replays must repeat
     the increment), it is `add_`."""
     buf = t._buf
-    if buf is None or recording.active is not None or t.requires_grad or \
+    recorded = recording.active is not None and recording.current() is not None
+    if buf is None or recorded or t.requires_grad or \
             t.dtype.is_float or t.numel() != 1 or not t.device.is_host or \
             getattr(buf, "share", None) is None or buf.array.dtype != t.dtype.storage_np:
         with no_grad():

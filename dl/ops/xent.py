@@ -43,7 +43,7 @@ def cross_entropy_rows(x: Tensor, target: Tensor, reduction: str,
     out, st = plan.planned_bufs(tag, dev.rt, (x._buf, target._buf), run)
     rows, dt = x.shape[0], x.dtype
     n = rows if reduction == "none" else 1
-    if recording.active is None and out.numpy()[n]:  # (the host names the target)
+    if recording.current() is None and out.numpy()[n]:  # (the host names the target)
         t = target.numpy().reshape(-1)
         bad = t[(t != ignore_index) & ((t < 0) | (t >= x.shape[1]))]
         if bad.size:  # (none: kernels that did not run, `cube check`'s capture)

@@ -128,7 +128,7 @@ class Optimizer:
         recording.hook(self._step_no_grad, self._fast_replay)
 
     def _step_no_grad(self):
-        self._plan = [] if recording.active is not None else None
+        self._plan = [] if recording.current() is not None else None
         # the parameters and their state (moments, momentum buffers) are overwritten: lazy
         # values and gradient closures that read them keep the values of before
         # (dl/fusion/writes.py)
