@@ -477,6 +477,24 @@ def matmul_shared(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F], T: C
         c[z * c.stride(0) + row * c.stride(1) + col] = activate(acc, ACT)
 
 
+@cube
+def stage_tile(src, base, sr, sk, dst, SD: Comptime[int], r0, nr, t0, k, tid, zero,
+               R: Comptime[int], BK: Comptime[int], NT: Comptime[int], K_FAST: Comptime[bool]):
+    """Copies the R x BK block of src at rows r0.. (of nr) and K steps t0.. (of k), strides
+    sr and sk, into dst K-major (row stride SD), zero outside; NT units share it,
+    consecutive units along K where K_FAST (K is src's contiguous side), else along R."""
+    for q in cb.range((R * BK) // NT, unroll=True):
+        e = q * NT + tid
+        r = e % R
+        kk = e // R
+        if K_FAST:
+            r = e // BK
+            kk = e % BK
+        gr = r0 + r
+        gk = t0 + kk
+        dst[kk * SD + r] = src[base + gr * sr + gk * sk] if gr < nr and gk < k else zero
+
+
 @cube(launch=True)
 def matmul_blocked(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F],
                    BM: Comptime[int], BN: Comptime[int], BK: Comptime[int], TM: Comptime[int],
@@ -511,28 +529,10 @@ def matmul_blocked(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F],
     af = cb.LocalArray(F, TM)
     bf = cb.LocalArray(F, TN)
     for t0 in range(0, k, BK):
-        for q in cb.range((BM * BK) // NT, unroll=True):
-            e = q * NT + tid
-            r = e % BM
-            kk = e // BM
-            if A_K:
-                r = e // BK
-                kk = e % BK
-            gr = row0 + r
-            gk = t0 + kk
-            ta[kk * SA + r] = a[abase + gr * a.stride(1) + gk * a.stride(2)] \
-                if gr < m and gk < k else F(0)
-        for q in cb.range((BN * BK) // NT, unroll=True):
-            e = q * NT + tid
-            cc = e % BN
-            kk = e // BN
-            if B_K:
-                cc = e // BK
-                kk = e % BK
-            gk = t0 + kk
-            gc = col0 + cc
-            tb[kk * SB + cc] = b[bbase + gk * b.stride(1) + gc * b.stride(2)] \
-                if gk < k and gc < n else F(0)
+        stage_tile(a, abase, a.stride(1), a.stride(2), ta, SA, row0, m, t0, k, tid, F(0), BM,
+                   BK, NT, A_K)
+        stage_tile(b, bbase, b.stride(2), b.stride(1), tb, SB, col0, n, t0, k, tid, F(0), BN,
+                   BK, NT, B_K)
         cb.sync_cube()
         for kk in cb.range(BK, unroll=True):
             for i in cb.range(TM, unroll=True):
