@@ -445,6 +445,28 @@ def matmul_dot(a: Tensor[Line[F]], bt: Tensor[Line[F]], c: Tensor[F], bias: Arra
         store_dot_tile(acc, c, bias, z, row0, col0, m, n, MR, NR, L, HAS_BIAS, ACT)
 
 
+@cube
+def shared_dot(a, b, ta, tb, z, row, col, m, n, k, k0, k1, zero, T: Comptime[int]):
+    """Row `row` of A[z] times column `col` of B[z] over K steps k0..k1 (a multiple of T
+    apart), T steps at a time staged through the cube's shared tiles ta and tb (T x T: each
+    unit loads one element of each)."""
+    ty = UNIT_POS_Y
+    tx = UNIT_POS_X
+    acc = zero
+    for t0 in range(k0, k1, T):
+        ka = t0 + tx
+        kb = t0 + ty
+        ta[ty * T + tx] = a[z * a.stride(0) + row * a.stride(1) + ka * a.stride(2)] \
+            if row < m and ka < k else zero
+        tb[ty * T + tx] = b[z * b.stride(0) + kb * b.stride(1) + col * b.stride(2)] \
+            if kb < k and col < n else zero
+        cb.sync_cube()
+        for kk in cb.range(T, unroll=True):
+            acc += ta[ty * T + kk] * tb[kk * T + tx]
+        cb.sync_cube()
+    return acc
+
+
 @cube(launch=True)
 def matmul_shared(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F], T: Comptime[int],
                   HAS_BIAS: Comptime[bool], ACT: Comptime[str]):
@@ -459,18 +481,7 @@ def matmul_shared(a: Tensor[F], b: Tensor[F], c: Tensor[F], bias: Array[F], T: C
     col = CUBE_POS_X * T + tx
     ta = cb.SharedMemory(F, T * T)
     tb = cb.SharedMemory(F, T * T)
-    acc = F(0)
-    for t0 in range(0, k, T):
-        ka = t0 + tx
-        kb = t0 + ty
-        ta[ty * T + tx] = a[z * a.stride(0) + row * a.stride(1) + ka * a.stride(2)] \
-            if row < m and ka < k else F(0)
-        tb[ty * T + tx] = b[z * b.stride(0) + kb * b.stride(1) + col * b.stride(2)] \
-            if kb < k and col < n else F(0)
-        cb.sync_cube()
-        for kk in cb.range(T, unroll=True):
-            acc += ta[ty * T + kk] * tb[kk * T + tx]
-        cb.sync_cube()
+    acc = shared_dot(a, b, ta, tb, z, row, col, m, n, k, 0, k, F(0), T)
     if row < m and col < n:
         if HAS_BIAS:
             acc += bias[col]
@@ -571,18 +582,7 @@ def matmul_shared_split(a: Tensor[F], b: Tensor[F], part: Tensor[F], T: Comptime
     col = CUBE_POS_X * T + tx
     ta = cb.SharedMemory(F, T * T)
     tb = cb.SharedMemory(F, T * T)
-    acc = F(0)
-    for t0 in range(k0, k0 + KC, T):
-        ka = t0 + tx
-        kb = t0 + ty
-        ta[ty * T + tx] = a[zb * a.stride(0) + row * a.stride(1) + ka * a.stride(2)] \
-            if row < m and ka < k else F(0)
-        tb[ty * T + tx] = b[zb * b.stride(0) + kb * b.stride(1) + col * b.stride(2)] \
-            if kb < k and col < n else F(0)
-        cb.sync_cube()
-        for kk in cb.range(T, unroll=True):
-            acc += ta[ty * T + kk] * tb[kk * T + tx]
-        cb.sync_cube()
+    acc = shared_dot(a, b, ta, tb, zb, row, col, m, n, k, k0, k0 + KC, zero=F(0), T=T)
     if row < m and col < n:
         part[z * part.stride(0) + row * part.stride(1) + col] = acc
 
