@@ -59,7 +59,7 @@ class KernelCount:
         return f"<KernelCount launches={self.launches} compiles={self.compiles}>"
 
 
-_active: list[KernelCount] = []
+_active: list[tuple[int, KernelCount]] = []  # (thread id, its counter)
 # (thread id, names) per dispatch plan tracing a call (dl/kernels/plan.py): the names of the
 # launches its thread makes, which its replays record again
 traces: list[tuple[int, list]] = []
@@ -68,16 +68,17 @@ traces: list[tuple[int, list]] = []
 def record_launch(name) -> None:
     """name: a str, or a callable giving it (built only while a counter is active)."""
     record("launches")
-    if traces:
+    if traces or _active:
         me = threading.get_ident()
         for th, t in traces:
             if th == me:
                 t.append(name)
-    if _active:
-        name = name() if callable(name) else name
-        for c in _active:
-            c.launches += 1
-            c.names.append(name)
+        mine = [c for th, c in _active if th == me]
+        if mine:
+            name = name() if callable(name) else name
+            for c in mine:
+                c.launches += 1
+                c.names.append(name)
 
 
 def record_launches(names: list) -> None:
@@ -92,8 +93,11 @@ def record_launches(names: list) -> None:
 
 def record_compile() -> None:
     record("compiles")
-    for c in _active:
-        c.compiles += 1
+    if _active:
+        me = threading.get_ident()
+        for th, c in _active:
+            if th == me:
+                c.compiles += 1
 
 
 @contextmanager
@@ -102,10 +106,12 @@ def count_kernels():
 
     On exit `c.launches` is the number of kernels launched in the block, `c.compiles` the
     fused kernels generated and `c.names` the launched kernels in order (a kernel-library
-    op counts as one launch named `lib.<op>`). Counters nest."""
+    op counts as one launch named `lib.<op>`). Counters nest, and count what their own
+    thread launches (not other threads' work meanwhile)."""
     c = KernelCount()
-    _active.append(c)
+    entry = (threading.get_ident(), c)
+    _active.append(entry)
     try:
         yield c
     finally:
-        _active.remove(c)
+        _active.remove(entry)

@@ -6,6 +6,7 @@ patched allocator outlived it when traces of two threads interleaved."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -164,3 +165,38 @@ def test_plan_allocations_stay_with_their_thread():
     finally:
         plan.WARMUP = prev
     _assert_nothing_left(rt)
+
+
+def test_count_kernels_counts_its_own_threads_launches():
+    """`dl.count_kernels` in one thread while other threads run ops: the count is what this
+    thread's block launched, the same as with no other thread running."""
+    x = dl.tensor(np.ones((6, 5), np.float32), device="cpu")
+
+    def block():
+        with dl.count_kernels() as c:
+            for _ in range(30):
+                F.softmax(x * 2, -1).numpy()
+                time.sleep(0.001)  # the other threads run meanwhile
+        return c.launches, c.names
+
+    alone = block()
+    stop = threading.Event()
+    running = threading.Barrier(3)
+
+    def busy(i):
+        y = dl.tensor(np.ones((3 + i, 4), np.float32), device="cpu")
+        (y + 1).sum().numpy()
+        running.wait()
+        while not stop.is_set():
+            (y + 1).sum().numpy()
+    others = [threading.Thread(target=busy, args=(i,)) for i in range(2)]
+    for t in others:
+        t.start()
+    running.wait()
+    try:
+        beside = block()
+    finally:
+        stop.set()
+        for t in others:
+            t.join()
+    assert beside == alone
