@@ -133,7 +133,10 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--top", type=int, default=20)
     a = p.parse_args()
-    _instrument() if a.device == "cpu" else _instrument_device()
+    if a.device == "cpu":
+        _instrument()
+    else:
+        _instrument_device()
     plan.enabled = False  # a replayed plan calls its launches' entry points directly
     name, step = WORKLOADS[a.workload](a.device)
     sync = (lambda: None) if a.device == "cpu" else cube.runtime(a.device).sync

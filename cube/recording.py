@@ -105,11 +105,12 @@ def launch(exe, cube_count, cube_dim, args) -> None:
     """Launch exe, and append the launch to the active recording if there is one: every
     launch site calls this (CubeFunction.launch, dl's fused kernels)."""
     exe.launch(cube_count, cube_dim, args)
-    rec = current()
-    if rec is not None:
-        rec.entries.append((exe.launch, cube_count, cube_dim, args))
-        if rec.__class__ is Trace:
-            rec.exes[len(rec.entries) - 1] = exe
+    if active is not None:  # some thread records (the common case, none, costs one test)
+        rec = getattr(_state, "rec", None)
+        if rec is not None:
+            rec.entries.append((exe.launch, cube_count, cube_dim, args))
+            if rec.__class__ is Trace:
+                rec.exes[len(rec.entries) - 1] = exe
 
 
 def hook(fn: Callable[[], object], fast: Callable | None = None):

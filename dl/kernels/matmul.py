@@ -871,10 +871,6 @@ def _run_shared(t: int):
     return run
 
 
-# Chunks of K for split_T, measured on an H200 (132 multiprocessors) over 128-1024 cubes and
-# 16-512 chunks at most: a 16x9 product over K = 50176 took 0.149 ms in 16 chunks, 0.051 in
-# 126, 0.070 in 448 (the sum's serial adds per element then cost more than they save);
-# 256x256x8192 took 0.392 in one chunk (shared_16), 0.301 in 4
 BLOCK_K = 16  # K steps a blocked cube stages at a time
 BLOCK_UNITS = 16  # units along each side of a blocked cube (256 a cube)
 
@@ -902,6 +898,10 @@ def _blocked_ok(bt: int):
     return ok
 
 
+# Chunks of K for split_T, measured on an H200 (132 multiprocessors) over 128-1024 cubes and
+# 16-512 chunks at most: a 16x9 product over K = 50176 took 0.149 ms in 16 chunks, 0.051 in
+# 126, 0.070 in 448 (the sum's serial adds per element then cost more than they save);
+# 256x256x8192 took 0.392 in one chunk (shared_16), 0.301 in 4
 SPLIT_CUBES = 1024  # cubes a split product aims at: several per multiprocessor
 SPLIT_MIN = 4  # tiles of K a chunk takes at least
 SPLIT_MAX = 128  # chunks at most
@@ -1243,7 +1243,7 @@ MATMUL = Tunable("matmul", [
     Candidate("blocked_32", _run_blocked(32), _cpu_first(0, 105), _blocked_ok(32)),
     Candidate("shared_8", _run_shared(8), _cpu_first(10, 90), _shared_ok(8)),
     # few output tiles over a long K (a weight gradient: 16x9 over 64 x 784 pixels took
-    # shared_16 ~3 ms on an H200, one cube walking all of K)
+    # shared_16 1.91 ms on an H200, one cube walking all of K; split_16 0.083)
     Candidate("split_16", _run_split(16), _cpu_first(0, 80), _split_ok(16), prefer=_split_ok(16)),
     # (timed beside split_16 wherever K splits: a 64x1568 @ 1568x10 took it 0.039 ms, split
     # 0.044)

@@ -226,8 +226,8 @@ def _traced_allocs(rt) -> list | None:
     """This thread's allocation lists on rt, outermost first, while a call traces (None
     otherwise): an allocation goes to each (a plan inside a plan: the outer's replay makes
     the inner's buffers too)."""
-    stacks = getattr(_allocs, "stacks", None)
-    return stacks.get(id(rt)) or None if stacks else None
+    stacks = getattr(_allocs, "stacks", None)  # (a list is dropped when it empties)
+    return None if stacks is None else stacks.get(id(rt))
 
 
 def _recording_empty(rt):
